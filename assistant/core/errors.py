@@ -1,0 +1,90 @@
+"""One base error with stable codes; the API maps each code to an HTTP status in one handler."""
+
+from __future__ import annotations
+
+
+class AssistantError(Exception):
+    """Base error. `code` is stable (clients match on it); `message` names the thing, rule and value."""
+
+    code = "internal_error"
+    http_status = 500
+
+    def __init__(self, message: str, *, code: str | None = None, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        self.headers = headers or {}
+
+
+class ConfigError(AssistantError, ValueError):
+    """The configuration is invalid or impossible."""
+
+    code = "config_invalid"
+    http_status = 500
+
+
+class NotFoundError(AssistantError):
+    """The thing does not exist, or the reader may not see it (never 'forbidden')."""
+
+    code = "not_found"
+    http_status = 404
+
+
+class InvalidRequestError(AssistantError):
+    """The caller sent something the product cannot use."""
+
+    code = "invalid_request"
+    http_status = 400
+
+
+class AuthenticationError(AssistantError):
+    """No valid credentials were presented."""
+
+    code = "unauthenticated"
+    http_status = 401
+
+
+class PermissionDeniedError(AssistantError):
+    """The caller is known but lacks a role (admin actions only; documents answer not_found)."""
+
+    code = "permission_denied"
+    http_status = 403
+
+
+class ConflictError(AssistantError):
+    """The request conflicts with existing state (e.g. mixing embedding dimensions)."""
+
+    code = "conflict"
+    http_status = 409
+
+
+class OverloadedError(AssistantError):
+    """Too much work queued; retry after `retry_after_s`."""
+
+    code = "overloaded"
+    http_status = 429
+
+    def __init__(self, message: str, *, retry_after_s: int = 5):
+        super().__init__(message, headers={"Retry-After": str(retry_after_s)})
+
+
+class UpstreamUnavailableError(AssistantError):
+    """The LLM server (or another upstream) cannot be reached right now."""
+
+    code = "upstream_unavailable"
+    http_status = 503
+
+    def __init__(self, message: str, *, retry_after_s: int = 10):
+        super().__init__(message, headers={"Retry-After": str(retry_after_s)})
+
+
+class IngestError(AssistantError):
+    """A document could not be ingested; `status` is the job status it maps to."""
+
+    code = "ingest_failed"
+    http_status = 422
+
+    def __init__(self, message: str, *, status: str = "failed"):
+        super().__init__(message)
+        self.status = status

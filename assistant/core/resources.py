@@ -1,0 +1,90 @@
+"""The long-lived collaborators of one process (DB, vector store, embedder, LLM), built once.
+
+The API builds them in its lifespan, the CLI on demand, a Celery worker on its first task. The LLM and
+embedder load lazily, because ingestion never needs the LLM and a search never needs to load it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from assistant.core.db.session import Database
+from assistant.core.settings import Settings, get_settings
+from assistant.core.vectorstore import VectorStore, open_vector_store
+
+if TYPE_CHECKING:
+    from assistant.core.embedder import Embedder
+    from assistant.core.llm import LLM
+
+
+@dataclass
+class Resources:
+    """Holds the process's clients. Use `Resources.open(settings)`; close with `close()`."""
+
+    settings: Settings
+    db: Database
+    store: VectorStore
+    _embedder: "Embedder | None" = None
+    _llm: "LLM | None" = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def open(cls, settings: Settings | None = None, *, migrate: bool = True) -> "Resources":
+        """Connect to SQL (migrating the schema) and open the vector store."""
+        settings = settings or get_settings()
+        settings.ensure_dirs()
+        db = Database(settings.resolved_database_url)
+        if migrate:
+            db.migrate()
+        return cls(settings=settings, db=db, store=open_vector_store(settings))
+
+    @property
+    def embedder(self) -> "Embedder":
+        """The embedding model, loaded on first use."""
+        with self._lock:
+            if self._embedder is None:
+                from assistant.core.embedder import Embedder
+
+                self._embedder = Embedder(
+                    self.settings.embedding_model,
+                    batch_size=self.settings.embedding_batch_size,
+                    threads=self.settings.embedding_threads,
+                )
+            return self._embedder
+
+    @property
+    def llm(self) -> "LLM":
+        """The chat model backend, loaded on first use."""
+        with self._lock:
+            if self._llm is None:
+                from assistant.core.llm import open_llm
+
+                self._llm = open_llm(self.settings)
+            return self._llm
+
+    def close(self) -> None:
+        """Close the vector store and SQL pool (the models are freed with the object)."""
+        self.store.close()
+        self.db.dispose()
+
+
+_current: Resources | None = None
+_current_lock = threading.Lock()
+
+
+def set_current(resources: Resources | None) -> None:
+    """Register the process's resources (the API lifespan and the CLI do this)."""
+    global _current
+    with _current_lock:
+        _current = resources
+
+
+def current() -> Resources:
+    """The process's resources, opened from the environment on first call (Celery workers)."""
+    global _current
+    with _current_lock:
+        if _current is None:
+            _current = Resources.open()
+        return _current

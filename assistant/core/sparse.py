@@ -1,0 +1,96 @@
+"""Sparse (BM25-style) vectors for keyword retrieval in English and Chinese, computed once per chunk.
+
+Documents get the BM25 term-frequency saturation `tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`
+(Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond", 2009); the IDF factor
+is applied by Qdrant at query time (sparse vector `modifier=IDF`), so no index is rebuilt per query.
+Chinese is segmented with jieba (search mode, which also emits the shorter words inside long ones);
+other text is lower-cased, split on word characters, stripped of stop words and Snowball-stemmed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+import zlib
+from collections import Counter
+from functools import lru_cache
+
+import jieba
+import snowballstemmer
+
+from assistant.core.vectorstore.base import SparseEmbedding
+
+jieba.setLogLevel(logging.WARNING)
+
+K1 = 1.2
+B = 0.75
+AVG_CHUNK_TERMS = 120.0  # chunks are cut to a near-constant token length, so a fixed avgdl is close
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_WORD = re.compile(r"[^\W_]+(?:[._-][^\W_]+)*", re.UNICODE)
+_STOP_EN = frozenset(
+    "a an and are as at be been but by can could did do does for from had has have how i if in into is it "
+    "its may me my no not of on or our should so than that the their them then there these they this to "
+    "was we were what when where which who why will with would you your".split()
+)
+_STOP_ZH = frozenset("的 了 是 在 和 与 及 或 有 我 你 他 她 它 们 这 那 吗 呢 吧 啊 怎么 什么 如何 为什么 哪些 一个 可以 需要 应该".split())
+_stemmer = snowballstemmer.stemmer("english")
+
+
+def _term_index(term: str) -> int:
+    # A stable 31-bit hash: the same term maps to the same dimension in every process and release.
+    return zlib.crc32(term.encode("utf-8")) & 0x7FFFFFFF
+
+
+@lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    return _stemmer.stemWord(word)
+
+
+def terms(text: str) -> list[str]:
+    """Index terms of `text`: jieba words for Chinese runs, stemmed lower-case words otherwise."""
+    text = unicodedata.normalize("NFKC", text)
+    out: list[str] = []
+    pos = 0
+    for match in _CJK.finditer(text):
+        out.extend(_latin_terms(text[pos : match.start()]))
+        out.extend(w for w in jieba.cut_for_search(match.group()) if w.strip() and w not in _STOP_ZH)
+        pos = match.end()
+    out.extend(_latin_terms(text[pos:]))
+    return out
+
+
+def _latin_terms(text: str) -> list[str]:
+    words = []
+    for raw in _WORD.findall(text.lower()):
+        if raw in _STOP_EN or len(raw) > 40:
+            continue
+        if any(sep in raw for sep in "._-"):  # keep `skip-grant-table` whole, and its parts
+            words.append(raw)
+            words.extend(_stem(p) for p in re.split(r"[._-]", raw) if p and p not in _STOP_EN)
+        else:
+            words.append(_stem(raw))
+    return words
+
+
+def _merge(counts: Counter[str], weigh) -> SparseEmbedding:
+    by_index: dict[int, float] = {}
+    for term, tf in counts.items():
+        idx = _term_index(term)
+        by_index[idx] = by_index.get(idx, 0.0) + weigh(tf)
+    indices = sorted(by_index)
+    return SparseEmbedding(indices=indices, values=[float(by_index[i]) for i in indices])
+
+
+def encode_document(text: str) -> SparseEmbedding:
+    """Sparse vector of one chunk: BM25 term-frequency weights (IDF is Qdrant's)."""
+    counts = Counter(terms(text))
+    length = sum(counts.values()) or 1
+    norm = K1 * (1 - B + B * length / AVG_CHUNK_TERMS)
+    return _merge(counts, lambda tf: tf * (K1 + 1) / (tf + norm))
+
+
+def encode_query(text: str) -> SparseEmbedding:
+    """Sparse vector of a question: weight 1 per distinct term (IDF is Qdrant's)."""
+    return _merge(Counter(set(terms(text))), lambda _tf: 1.0)

@@ -1,0 +1,10 @@
+"""The Qdrant access layer: one small interface, two implementations (embedded Edge, Qdrant server)."""
+
+from assistant.core.vectorstore.base import (  # noqa: F401
+    ChunkPoint,
+    ScoredChunk,
+    SearchMode,
+    SparseEmbedding,
+    VectorStore,
+)
+from assistant.core.vectorstore.factory import open_vector_store  # noqa: F401

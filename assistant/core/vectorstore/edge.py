@@ -1,0 +1,208 @@
+"""Embedded vector store: Qdrant Edge (`qdrant-edge-py`), Qdrant's in-process engine, on local disk."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+import qdrant_edge as qe
+
+from assistant.core.errors import ConfigError
+from assistant.core.vectorstore.base import (
+    DENSE,
+    INDEXED_KEYWORDS,
+    RRF_K,
+    SPARSE,
+    ChunkPoint,
+    ScoredChunk,
+    SearchMode,
+    SparseEmbedding,
+    VectorStore,
+)
+
+_META = "collection.json"
+
+
+class EdgeVectorStore(VectorStore):
+    """A collection stored as an EdgeShard folder `root/collection`. One process may open it.
+
+    Args:
+        root: folder holding one sub-folder per collection.
+        collection: collection name.
+    """
+
+    def __init__(self, root: Path, collection: str):
+        self.root = Path(root)
+        self.collection = collection
+        self.path = self.root / collection
+        self._shard: qe.EdgeShard | None = None
+        self._lock = threading.RLock()
+        self._dim: int | None = None
+        meta = self.path / _META
+        if meta.exists():
+            self._dim = int(json.loads(meta.read_text())["dim"])
+            self._shard = self._load()
+
+    def _load(self) -> qe.EdgeShard:
+        try:
+            return qe.EdgeShard.load(str(self.path))
+        except Exception as exc:  # the engine reports a held lock or corrupt files as a plain error
+            raise ConfigError(
+                f"cannot open the Qdrant Edge collection at {self.path}: {exc}. Only one process may "
+                "open it: stop the other assistant process, or use a Qdrant server"
+            ) from exc
+
+    def ensure_collection(self, dim: int) -> None:
+        with self._lock:
+            if self._shard is not None:
+                self._check_dim(self.collection, self._dim or 0, dim)
+                return
+            self.path.mkdir(parents=True, exist_ok=True)
+            config = qe.EdgeConfig(
+                vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+                sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            )
+            self._shard = qe.EdgeShard.create(str(self.path), config)
+            for name in INDEXED_KEYWORDS:
+                self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
+            self._shard.flush()
+            (self.path / _META).write_text(json.dumps({"dim": dim}))
+            self._dim = dim
+
+    @property
+    def shard(self) -> qe.EdgeShard:
+        if self._shard is None:
+            raise ConfigError(f"collection '{self.collection}' does not exist yet: ingest documents first")
+        return self._shard
+
+    def upsert(self, points: Sequence[ChunkPoint]) -> None:
+        if not points:
+            return
+        edge_points = [
+            qe.Point(
+                id=p.id,
+                vector={
+                    DENSE: [float(x) for x in p.dense],
+                    SPARSE: qe.SparseVector(indices=p.sparse.indices, values=p.sparse.values),
+                },
+                payload=p.payload,
+            )
+            for p in points
+        ]
+        with self._lock:
+            self.shard.update(qe.UpdateOperation.upsert_points(edge_points))
+            self.shard.flush()
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if not ids or self._shard is None:
+            return
+        with self._lock:
+            self.shard.update(qe.UpdateOperation.delete_points(list(ids)))
+            self.shard.flush()
+
+    @staticmethod
+    def _doc_filter(doc_id: str) -> qe.Filter:
+        return qe.Filter(must=[qe.FieldCondition(key="doc_id", match=qe.MatchValue(doc_id))])
+
+    def scroll_ids(self, *, doc_id: str) -> set[str]:
+        if self._shard is None:
+            return set()
+        ids: set[str] = set()
+        offset = None
+        with self._lock:
+            while True:
+                records, offset = self.shard.scroll(
+                    qe.ScrollRequest(
+                        offset=offset, limit=1024, filter=self._doc_filter(doc_id), with_payload=False
+                    )
+                )
+                ids.update(str(r.id) for r in records)
+                if offset is None:
+                    return ids
+
+    def set_payload(self, *, doc_id: str, payload: dict[str, Any]) -> None:
+        if self._shard is None:
+            return
+        with self._lock:
+            self.shard.update(qe.UpdateOperation.set_payload_by_filter(self._doc_filter(doc_id), payload))
+            self.shard.flush()
+
+    def count(self, *, doc_id: str | None = None) -> int:
+        if self._shard is None:
+            return 0
+        flt = self._doc_filter(doc_id) if doc_id else None
+        with self._lock:
+            return int(self.shard.count(qe.CountRequest(exact=True, filter=flt)))
+
+    def _query(
+        self,
+        *,
+        dense: Sequence[float] | None,
+        sparse: SparseEmbedding | None,
+        acl_any: list[str],
+        limit: int,
+        prefetch_limit: int,
+        mode: SearchMode,
+        doc_ids: list[str] | None,
+        with_dense: bool,
+    ) -> list[ScoredChunk]:
+        if self._shard is None:
+            return []
+        must: list[Any] = [qe.FieldCondition(key="acl", match=qe.MatchAny(acl_any))]
+        if doc_ids:
+            must.append(qe.FieldCondition(key="doc_id", match=qe.MatchAny(doc_ids)))
+        flt = qe.Filter(must=must)
+        dense_q = qe.Query.Nearest([float(x) for x in dense], using=DENSE) if dense is not None else None
+        sparse_q = (
+            qe.Query.Nearest(qe.SparseVector(indices=sparse.indices, values=sparse.values), using=SPARSE)
+            if sparse is not None
+            else None
+        )
+        with_vector: Any = [DENSE] if with_dense else False
+        if mode == "hybrid":
+            request = qe.QueryRequest(
+                limit=limit,
+                prefetches=[
+                    qe.Prefetch(limit=prefetch_limit, query=dense_q, filter=flt),
+                    qe.Prefetch(limit=prefetch_limit, query=sparse_q, filter=flt),
+                ],
+                query=qe.Fusion.Rrf(k=RRF_K),
+                filter=flt,
+                with_payload=True,
+                with_vector=with_vector,
+            )
+        else:
+            request = qe.QueryRequest(
+                limit=limit,
+                query=dense_q if mode == "dense" else sparse_q,
+                filter=flt,
+                with_payload=True,
+                with_vector=with_vector,
+            )
+        with self._lock:
+            hits = self.shard.query(request)
+        return [
+            ScoredChunk(
+                id=str(h.id),
+                score=float(h.score),
+                payload=dict(h.payload or {}),
+                dense=_named(h.vector, DENSE) if with_dense else None,
+            )
+            for h in hits
+        ]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._shard is not None:
+                self._shard.flush()
+                self._shard.close()
+                self._shard = None
+
+
+def _named(vector: Any, name: str) -> list[float] | None:
+    if isinstance(vector, dict):
+        value = vector.get(name)
+        return list(value) if value is not None else None
+    return None

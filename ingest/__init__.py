@@ -1,0 +1,1 @@
+"""Ingestion: sources -> parsed documents -> chunks -> embeddings -> Qdrant points (with each ACL)."""

@@ -1,0 +1,109 @@
+"""Sections to chunks cut with the embedding model's own tokenizer, never longer than its limit.
+
+Markdown is first split on its headings (llama-index `MarkdownNodeParser`), so that a chunk never
+straddles two sections and carries its heading path; then llama-index's `SentenceSplitter` packs
+sentences (its secondary regex knows Chinese full stops `。？！`) up to the token budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from llama_index.core import Document as LIDocument
+from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter
+
+from ingest.readers import ParsedDocument
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One chunk: `text` as shown to readers, `embed_text` as embedded (title and heading first)."""
+
+    position: int
+    text: str
+    embed_text: str
+    page: int | None
+    heading: str
+
+
+class Chunker:
+    """Cuts documents into chunks of at most `max_tokens` model tokens (prefix included).
+
+    Args:
+        encode: the embedding model's tokenizer, `str -> list[int]` without special tokens.
+        max_tokens: the embedding model's limit for text (its max_seq_length minus special tokens).
+        chunk_tokens: target chunk size (0 = `max_tokens`).
+        overlap_tokens: tokens shared by consecutive chunks of one section.
+    """
+
+    def __init__(self, encode: Callable[[str], list[int]], *, max_tokens: int, chunk_tokens: int = 0, overlap_tokens: int = 32):
+        self.encode = encode
+        self.max_tokens = max_tokens
+        self.chunk_tokens = min(chunk_tokens or max_tokens, max_tokens)
+        self.overlap_tokens = overlap_tokens
+        self._markdown = MarkdownNodeParser(include_metadata=True, include_prev_next_rel=False)
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text))
+
+    def chunk(self, doc: ParsedDocument) -> list[Chunk]:
+        """All chunks of `doc`, positions 0..n-1 in reading order."""
+        pieces: list[tuple[str, int | None, str]] = []
+        for section in doc.sections:
+            if doc.markdown:
+                nodes = self._markdown.get_nodes_from_documents([LIDocument(text=section.text)])
+                for node in nodes:
+                    heading = _heading_of(node.metadata.get("header_path", ""), node.get_content())
+                    pieces.append((node.get_content(), section.page, heading))
+            else:
+                pieces.append((section.text, section.page, section.heading))
+
+        chunks: list[Chunk] = []
+        for text, page, heading in pieces:
+            if not text.strip():
+                continue
+            prefix = _prefix(doc.title, heading)
+            prefix_tokens = self.count(prefix)
+            if prefix_tokens > self.max_tokens // 4:  # absurdly long titles: keep the budget for text
+                prefix, prefix_tokens = "", 0
+            budget = max(16, self.chunk_tokens - prefix_tokens)
+            splitter = SentenceSplitter(
+                chunk_size=budget,
+                chunk_overlap=min(self.overlap_tokens, budget // 4),
+                tokenizer=self.encode,
+                include_metadata=False,
+                include_prev_next_rel=False,
+            )
+            for piece in splitter.split_text(text):
+                for part in self._enforce_limit(piece, budget):
+                    chunks.append(Chunk(len(chunks), part, prefix + part, page, heading))
+        return chunks
+
+    def _enforce_limit(self, text: str, budget: int) -> list[str]:
+        # SentenceSplitter can exceed its budget on one unbreakable "sentence" (a long URL, a table
+        # row without spaces); halve those (at a space near the middle when there is one) until each
+        # part fits, so that nothing is silently truncated by the embedding model.
+        if self.count(text) <= budget or len(text) < 2:
+            return [text] if text.strip() else []
+        middle = len(text) // 2
+        space = text.rfind(" ", middle // 2, middle + middle // 2)
+        cut = space if space > 0 else middle
+        return self._enforce_limit(text[:cut], budget) + self._enforce_limit(text[cut:], budget)
+
+
+def _heading_of(header_path: str, content: str) -> str:
+    first = content.lstrip().splitlines()[0] if content.strip() else ""
+    own = first.lstrip("#").strip() if first.startswith("#") else ""
+    parts = [p for p in header_path.strip("/").split("/") if p]
+    if own:
+        parts.append(own)
+    return " > ".join(parts)
+
+
+def _prefix(title: str, heading: str) -> str:
+    parts = [p for p in (title.strip(), heading.strip()) if p]
+    # Avoid "Passwords > Passwords" when the H1 is the title.
+    if len(parts) == 2 and parts[1].split(" > ")[0] == parts[0]:
+        parts = [parts[1]]
+    return (" — ".join(parts) + "\n") if parts else ""
