@@ -48,6 +48,15 @@ class Settings(BaseSettings):
     )
     chunk_overlap_tokens: int = Field(default=32, ge=0)
 
+    # Parsing limits (a file over one fails alone with a reason naming the setting)
+    max_file_size_bytes: int = Field(default=100 * 1024 * 1024, ge=1, description="largest file parsed")
+    max_pages: int = Field(default=5000, ge=1, description="most PDF pages or slides per document")
+    max_decompressed_bytes: int = Field(
+        default=1024 * 1024 * 1024, ge=1, description="most bytes a zip-based file (DOCX, XLSX, EPUB...) unpacks to"
+    )
+    max_sheet_cells: int = Field(default=2_000_000, ge=1, description="most spreadsheet/CSV cells per file")
+    ocr_languages: str = Field(default="eng", description="tesseract languages, e.g. 'eng+chi_sim'")
+
     # Retrieval and answering
     top_k: int = Field(default=5, ge=1, le=50)
     prefetch_k: int = Field(default=40, ge=1, le=1000)

@@ -1,0 +1,1 @@
+"""The `assistant` command line (Typer + Rich)."""

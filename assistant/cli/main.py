@@ -1,0 +1,196 @@
+"""`assistant ingest | search | ask | serve | jobs` — the stable CLI contract."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from assistant.core.errors import AssistantError
+from assistant.core.principals import ANONYMOUS, Principal
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Private RAG assistant.")
+console = Console(stderr=True)
+
+
+def _resources():
+    from assistant.core import resources as resources_mod
+    from assistant.core.resources import Resources
+
+    res = Resources.open()
+    resources_mod.set_current(res)
+    return res
+
+
+def _principal(res, as_user: str | None) -> Principal:
+    if not as_user:
+        return ANONYMOUS
+    from assistant.core.identity import load_principal  # provided by the identity module
+
+    return load_principal(res.db, as_user)
+
+
+def _fail(exc: AssistantError) -> None:
+    console.print(f"[red]error[/red] ({exc.code}): {exc.message}")
+    raise typer.Exit(code=2)
+
+
+@app.command()
+def ingest(
+    path: Path = typer.Argument(..., help="a folder (recursively) or one file"),
+    acl: Optional[Path] = typer.Option(None, "--acl", help="YAML ACL manifest (default: everyone)"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON object per file on stdout"),
+) -> None:
+    """Ingest PATH: parse, chunk, embed and index every file; unchanged files are skipped."""
+    from ingest.acl import AclManifest
+    from ingest.pipeline import Ingestor
+
+    try:
+        res = _resources()
+        manifest = AclManifest.load(acl) if acl else None
+        ingestor = Ingestor(res)
+        show_bar = console.is_terminal and not as_json
+        with Progress(
+            TextColumn("[bold]ingest[/bold]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("{task.description}"), console=console, disable=not show_bar,
+        ) as progress:
+            task = progress.add_task("", total=None)
+
+            def on_file(outcome) -> None:
+                progress.update(task, advance=1 if outcome.status != "deleted" else 0, description=outcome.source[-50:])
+                if as_json:
+                    print(json.dumps({k: outcome.to_dict()[k] for k in ("source", "status", "reason", "chunks")}, ensure_ascii=False), flush=True)
+
+            outcomes = ingestor.sync(path, acl=manifest, on_file=on_file, on_total=lambda n: progress.update(task, total=n))
+        res.close()
+    except AssistantError as exc:
+        _fail(exc)
+        return
+    counts: dict[str, int] = {}
+    for o in outcomes:
+        counts[o.status] = counts.get(o.status, 0) + 1
+    if not as_json:
+        table = Table(title=f"ingested {path}")
+        table.add_column("status")
+        table.add_column("files", justify="right")
+        for status, n in sorted(counts.items()):
+            table.add_row(status, str(n))
+        table.add_row("chunks (new or changed files)", str(sum(o.chunks for o in outcomes if o.status == "done")))
+        Console().print(table)
+        problems = [o for o in outcomes if o.status not in ("done", "skipped", "deleted")]
+        for o in problems[:50]:
+            Console().print(f"  [yellow]{o.status}[/yellow] {o.source}: {o.reason}")
+
+
+@app.command()
+def search(
+    query: str,
+    top_k: int = typer.Option(10, "--top-k", min=1, max=50),
+    as_json: bool = typer.Option(False, "--json"),
+    as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
+) -> None:
+    """Search the chunks the caller may read, best first."""
+    from assistant.composition import Assistant
+
+    try:
+        res = _resources()
+        principal = _principal(res, as_user)
+        chunks = Assistant.build(res).retriever.retrieve(query, principal=principal, top_k=top_k)
+    except AssistantError as exc:
+        _fail(exc)
+        return
+    rows = [
+        {"source": c.source, "uri": c.uri, "chunk_id": c.chunk_id, "doc_id": c.doc_id, "title": c.title,
+         "heading": c.heading, "page": c.page, "score": c.score, "text": c.text}
+        for c in chunks
+    ]
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False, indent=1))
+        return
+    for i, row in enumerate(rows, start=1):
+        Console().print(f"[bold]{i}.[/bold] {row['source']} [dim]({row['score']:.4f})[/dim]")
+        Console().print("   " + " ".join(row["text"].split())[:200])
+
+
+@app.command()
+def ask(
+    question: str,
+    as_json: bool = typer.Option(False, "--json"),
+    as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
+) -> None:
+    """Answer QUESTION from the documents the caller may read, with citations."""
+    from assistant.composition import Assistant
+
+    try:
+        res = _resources()
+        principal = _principal(res, as_user)
+        assistant = Assistant.build(res)
+        if as_json:
+            result = asyncio.run(assistant.answerer.answer(question, principal=principal))
+            print(json.dumps(result.to_dict(), ensure_ascii=False, indent=1))
+            return
+        citations = []
+
+        async def run() -> None:
+            async for event in assistant.answerer.stream(question, principal=principal):
+                if event["type"] == "token":
+                    sys.stdout.write(event["text"])
+                    sys.stdout.flush()
+                elif event["type"] == "citations":
+                    citations.extend(event["citations"])
+
+        asyncio.run(run())
+        print()
+        for c in citations:
+            print(f"[{c['n']}] {c['source']}" + (f" (page {c['page']})" if c.get("page") else ""))
+    except AssistantError as exc:
+        _fail(exc)
+
+
+@app.command()
+def serve(
+    host: Optional[str] = typer.Option(None, "--host"),
+    port: Optional[int] = typer.Option(None, "--port"),
+) -> None:
+    """Serve the API and the web UI."""
+    import uvicorn
+
+    from assistant.api.app import create_app
+    from assistant.core.settings import get_settings
+
+    settings = get_settings()
+    uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.port, log_level="info")
+
+
+@app.command()
+def jobs(limit: int = typer.Option(20, "--limit"), as_json: bool = typer.Option(False, "--json")) -> None:
+    """Recent ingestion jobs and their outcome."""
+    from sqlalchemy import select
+
+    from assistant.core.db.models import Job
+
+    res = _resources()
+    with res.db.session() as session:
+        rows = [
+            {"id": j.id, "kind": j.kind, "status": j.status, "reason": j.reason, "totals": j.totals,
+             "created_at": j.created_at.isoformat(), "finished_at": j.finished_at.isoformat() if j.finished_at else None}
+            for j in session.scalars(select(Job).order_by(Job.id.desc()).limit(limit))
+        ]
+    if as_json:
+        print(json.dumps(rows, indent=1))
+        return
+    table = Table("id", "kind", "status", "totals", "reason")
+    for r in rows:
+        table.add_row(str(r["id"]), r["kind"], r["status"], json.dumps(r["totals"]), r["reason"][:60])
+    Console().print(table)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

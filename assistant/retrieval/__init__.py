@@ -1,0 +1,3 @@
+"""Retrieval: ACL-filtered hybrid search in Qdrant, optional reranking, context packing."""
+
+from assistant.retrieval.retriever import RetrievedChunk, Retriever  # noqa: F401

@@ -1,0 +1,93 @@
+"""Size limits a file must respect before and while it is parsed (large files, page counts, zip bombs)."""
+
+from __future__ import annotations
+
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from assistant.core.errors import IngestError
+from assistant.core.settings import Settings, get_settings
+
+# A limit that is exceeded is reported as `unsupported`: the file is fine, but this installation
+# refuses it; the reason names the setting so that an administrator knows which knob to turn.
+LIMIT_STATUS = "unsupported"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one parse may consume.
+
+    Attributes:
+        max_file_size_bytes: largest file read at all (bytes on disk).
+        max_pages: most PDF pages or slides in one document.
+        max_decompressed_bytes: most bytes all members of a zip-based file (DOCX, XLSX, PPTX, ODT,
+            EPUB) may unpack to; guards against zip bombs.
+        max_sheet_cells: most spreadsheet or CSV cells read from one file.
+        ocr_languages: tesseract language codes joined with '+', e.g. 'eng+chi_sim'.
+    """
+
+    max_file_size_bytes: int = 100 * 1024 * 1024
+    max_pages: int = 5000
+    max_decompressed_bytes: int = 1024 * 1024 * 1024
+    max_sheet_cells: int = 2_000_000
+    ocr_languages: str = "eng"
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> "Limits":
+        """The limits configured in `settings` (default: the process-wide settings)."""
+        s = settings or get_settings()
+        return cls(
+            max_file_size_bytes=s.max_file_size_bytes,
+            max_pages=s.max_pages,
+            max_decompressed_bytes=s.max_decompressed_bytes,
+            max_sheet_cells=s.max_sheet_cells,
+            ocr_languages=s.ocr_languages,
+        )
+
+
+def too_large(name: str, what: str, value: int, setting: str, limit: int) -> IngestError:
+    """The error for a limit that `name` exceeds, naming the setting and both numbers."""
+    return IngestError(
+        f"{name}: {what} {value:,} exceeds the limit ASSISTANT_{setting.upper()}={limit:,}", status=LIMIT_STATUS
+    )
+
+
+def check_file_size(path: Path, limits: Limits) -> None:
+    """Refuse a file larger than `limits.max_file_size_bytes`.
+
+    Raises:
+        IngestError(status="unsupported"): the file is too large.
+    """
+    size = path.stat().st_size
+    if size > limits.max_file_size_bytes:
+        raise too_large(path.name, "file size (bytes)", size, "max_file_size_bytes", limits.max_file_size_bytes)
+
+
+def check_pages(name: str, pages: int, limits: Limits) -> None:
+    """Refuse a document of more than `limits.max_pages` pages or slides.
+
+    Raises:
+        IngestError(status="unsupported"): too many pages.
+    """
+    if pages > limits.max_pages:
+        raise too_large(name, "page count", pages, "max_pages", limits.max_pages)
+
+
+def check_zip(path: Path, limits: Limits) -> None:
+    """Refuse a zip-based file whose members unpack to more than `limits.max_decompressed_bytes`.
+
+    The sizes come from the zip's central directory, which a hostile file can fake; readers that
+    stream members (zipfile does) stop at the declared size, so the check holds for what is read.
+
+    Raises:
+        IngestError(status="unsupported"): the declared unpacked size is over the limit.
+        IngestError(status="failed"): the file is not a readable zip archive.
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            total = sum(info.file_size for info in archive.infolist())
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise IngestError(f"{path.name}: not a readable zip package ({exc})", status="failed") from exc
+    if total > limits.max_decompressed_bytes:
+        raise too_large(path.name, "unpacked size (bytes)", total, "max_decompressed_bytes", limits.max_decompressed_bytes)

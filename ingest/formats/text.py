@@ -1,0 +1,64 @@
+"""Plain text and Markdown files in any common encoding (a saved web page named .txt is read as HTML)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ingest.formats.document import ParsedDocument, Section, finish
+from ingest.formats.html import decode_html, html_document
+
+_FRONT_MATTER = re.compile(r"\A---\s*\n.*?\n---\s*\n", re.S)
+_FRONT_TITLE = re.compile(r"^title:\s*[\"']?(.+?)[\"']?\s*$", re.M)
+_H1 = re.compile(r"^#\s+(.+)$", re.M)
+_HTML_START = re.compile(r"\A\s*(<!doctype\s+html|<html[\s>])", re.I)
+
+
+def read_text(path: Path) -> ParsedDocument:
+    """Parse a plain-text file; one whose content starts as an HTML page is parsed as HTML.
+
+    Args:
+        path: the file.
+
+    Returns:
+        One section with the whole text (line endings normalised to LF).
+
+    Raises:
+        IngestError: `unsupported` (not text in a detectable encoding) or `empty` (blank).
+    """
+    data = path.read_bytes()
+    text = decode_html(data, name=path.name)
+    if _HTML_START.match(text[:1024]):
+        return html_document(text, name=path.name, fallback_title=path.stem)
+    doc = ParsedDocument(title=path.stem, mime="text/plain", sections=[Section(_lf(text))])
+    return finish(doc, name=path.name)
+
+
+def read_markdown(path: Path) -> ParsedDocument:
+    """Parse a Markdown file: the title from its front matter or first H1, else the file name.
+
+    Args:
+        path: the file.
+
+    Returns:
+        One Markdown section without its front matter (the chunker splits it at headings).
+
+    Raises:
+        IngestError: `unsupported` (not text in a detectable encoding) or `empty` (blank).
+    """
+    text = _lf(decode_html(path.read_bytes(), name=path.name))
+    title = ""
+    front = _FRONT_MATTER.match(text)
+    if front:
+        m = _FRONT_TITLE.search(front.group())
+        title = m.group(1) if m else ""
+        text = text[front.end():]
+    if not title:
+        m = _H1.search(text)
+        title = m.group(1).strip() if m else path.stem.replace("_", " ").replace("-", " ")
+    doc = ParsedDocument(title=title, mime="text/markdown", sections=[Section(text)], markdown=True)
+    return finish(doc, name=path.name)
+
+
+def _lf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")

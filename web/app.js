@@ -1,0 +1,99 @@
+// Chat page: posts the question, renders the answer as server-sent events arrive, then its citations.
+const thread = document.getElementById("thread");
+const form = document.getElementById("ask");
+const input = document.getElementById("question");
+const send = document.getElementById("send");
+const history = [];
+
+function el(tag, cls, text) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+// Parses a text/event-stream body into {event, data} objects.
+async function* readEvents(response) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      let event = "message", data = "";
+      for (const line of frame.split("\n")) {
+        if (line.startsWith("event:")) event = line.slice(6).trim();
+        else if (line.startsWith("data:")) data += line.slice(5).trim();
+      }
+      if (data) yield { event, data: JSON.parse(data) };
+    }
+  }
+}
+
+function renderCitations(turn, citations) {
+  if (!citations.length) return;
+  const list = el("ol", "citations");
+  list.setAttribute("data-testid", "citations");
+  for (const c of citations) {
+    const item = el("li");
+    item.append(el("span", "n", `[${c.n}] `));
+    const src = el("span", "src", c.source + (c.page ? ` (page ${c.page})` : ""));
+    src.title = c.uri;
+    item.append(src);
+    if (c.heading) item.append(el("span", "heading", ` — ${c.heading}`));
+    item.append(el("span", "snippet", c.snippet));
+    list.append(item);
+  }
+  turn.append(list);
+}
+
+async function ask(question) {
+  thread.append(el("div", "turn user", question));
+  const turn = el("div", "turn assistant");
+  const answer = el("div", "answer streaming");
+  answer.setAttribute("data-testid", "answer");
+  turn.append(answer);
+  thread.append(turn);
+  thread.scrollTop = thread.scrollHeight;
+  let text = "";
+  try {
+    const response = await fetch("/api/chat", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+      credentials: "same-origin",
+      body: JSON.stringify({ question, history: history.slice(-6) }),
+    });
+    if (!response.ok) {
+      const body = await response.json().catch(() => ({}));
+      throw new Error(body.error ? body.error.message : `HTTP ${response.status}`);
+    }
+    for await (const { event, data } of readEvents(response)) {
+      if (event === "token") { text += data.text; answer.textContent = text; }
+      else if (event === "citations") renderCitations(turn, data.citations);
+      else if (event === "error") throw new Error(data.message);
+      thread.scrollTop = thread.scrollHeight;
+    }
+    history.push({ role: "user", content: question }, { role: "assistant", content: text });
+  } catch (err) {
+    turn.append(el("div", "error", `Something went wrong: ${err.message}`));
+  } finally {
+    answer.classList.remove("streaming");
+  }
+}
+
+form.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const question = input.value.trim();
+  if (!question) return;
+  input.value = "";
+  send.disabled = true;
+  try { await ask(question); } finally { send.disabled = false; input.focus(); }
+});
+input.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); form.requestSubmit(); }
+});
