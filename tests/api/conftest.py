@@ -1,0 +1,53 @@
+"""An HTTP app over a small real index (three handbook pages), shared by the API tests of a module."""
+
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from assistant.api.app import create_app
+from ingest.pipeline import Ingestor
+from tests.conftest import copy_subset, make_settings, open_resources
+from tests.corpus import HANDBOOK
+
+API_FILES = [
+    "departments/tech-ops/process/internal-security/passwords.md",
+    "departments/tech-ops/process/internal-security/computer-standards.md",
+    "departments/tech-ops/process/application_access_request.md",
+]
+
+
+@pytest.fixture(scope="module")
+def api_resources(tmp_path_factory):
+    root = tmp_path_factory.mktemp("api")
+    folder = copy_subset(HANDBOOK, root / "docs", API_FILES)
+    settings = make_settings(root / "var")
+    res = open_resources(settings)
+    Ingestor(res).sync(folder)
+    yield res
+    res.close()
+
+
+@pytest.fixture(scope="module")
+def client(api_resources) -> Iterator[TestClient]:
+    app = create_app(api_resources.settings, resources=api_resources)
+    with TestClient(app) as c:
+        yield c
+
+
+def parse_sse(body: str) -> list[tuple[str, dict]]:
+    """`(event, data)` pairs of a text/event-stream body."""
+    events = []
+    for frame in body.split("\n\n"):
+        name, data = "message", ""
+        for line in frame.splitlines():
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data += line[5:].strip()
+        if data:
+            events.append((name, json.loads(data)))
+    return events

@@ -1,0 +1,43 @@
+"""The HTTP app: health, search, the streaming chat endpoint, and errors as JSON with stable codes."""
+
+from __future__ import annotations
+
+from tests.api.conftest import parse_sse
+
+
+def test_healthz(client):
+    assert client.get("/healthz").json() == {"status": "ok"}
+
+
+def test_search_returns_chunks_best_first(client):
+    r = client.post("/api/search", json={"query": "How long must passwords be?", "top_k": 3})
+    assert r.status_code == 200
+    hits = r.json()
+    assert hits[0]["source"].endswith("passwords.md")
+    assert {"source", "uri", "chunk_id", "score", "text"} <= set(hits[0])
+    assert hits == sorted(hits, key=lambda h: -h["score"])
+
+
+def test_chat_streams_tokens_then_citations_then_done(client):
+    with client.stream("POST", "/api/chat", json={"question": "How long should my passwords be?"}) as r:
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/event-stream")
+        assert r.headers["x-accel-buffering"] == "no"
+        body = "".join(r.iter_text())
+    events = parse_sse(body)
+    kinds = [k for k, _ in events]
+    assert kinds.count("token") >= 3, kinds
+    assert kinds[-2:] == ["citations", "done"]
+    assert set(kinds[:-2]) == {"token"}
+    answer = "".join(d["text"] for k, d in events if k == "token")
+    assert answer.strip() == events[-1][1]["answer"]
+    citations = events[-2][1]["citations"]
+    assert any(c["source"].endswith("passwords.md") for c in citations)
+
+
+def test_errors_are_json_with_a_stable_code(client):
+    r = client.post("/api/search", json={"query": ""})
+    assert r.status_code == 422
+    assert r.json()["error"]["code"] == "invalid_request"
+    r = client.get("/api/nothing-here")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"

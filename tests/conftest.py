@@ -1,0 +1,103 @@
+"""Shared fixtures: isolated settings per test, a session-wide index of the real corpus, PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from assistant.core import resources as resources_mod  # noqa: E402
+from assistant.core.resources import Resources  # noqa: E402
+from assistant.core.settings import Settings  # noqa: E402
+from tests.corpus import DOCS_ZH, HANDBOOK  # noqa: E402
+
+PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+
+
+def make_settings(data_dir: Path, **overrides) -> Settings:
+    """Settings confined to `data_dir`, ignoring the developer's environment and .env file."""
+    return Settings(_env_file=None, data_dir=data_dir, **overrides)
+
+
+@pytest.fixture
+def tmp_settings(tmp_path: Path) -> Settings:
+    return make_settings(tmp_path / "var")
+
+
+@pytest.fixture
+def tmp_resources(tmp_settings: Settings) -> Iterator[Resources]:
+    res = Resources.open(tmp_settings)
+    yield res
+    res.close()
+
+
+_EMBEDDER = {}
+
+
+def shared_embedder():
+    """One embedding model per test session (loading it costs seconds; it holds no state)."""
+    if "e" not in _EMBEDDER:
+        from assistant.core.embedder import Embedder
+
+        _EMBEDDER["e"] = Embedder()
+    return _EMBEDDER["e"]
+
+
+def open_resources(settings: Settings) -> Resources:
+    """Resources for `settings` that reuse the session's embedder."""
+    res = Resources.open(settings)
+    if settings.embedding_model == Settings.model_fields["embedding_model"].default:
+        res._embedder = shared_embedder()
+    return res
+
+
+@pytest.fixture(scope="session")
+def corpus_index(tmp_path_factory) -> Iterator[Resources]:
+    """The handbook and the Chinese docs, ingested once for the whole session (Qdrant Edge, SQLite)."""
+    from ingest.pipeline import Ingestor
+
+    settings = make_settings(tmp_path_factory.mktemp("corpus") / "var")
+    res = open_resources(settings)
+    ingestor = Ingestor(res)
+    for root in (HANDBOOK, DOCS_ZH):
+        outcomes = ingestor.sync(root)
+        failed = [o for o in outcomes if o.status not in ("done", "skipped")]
+        assert not failed, failed[:5]
+    resources_mod.set_current(res)
+    yield res
+    resources_mod.set_current(None)
+    res.close()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh, uniquely named PostgreSQL database; dropped afterwards."""
+    from sqlalchemy import create_engine, text
+
+    name = f"assistant_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def copy_subset(src: Path, dst: Path, relative_paths: list[str]) -> Path:
+    """Copy some corpus files into a scratch folder (to mutate them); returns `dst`."""
+    for rel in relative_paths:
+        target = dst / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / rel, target)
+    return dst

@@ -1,0 +1,38 @@
+"""The corpus README's example questions: the answering file is in the top 5 of search, and `ask` cites it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from assistant.composition import Assistant
+from assistant.core.principals import ANONYMOUS
+from tests.corpus import readme_questions
+
+QUESTIONS = readme_questions()
+
+pytestmark = pytest.mark.slow
+
+
+def test_readme_lists_questions_in_both_languages():
+    roots = {q.root.name for q in QUESTIONS}
+    assert len(QUESTIONS) >= 6 and roots == {"content", "pingcap-docs-cn"}
+
+
+@pytest.mark.parametrize("example", QUESTIONS, ids=[q.answer_file for q in QUESTIONS])
+def test_search_finds_the_answering_file_in_top_5(corpus_index, example):
+    assistant = Assistant.build(corpus_index)
+    hits = assistant.retriever.retrieve(example.question, principal=ANONYMOUS, top_k=5)
+    assert example.answer_file in [h.source for h in hits], [h.source for h in hits]
+
+
+@pytest.mark.parametrize("example", QUESTIONS, ids=[q.answer_file for q in QUESTIONS])
+def test_ask_cites_the_answering_file(corpus_index, example):
+    assistant = Assistant.build(corpus_index)
+    answer = asyncio.run(assistant.answerer.answer(example.question, principal=ANONYMOUS))
+    assert not answer.abstained
+    assert answer.answer.strip()
+    assert example.answer_file in [c.source for c in answer.citations], answer.to_dict()
+    for citation in answer.citations:
+        assert citation.chunk_id and citation.uri.startswith("file://") and citation.snippet

@@ -1,0 +1,37 @@
+"""Stop sequences on a token stream and the mapping of [n] markers to citations."""
+
+import pytest
+
+from assistant.answering.citations import cited_numbers, make_citations
+from assistant.answering.stops import StopFilter
+from assistant.retrieval import RetrievedChunk
+
+
+@pytest.mark.parametrize(
+    "deltas, expected",
+    [
+        (["Use 15 chars [1", "].", "\n", "\n[6] comp", "any"], "Use 15 chars [1]."),
+        (["a\n", "b"], "a\nb"),
+        (["x\nQues", "tion: y"], "x"),
+        (["[1] and [2]"], "[1] and [2]"),
+    ],
+)
+def test_stop_filter(deltas, expected):
+    f = StopFilter()
+    out = "".join(f.push(d) for d in deltas) + f.flush()
+    assert out == expected
+
+
+def _chunk(n: int) -> RetrievedChunk:
+    return RetrievedChunk(f"c{n}", f"d{n}", 0, f"text {n}", f"f{n}.md", f"file:///f{n}.md", "", "", None, "en", 1.0 / n, 0.5)
+
+
+def test_markers_map_to_sources_in_order_of_appearance():
+    assert cited_numbers("A [2]. B [1, 3]。C【x】 [2]") == [2, 1, 3]
+    cits = make_citations("Fact [2]. Other [9].", [_chunk(1), _chunk(2)])
+    assert [(c.n, c.source, c.inline) for c in cits] == [(2, "f2.md", True)]
+
+
+def test_without_markers_the_sources_used_are_listed():
+    cits = make_citations("An answer without markers.", [_chunk(1), _chunk(2)])
+    assert [(c.n, c.source, c.inline) for c in cits] == [(1, "f1.md", False), (2, "f2.md", False)]
