@@ -37,7 +37,8 @@ def decode_text(data: bytes, *, name: str = "file", declared: str | None = None)
         The text, BOM removed.
 
     Raises:
-        IngestError(status="unsupported"): the bytes are not text in any detectable encoding.
+        IngestError(status="unsupported"): the bytes are binary (zero bytes outside a UTF-16/32
+            pattern) or not text in any detectable encoding.
     """
     for bom, encoding in _BOMS:
         if data.startswith(bom):
@@ -51,6 +52,8 @@ def decode_text(data: bytes, *, name: str = "file", declared: str | None = None)
             return data.decode(wide)
         except UnicodeDecodeError:
             pass
+    elif b"\x00" in data[:4096]:
+        raise IngestError(f"{name}: binary content (zero bytes), not text", status="unsupported")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

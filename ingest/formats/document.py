@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 
 from assistant.core.errors import IngestError
 
+# C0 controls except tab, line feed and carriage return, plus DEL: deleted; form feed ends a line.
+_CONTROLS = {c: None for c in (*range(0x00, 0x09), 0x0B, *range(0x0E, 0x20), 0x7F)} | {0x0C: "\n"}
+
 
 @dataclass
 class Section:
@@ -39,7 +42,10 @@ class ParsedDocument:
 
 
 def finish(doc: ParsedDocument, *, name: str) -> ParsedDocument:
-    """Drop blank sections and refuse a document without text.
+    """Remove control characters, drop blank sections and refuse a document without text.
+
+    Control characters (NUL from unmapped PDF glyphs, form feeds, vertical tabs) carry no meaning
+    for search and break some consumers (PostgreSQL text refuses NUL).
 
     Args:
         doc: the document a format reader built.
@@ -52,8 +58,44 @@ def finish(doc: ParsedDocument, *, name: str) -> ParsedDocument:
         IngestError(status="empty"): no section holds any text (attachments alone do not count: the
             caller ingests them separately, so the carrier itself is reported empty).
     """
+    for section in doc.sections:
+        section.text = section.text.translate(_CONTROLS)
     doc.sections = [s for s in doc.sections if s.text and s.text.strip()]
     if not doc.sections:
         extra = f" ({len(doc.attachments)} attachment(s) are ingested on their own)" if doc.attachments else ""
         raise IngestError(f"{name}: the document contains no text{extra}", status="empty")
     return doc
+
+
+class SectionBuilder:
+    """Gathers a document's lines into sections: each heading closes the section before it.
+
+    Used by readers that walk a body in order (DOCX, ODT); the heading line itself stays in the
+    text, so that a chunk cut from the section's start still reads naturally.
+    """
+
+    def __init__(self) -> None:
+        self._sections: list[Section] = []
+        self._heading = ""
+        self._lines: list[str] = []
+
+    def start(self, heading: str) -> None:
+        """Begin a new section under `heading`."""
+        self._flush()
+        self._heading = heading
+        self._lines.append(heading)
+
+    def add(self, text: str) -> None:
+        """Append one line (paragraph, table) to the current section; blank text is ignored."""
+        if text and text.strip():
+            self._lines.append(text)
+
+    def sections(self) -> list[Section]:
+        """All sections so far, the open one closed."""
+        self._flush()
+        return list(self._sections)
+
+    def _flush(self) -> None:
+        if self._lines:
+            self._sections.append(Section("\n".join(self._lines), heading=self._heading))
+        self._lines = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import subprocess
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from ingest.formats.ocr import ocr_image, tesseract_available
 
 log = logging.getLogger(__name__)
 MIME = "application/pdf"
+_LIGATURES = {0xFB00: "ff", 0xFB01: "fi", 0xFB02: "fl", 0xFB03: "ffi", 0xFB04: "ffl", 0xFB05: "st", 0xFB06: "st"}
+_SPACES = re.compile(r"[ \t\u00a0]+")
 
 
 def read_pdf(path: Path, *, limits: Limits) -> ParsedDocument:
@@ -83,16 +86,25 @@ def _open(reader: PdfReader, name: str) -> None:
 def _page_text(page: PageObject, name: str, number: int) -> str:
     # One bad page (odd colour space, broken font) must not lose the others.
     try:
-        return page.extract_text() or ""
+        text = page.extract_text() or ""
     except Exception as exc:  # noqa: BLE001 - pypdf raises many kinds on malformed content
         log.warning("%s: page %d text could not be extracted: %s", name, number, exc)
         return ""
+    # Typeset ligatures (ﬁ, ﬂ) would hide words from keyword search; some producers space words
+    # with tabs (Korean forms) - both are layout, not content.
+    text = text.translate(_LIGATURES)
+    return "\n".join(_SPACES.sub(" ", line).strip() for line in text.splitlines())
 
 
 def _form_text(page: PageObject) -> str:
-    """'Label: value' for each filled AcroForm widget on the page."""
+    """'Field name: value' for each filled AcroForm widget on the page (values are not in the page text)."""
     lines = []
-    for ref in page.get("/Annots") or []:
+    try:
+        annots = page.get("/Annots")
+        annots = annots.get_object() if annots is not None else []
+    except Exception:  # noqa: BLE001 - a broken annotation array only loses the form values
+        return ""
+    for ref in annots:
         try:
             annot = ref.get_object()
             if annot.get("/Subtype") != "/Widget":
@@ -104,7 +116,7 @@ def _form_text(page: PageObject) -> str:
             value = str(value).lstrip("/") if value is not None else ""
             if not value.strip() or value == "Off":
                 continue
-            label = field.get("/TU") or field.get("/T") or ""
+            label = field.get("/T") or field.get("/TU") or ""
             lines.append(f"{label}: {value}" if label else value)
         except Exception:  # noqa: BLE001 - a broken annotation is skipped, not fatal
             continue
