@@ -77,6 +77,19 @@ class Settings(BaseSettings):
     openai_model: str = "assistant"
     request_timeout_s: float = Field(default=60.0, gt=0)
     connect_timeout_s: float = Field(default=5.0, gt=0)
+    llm_connect_retries: int = Field(
+        default=2, ge=0, description="retries of a failed connection to the LLM server (never of an answer)"
+    )
+    llm_retry_backoff_s: float = Field(
+        default=0.25, gt=0, description="backoff cap of the first retry in seconds; doubles per retry"
+    )
+    llm_retry_backoff_max_s: float = Field(default=2.0, gt=0, description="largest backoff cap in seconds")
+    llm_breaker_failure_threshold: int = Field(
+        default=5, ge=1, description="consecutive connection failures that open the LLM circuit breaker"
+    )
+    llm_breaker_cooldown_s: float = Field(
+        default=30.0, gt=0, description="seconds the open breaker fails fast before it lets one probe through"
+    )
 
     # Jobs
     jobs_backend: Literal["inprocess", "celery"] = "inprocess"

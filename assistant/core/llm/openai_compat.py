@@ -1,14 +1,44 @@
-"""Any OpenAI-compatible server (vLLM in production) over HTTP with the official `openai` client."""
+"""Any OpenAI-compatible server (vLLM in production) over HTTP with the official `openai` client.
+
+Failure handling, in the order a request meets it:
+
+- timeouts: `connect_timeout_s` to open a connection, `read_timeout_s` for the response headers and
+  then for each gap between two streamed chunks;
+- retries: only a failed *connection* (refused, reset, connect timeout, a stale keep-alive socket) is
+  retried, `connect_retries` times with exponential backoff and full jitter. An answered request
+  (any HTTP status) and a read timeout are never retried: the server got the prompt, and repeating
+  it would only add load to a server that is busy;
+- circuit breaker (`assistant.core.llm.breaker`): each failed connection counts; after
+  `breaker_failure_threshold` in a row, calls fail fast with `UpstreamUnavailableError` (Retry-After)
+  for `breaker_cooldown_s`, then one probe call decides whether service resumes;
+- cancellation: closing the iterator returned by `stream()` closes the HTTP response, so the server
+  sees the disconnect and stops generating (vLLM aborts the request).
+"""
 
 from __future__ import annotations
 
-from typing import AsyncIterator
+import asyncio
+import random
+from typing import TYPE_CHECKING, AsyncIterator
 
-import httpx
 import openai
 
-from assistant.core.errors import UpstreamUnavailableError
+from assistant.core.errors import (
+    AssistantError,
+    ConfigError,
+    InvalidRequestError,
+    OverloadedError,
+    UpstreamUnavailableError,
+)
 from assistant.core.llm.base import LLM, ChatMessage
+from assistant.core.llm.breaker import CircuitBreaker
+
+if TYPE_CHECKING:
+    from assistant.core.settings import Settings
+
+# httpx (and httpx2, which newer `openai` releases use) name their timeout errors alike; a connect
+# timeout means nobody answered the SYN, any other timeout means a server that is up but slow.
+_CONNECT_TIMEOUT_NAMES = {"ConnectTimeout"}
 
 
 class OpenAICompatLLM(LLM):
@@ -18,8 +48,17 @@ class OpenAICompatLLM(LLM):
         base_url: the server's `/v1` URL.
         model: model (or LoRA adapter) name to request.
         api_key: bearer token, if the server wants one.
-        context_tokens: the served `max_model_len`.
-        connect_timeout_s / read_timeout_s: HTTP timeouts in seconds.
+        context_tokens: the served `max_model_len`, in tokens.
+        connect_timeout_s: seconds to open a TCP connection.
+        read_timeout_s: seconds to wait for the response headers, then for each streamed chunk.
+        connect_retries: retries of a failed connection per call (0 = none).
+        retry_backoff_s: backoff cap of the first retry in seconds; doubles per retry.
+        retry_backoff_max_s: largest backoff cap in seconds.
+        breaker_failure_threshold: consecutive connection failures that open the circuit breaker.
+        breaker_cooldown_s: seconds the open breaker fails fast before it lets one probe through.
+
+    Attributes:
+        breaker: the circuit breaker guarding `base_url` (its `state` is useful to health checks).
     """
 
     def __init__(
@@ -31,14 +70,53 @@ class OpenAICompatLLM(LLM):
         context_tokens: int = 8192,
         connect_timeout_s: float = 5.0,
         read_timeout_s: float = 60.0,
+        connect_retries: int = 2,
+        retry_backoff_s: float = 0.25,
+        retry_backoff_max_s: float = 2.0,
+        breaker_failure_threshold: int = 5,
+        breaker_cooldown_s: float = 30.0,
     ):
         self.name = model
         self.context_tokens = context_tokens
+        self._base_url = base_url
+        self._read_timeout_s = read_timeout_s
+        self._connect_retries = connect_retries
+        self._retry_backoff_s = retry_backoff_s
+        self._retry_backoff_max_s = retry_backoff_max_s
+        self.breaker = CircuitBreaker(
+            f"the LLM server at {base_url}",
+            failure_threshold=breaker_failure_threshold,
+            cooldown_s=breaker_cooldown_s,
+        )
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
             api_key=api_key,
-            timeout=httpx.Timeout(read_timeout_s, connect=connect_timeout_s),
-            max_retries=2,  # the client retries connection errors and 5xx with jittered backoff
+            timeout=openai.Timeout(read_timeout_s, connect=connect_timeout_s),
+            max_retries=0,  # retries are ours: connection failures only, counted by the breaker
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OpenAICompatLLM:
+        """The backend configured by `ASSISTANT_OPENAI_*`, `ASSISTANT_*_TIMEOUT_S` and `ASSISTANT_LLM_*`.
+
+        Args:
+            settings: the process settings.
+
+        Returns:
+            A client for `settings.openai_base_url`; it opens no connection yet.
+        """
+        return cls(
+            settings.openai_base_url,
+            settings.openai_model,
+            api_key=settings.openai_api_key.get_secret_value(),
+            context_tokens=settings.llm_context_tokens,
+            connect_timeout_s=settings.connect_timeout_s,
+            read_timeout_s=settings.request_timeout_s,
+            connect_retries=settings.llm_connect_retries,
+            retry_backoff_s=settings.llm_retry_backoff_s,
+            retry_backoff_max_s=settings.llm_retry_backoff_max_s,
+            breaker_failure_threshold=settings.llm_breaker_failure_threshold,
+            breaker_cooldown_s=settings.llm_breaker_cooldown_s,
         )
 
     def count_tokens(self, text: str) -> int:
@@ -50,21 +128,120 @@ class OpenAICompatLLM(LLM):
     async def stream(
         self, messages: list[ChatMessage], *, max_tokens: int, temperature: float
     ) -> AsyncIterator[str]:
-        try:
-            response = await self._client.chat.completions.create(
-                model=self.name, messages=list(messages), max_tokens=max_tokens,
-                temperature=temperature, stream=True,
-            )
-        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
-            raise UpstreamUnavailableError(f"the LLM server at {self._client.base_url} is unreachable: {exc}")
-        except openai.InternalServerError as exc:
-            raise UpstreamUnavailableError(f"the LLM server at {self._client.base_url} failed: {exc}")
+        """Yield the answer as text deltas; `aclose()` on the iterator closes the HTTP stream.
+
+        Args:
+            messages: the chat, system message first.
+            max_tokens: answer length limit, in tokens.
+            temperature: sampling temperature (0 = greedy).
+
+        Yields:
+            Non-empty text deltas, in order.
+
+        Raises:
+            UpstreamUnavailableError: the server cannot be reached (after the connection retries),
+                the breaker is open, no chunk came within `read_timeout_s`, or the server failed
+                (5xx, or an error mid-stream). Its headers carry Retry-After (seconds).
+            OverloadedError: the server answered 429.
+            InvalidRequestError: the server refused the request (400/422, e.g. prompt too long).
+            ConfigError: the server does not serve the model (404) or refuses the API key (401/403).
+        """
+        response = await self._open_stream(messages, max_tokens=max_tokens, temperature=temperature)
         try:
             async for chunk in response:
                 if chunk.choices and chunk.choices[0].delta.content:
                     yield chunk.choices[0].delta.content
+        except openai.APITimeoutError as exc:
+            raise self._unavailable(f"sent no chunk within {self._read_timeout_s} s", exc) from exc
+        except openai.APIConnectionError as exc:
+            self.breaker.record_failure()  # it went away mid-answer
+            raise self._unavailable("dropped the connection mid-answer", exc) from exc
+        except openai.APIError as exc:
+            raise self._unavailable("reported an error mid-answer", exc) from exc
         finally:
-            await response.close()  # closing the HTTP stream cancels the request upstream
+            # Runs on exhaustion, on error and on `aclose()` (GeneratorExit): closing the response
+            # closes its connection, which is how the server learns to stop generating.
+            await response.close()
 
     async def aclose(self) -> None:
+        """Close the connection pool."""
         await self._client.close()
+
+    async def _open_stream(
+        self, messages: list[ChatMessage], *, max_tokens: int, temperature: float
+    ) -> openai.AsyncStream:
+        """Send the request and return the open stream once the server answered with headers."""
+        retries = 0
+        while True:
+            self.breaker.before_call()
+            try:
+                response = await self._client.chat.completions.create(
+                    model=self.name, messages=list(messages), max_tokens=max_tokens,
+                    temperature=temperature, stream=True,
+                )
+            except openai.APIConnectionError as exc:
+                if not _is_connection_failure(exc):
+                    self.breaker.release()  # connected, but the answer is slow: not a down server
+                    raise self._unavailable(
+                        f"did not answer within read_timeout_s={self._read_timeout_s}", exc
+                    ) from exc
+                self.breaker.record_failure()
+                if retries >= self._connect_retries or self.breaker.state == "open":
+                    raise self._unavailable(
+                        f"is unreachable after {retries + 1} connection attempt(s)", exc
+                    ) from exc
+                await asyncio.sleep(self._backoff_s(retries))
+                retries += 1
+                continue
+            except openai.APIStatusError as exc:
+                self.breaker.record_success()  # it answered: the connection is fine
+                raise self._status_error(exc) from exc
+            except BaseException:
+                self.breaker.release()  # cancelled (or a bug): no verdict on the server
+                raise
+            self.breaker.record_success()
+            return response
+
+    def _backoff_s(self, retry: int) -> float:
+        """Seconds before retry number `retry` (0-based): "full jitter", uniform in [0, cap] with the
+        cap doubling per retry up to `retry_backoff_max_s` (M. Brooker, "Exponential Backoff And
+        Jitter", AWS Architecture Blog, 2015), so that clients cut off together do not return in step.
+        """
+        cap_s = min(self._retry_backoff_max_s, self._retry_backoff_s * (2**retry))
+        return random.uniform(0.0, cap_s)
+
+    def _unavailable(self, what: str, exc: Exception) -> UpstreamUnavailableError:
+        return UpstreamUnavailableError(
+            f"the LLM server at {self._base_url} {what}: {exc}",
+            retry_after_s=self.breaker.retry_after_s(),
+        )
+
+    def _status_error(self, exc: openai.APIStatusError) -> AssistantError:
+        status = exc.status_code
+        where = f"the LLM server at {self._base_url}"
+        if status == 429:
+            retry_after = exc.response.headers.get("retry-after", "")
+            return OverloadedError(
+                f"{where} is overloaded (HTTP 429): {exc.message}",
+                retry_after_s=int(retry_after) if retry_after.isdigit() else 5,
+            )
+        if status in (401, 403):
+            return ConfigError(f"{where} refused ASSISTANT_OPENAI_API_KEY (HTTP {status}): {exc.message}")
+        if status == 404:
+            return ConfigError(f"{where} does not serve model {self.name!r} (HTTP 404): {exc.message}")
+        if status in (400, 413, 422):
+            return InvalidRequestError(f"{where} refused the request (HTTP {status}): {exc.message}")
+        return UpstreamUnavailableError(
+            f"{where} failed (HTTP {status}): {exc.message}", retry_after_s=self.breaker.retry_after_s()
+        )
+
+
+def _is_connection_failure(exc: openai.APIConnectionError) -> bool:
+    """True when no server took the request: refused, reset, DNS, connect timeout, stale socket.
+
+    A read timeout (the server accepted the request and is slow) and a wait for a free connection of
+    our own pool are not: retrying them, or counting them against the server, would be wrong.
+    """
+    if isinstance(exc, openai.APITimeoutError):
+        return type(exc.__cause__).__name__ in _CONNECT_TIMEOUT_NAMES
+    return True
