@@ -65,6 +65,8 @@ PLAIN: dict[str, Reader] = {
 SUPPORTED = frozenset(ZIPPED) | frozenset(CONVERTED) | frozenset(PLAIN)
 _OFFICE = frozenset(ZIPPED) | frozenset(CONVERTED) | {".xls"}
 _OOXML_LEGACY = {".docx": "doc", ".docm": "doc", ".pptx": "ppt", ".pptm": "ppt", ".xlsx": "xls", ".xlsm": "xls"}
+_LEGACY_OOXML = {".doc": "docx", ".ppt": "pptx", ".xls": "xlsx"}
+_ZIP_MAGIC = b"PK\x03\x04"
 
 
 def parse_file(path: Path, *, limits: Limits | None = None) -> ParsedDocument:
@@ -103,6 +105,8 @@ def parse_file(path: Path, *, limits: Limits | None = None) -> ParsedDocument:
             raise IngestError(f"{path.name}: the Office document is encrypted with a password", status="encrypted")
         if suffix in _OOXML_LEGACY:  # a legacy binary file renamed to the newer extension
             suffix = "." + _OOXML_LEGACY[suffix]
+    if head.startswith(_ZIP_MAGIC) and suffix in _LEGACY_OOXML:  # a newer file under a legacy extension
+        suffix = "." + _LEGACY_OOXML[suffix]
     if suffix in ZIPPED:
         check_zip(path, limits)
         return ZIPPED[suffix](path, limits)

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from assistant.core.errors import IngestError
 
+_APP_PREFIX = re.compile(r"^Microsoft (Word|PowerPoint|Excel) - ")
+_PLACEHOLDER_TITLE = re.compile(
+    r"^(title|untitled|presentation|powerpoint presentation|word document|document\d*|slide \d+)$"
+    r"|\.(jpe?g|png|tiff?|bmp|docx?|pptx?|xlsx?|pdf|txt)$",
+    re.I,
+)
 # C0 controls except tab, line feed and carriage return, plus DEL: deleted; form feed ends a line.
 _CONTROLS = {c: None for c in (*range(0x00, 0x09), 0x0B, *range(0x0E, 0x20), 0x7F)} | {0x0C: "\n"}
 
@@ -39,6 +46,16 @@ class ParsedDocument:
     page_count: int | None = None
     markdown: bool = False
     attachments: list[tuple[str, bytes]] = field(default_factory=list)
+
+
+def real_title(candidate: str | None) -> str:
+    """`candidate` (a title from file metadata) cleaned, or '' for an application's placeholder.
+
+    Producers fill the title field with 'Presentation', 'Word Document' or the scanned image's file
+    name; such a title would mislead every chunk it prefixes, so the caller falls back to the stem.
+    """
+    title = _APP_PREFIX.sub("", " ".join(str(candidate or "").split()))
+    return "" if _PLACEHOLDER_TITLE.search(title) else title
 
 
 def finish(doc: ParsedDocument, *, name: str) -> ParsedDocument:

@@ -8,7 +8,7 @@ from pathlib import Path
 from docx.oxml.ns import qn
 
 from assistant.core.errors import IngestError
-from ingest.formats.document import ParsedDocument, Section, SectionBuilder, finish
+from ingest.formats.document import ParsedDocument, Section, SectionBuilder, finish, real_title
 
 MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 _HEADER_FOOTER = "Header and footer"
@@ -45,7 +45,7 @@ def read_docx(path: Path) -> ParsedDocument:
     extras = _headers_and_footers(document)
     if extras:
         sections.append(Section(extras, heading=_HEADER_FOOTER))
-    title = (document.core_properties.title or "").strip() or walker.title or path.stem
+    title = real_title(document.core_properties.title) or walker.title or path.stem
     return finish(ParsedDocument(title=title, mime=MIME, sections=sections), name=path.name)
 
 

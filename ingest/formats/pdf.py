@@ -11,7 +11,7 @@ from pypdf import PdfReader, PageObject
 from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PyPdfError
 
 from assistant.core.errors import IngestError
-from ingest.formats.document import ParsedDocument, Section, finish
+from ingest.formats.document import ParsedDocument, Section, finish, real_title
 from ingest.formats.limits import Limits, check_pages
 from ingest.formats.ocr import ocr_image, tesseract_available
 
@@ -60,7 +60,12 @@ def read_pdf(path: Path, *, limits: Limits) -> ParsedDocument:
     except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError) as exc:
         raise IngestError(f"{name}: the PDF is malformed ({type(exc).__name__}: {exc})", status="failed") from exc
     if textless and tesseract_available():
-        sections = sorted(sections + _ocr_pages(textless, name, limits), key=lambda s: s.page or 0)
+        recognised = _ocr_pages(textless, name, limits)
+        if not sections and not recognised and _has_images(textless):
+            raise IngestError(f"{name}: {len(textless)} scanned page(s) in which OCR recognised no text", status="empty")
+        sections = sorted(sections + recognised, key=lambda s: s.page or 0)
+    elif textless and sections and _has_images(textless):
+        log.warning("%s: %d scanned page(s) skipped: tesseract is not installed", name, len(textless))
     elif textless and not sections and _has_images(textless):
         raise IngestError(
             f"{name}: {page_count} page(s) without a text layer (scanned?); OCR needs tesseract, which is not installed",
@@ -124,9 +129,10 @@ def _form_text(page: PageObject) -> str:
 
 
 def _title(reader: PdfReader) -> str:
+    """The info dictionary's title, unless it is a producer's placeholder ('Title', 'scan.jpg')."""
     try:
         meta = reader.metadata
-        return str(meta.title).strip() if meta and meta.title else ""
+        return real_title(meta.title if meta else "")
     except Exception:  # noqa: BLE001 - a broken info dictionary only costs the title
         return ""
 

@@ -7,7 +7,7 @@ import zipfile
 from pathlib import Path
 
 from assistant.core.errors import IngestError
-from ingest.formats.document import ParsedDocument, Section, finish
+from ingest.formats.document import ParsedDocument, Section, finish, real_title
 from ingest.formats.limits import Limits, check_pages
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ def read_pptx(path: Path, *, limits: Limits) -> ParsedDocument:
         sections.append(Section("\n".join(lines), page=number, heading=title))
     if not slides:
         raise IngestError(f"{path.name}: the deck has no slides", status="empty")
-    title = (deck.core_properties.title or "").strip() or first_title or path.stem
+    title = real_title(deck.core_properties.title) or real_title(first_title) or path.stem
     doc = ParsedDocument(title=title, mime=MIME, sections=sections, page_count=len(slides))
     return finish(doc, name=path.name)
 
