@@ -74,7 +74,14 @@ def decode_text(data: bytes, *, name: str = "file", declared: str | None = None)
 
 
 def looks_binary(data: bytes) -> bool:
-    """True when `data` (a sample) has zero bytes that no UTF-16/32 pattern explains."""
+    """Tell binary data from text.
+
+    Args:
+        data: a sample of the file (its first few KiB).
+
+    Returns:
+        True when it has zero bytes that no UTF-16/32 pattern explains.
+    """
     return b"\x00" in data and _wide_unicode(data) is None
 
 

@@ -107,6 +107,9 @@ def parse_file(path: Path, *, limits: Limits | None = None) -> ParsedDocument:
             suffix = "." + _OOXML_LEGACY[suffix]
     if head.startswith(_ZIP_MAGIC) and suffix in _LEGACY_OOXML:  # a newer file under a legacy extension
         suffix = "." + _LEGACY_OOXML[suffix]
+    if suffix == ".xls" and not is_ole2(head) and not head.startswith(_ZIP_MAGIC):
+        # "Excel" exports of web applications are often an HTML table or tab-separated text.
+        suffix = ".html" if head.lstrip(b"\xef\xbb\xbf\xff\xfe\x00 \r\n\t").startswith(b"<") else ".tsv"
     if suffix in ZIPPED:
         check_zip(path, limits)
         return ZIPPED[suffix](path, limits)

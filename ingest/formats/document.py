@@ -53,6 +53,12 @@ def real_title(candidate: str | None) -> str:
 
     Producers fill the title field with 'Presentation', 'Word Document' or the scanned image's file
     name; such a title would mislead every chunk it prefixes, so the caller falls back to the stem.
+
+    Args:
+        candidate: the metadata title (None or '' when absent).
+
+    Returns:
+        The title with whitespace collapsed and a 'Microsoft Word - ' prefix removed, or ''.
     """
     title = _APP_PREFIX.sub("", " ".join(str(candidate or "").split()))
     return "" if _PLACEHOLDER_TITLE.search(title) else title
@@ -97,18 +103,30 @@ class SectionBuilder:
         self._lines: list[str] = []
 
     def start(self, heading: str) -> None:
-        """Begin a new section under `heading`."""
+        """Close the open section and begin one under `heading` (its first line).
+
+        Args:
+            heading: the heading's text.
+        """
         self._flush()
         self._heading = heading
         self._lines.append(heading)
 
     def add(self, text: str) -> None:
-        """Append one line (paragraph, table) to the current section; blank text is ignored."""
+        """Append one line (paragraph, table) to the current section.
+
+        Args:
+            text: the line; blank text is ignored.
+        """
         if text and text.strip():
             self._lines.append(text)
 
     def sections(self) -> list[Section]:
-        """All sections so far, the open one closed."""
+        """Close the open section.
+
+        Returns:
+            All sections so far, in order.
+        """
         self._flush()
         return list(self._sections)
 

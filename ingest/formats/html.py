@@ -39,13 +39,32 @@ def read_html(path: Path) -> ParsedDocument:
 
 
 def decode_html(data: bytes, *, name: str) -> str:
-    """Decode HTML bytes, honouring a `<meta charset>` declaration when the bytes agree with it."""
+    """Decode HTML bytes, honouring a `<meta charset>` declaration when the bytes agree with it.
+
+    Args:
+        data: the raw file.
+        name: the file name, for messages.
+
+    Returns:
+        The markup as str.
+
+    Raises:
+        IngestError(status="unsupported"): binary, or no encoding fits.
+    """
     declared = _META_CHARSET.search(data[:4096])
     return decode_text(data, name=name, declared=declared.group(1).decode("ascii") if declared else None)
 
 
 def html_document(markup: str, *, name: str, fallback_title: str) -> ParsedDocument:
     """Turn HTML markup (already decoded) into a document.
+
+    Args:
+        markup: the HTML text.
+        name: the file name, for messages.
+        fallback_title: the title when the page has no <title>.
+
+    Returns:
+        The document, sections split at h1-h3.
 
     Raises:
         IngestError(status="empty"): no visible text.
@@ -56,6 +75,9 @@ def html_document(markup: str, *, name: str, fallback_title: str) -> ParsedDocum
 
 def html_sections(markup: str) -> tuple[str, list[Section]]:
     """The title and visible text of HTML markup, one section per h1-h3 heading.
+
+    Args:
+        markup: the HTML text (a page, an e-book chapter, an e-mail body).
 
     Returns:
         (title, sections); the title is '' when the page has none.

@@ -16,7 +16,14 @@ _CONVERT_TIMEOUT_S = 180
 
 
 def is_ole2(head: bytes) -> bool:
-    """True when the file starts like an OLE2 compound file (legacy Office, Outlook, encrypted OOXML)."""
+    """Tell an OLE2 compound file (legacy Office, Outlook, encrypted OOXML) by its signature.
+
+    Args:
+        head: the file's first bytes (8 suffice).
+
+    Returns:
+        True for the OLE2 signature D0 CF 11 E0 A1 B1 1A E1.
+    """
     return head.startswith(OLE2_MAGIC)
 
 
@@ -26,6 +33,12 @@ def ole_encrypted(path: Path) -> bool:
     An encrypted DOCX/XLSX/PPTX is not a zip at all but an OLE2 container with an
     `EncryptedPackage` stream ([MS-OFFCRYPTO] 2.3.4.4); legacy .doc/.xls/.ppt carry a flag that
     msoffcrypto-tool reads.
+
+    Args:
+        path: an OLE2 file.
+
+    Returns:
+        True when a password is needed; False when not, or when the container is not Office's.
     """
     import msoffcrypto
     import olefile
@@ -44,7 +57,11 @@ def ole_encrypted(path: Path) -> bool:
 
 
 def soffice_path() -> str | None:
-    """The LibreOffice command on PATH ('soffice' or 'libreoffice'), or None."""
+    """Find LibreOffice.
+
+    Returns:
+        The path of 'soffice' (or 'libreoffice') on PATH, or None when it is not installed.
+    """
     return shutil.which("soffice") or shutil.which("libreoffice")
 
 

@@ -35,7 +35,14 @@ class Limits:
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> "Limits":
-        """The limits configured in `settings` (default: the process-wide settings)."""
+        """The limits configured in settings.
+
+        Args:
+            settings: the settings to read (default: the process-wide settings).
+
+        Returns:
+            The limits of the `max_*` and `ocr_languages` fields.
+        """
         s = settings or get_settings()
         return cls(
             max_file_size_bytes=s.max_file_size_bytes,
@@ -47,7 +54,18 @@ class Limits:
 
 
 def too_large(name: str, what: str, value: int, setting: str, limit: int) -> IngestError:
-    """The error for a limit that `name` exceeds, naming the setting and both numbers."""
+    """Build the error for an exceeded limit.
+
+    Args:
+        name: the file name.
+        what: what was measured, with its unit ('file size (bytes)').
+        value: the measured value.
+        setting: the Settings field, e.g. 'max_pages'.
+        limit: its value.
+
+    Returns:
+        An IngestError(status="unsupported") naming the file, the ASSISTANT_* variable and both numbers.
+    """
     return IngestError(
         f"{name}: {what} {value:,} exceeds the limit ASSISTANT_{setting.upper()}={limit:,}", status=LIMIT_STATUS
     )
@@ -55,6 +73,10 @@ def too_large(name: str, what: str, value: int, setting: str, limit: int) -> Ing
 
 def check_file_size(path: Path, limits: Limits) -> None:
     """Refuse a file larger than `limits.max_file_size_bytes`.
+
+    Args:
+        path: the file.
+        limits: the limits in force.
 
     Raises:
         IngestError(status="unsupported"): the file is too large.
@@ -66,6 +88,11 @@ def check_file_size(path: Path, limits: Limits) -> None:
 
 def check_pages(name: str, pages: int, limits: Limits) -> None:
     """Refuse a document of more than `limits.max_pages` pages or slides.
+
+    Args:
+        name: the file name.
+        pages: its page or slide count.
+        limits: the limits in force.
 
     Raises:
         IngestError(status="unsupported"): too many pages.
@@ -79,6 +106,10 @@ def check_zip(path: Path, limits: Limits) -> None:
 
     The sizes come from the zip's central directory, which a hostile file can fake; readers that
     stream members (zipfile does) stop at the declared size, so the check holds for what is read.
+
+    Args:
+        path: the zip-based file.
+        limits: the limits in force.
 
     Raises:
         IngestError(status="unsupported"): the declared unpacked size is over the limit.

@@ -58,6 +58,12 @@ def read_eml(path: Path) -> ParsedDocument:
 def read_msg(path: Path) -> ParsedDocument:
     """Parse an Outlook .msg message with extract-msg (same shape as `read_eml`).
 
+    Args:
+        path: the file.
+
+    Returns:
+        A 'Headers' section and the body (plain text, else HTML); attachments with their bytes.
+
     Raises:
         IngestError: `failed` (not a readable .msg), `encrypted` (a signed/encrypted message), `empty`.
     """

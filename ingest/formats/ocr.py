@@ -19,7 +19,11 @@ _TIMEOUT_S = 120
 
 
 def tesseract_available() -> bool:
-    """True when the `tesseract` command is on PATH."""
+    """Tell whether OCR can run here.
+
+    Returns:
+        True when the `tesseract` command is on PATH.
+    """
     return shutil.which("tesseract") is not None
 
 

@@ -79,7 +79,15 @@ class _BodyWalker:
 
 
 def paragraph_text(p) -> str:
-    """The visible text of a `w:p` element (runs, hyperlinks, tabs and breaks; deleted text skipped)."""
+    """The visible text of one paragraph.
+
+    Args:
+        p: a `w:p` element (python-docx's lxml tree).
+
+    Returns:
+        Runs, hyperlinks, tabs and breaks as text, stripped; deleted (tracked) text and the VML
+        fallback copy of text boxes are left out.
+    """
     parts = []
     # A text box is stored twice (DrawingML choice and VML fallback); read only the choice.
     for node in p.iter(qn("w:t"), qn("w:tab"), qn("w:br"), qn("w:cr")):
@@ -99,6 +107,12 @@ def table_text(tbl) -> str:
 
     Cells are read from the XML row by row (not through the layout grid), so ragged rows and
     gridBefore offsets cannot raise; a vertically merged cell's continuation is empty and skipped.
+
+    Args:
+        tbl: a `w:tbl` element.
+
+    Returns:
+        One line per non-empty row; a nested table inline in its cell, its rows joined by ' / '.
     """
     lines = []
     for tr in tbl.iterchildren(qn("w:tr")):

@@ -55,6 +55,13 @@ def read_xlsx(path: Path, *, limits: Limits) -> ParsedDocument:
 def read_xls(path: Path, *, limits: Limits) -> ParsedDocument:
     """Parse a legacy Excel 97-2003 (BIFF) workbook with xlrd.
 
+    Args:
+        path: the file.
+        limits: `max_sheet_cells`.
+
+    Returns:
+        One section per sub-table of each sheet, headed with the sheet name.
+
     Raises:
         IngestError: `encrypted` (password-protected), `failed` (unreadable), `unsupported` (too
             many cells), `empty` (no values).
@@ -81,6 +88,13 @@ def read_delimited(path: Path, *, limits: Limits) -> ParsedDocument:
     """Parse CSV/TSV in any common encoding, sniffing the delimiter (',', ';', tab or '|').
 
     Quoted fields follow RFC 4180 (commas and line breaks inside quotes stay in the field).
+
+    Args:
+        path: the file.
+        limits: `max_sheet_cells`.
+
+    Returns:
+        One section per sub-table (blank rows separate them).
 
     Raises:
         IngestError: `unsupported` (not text, or too many cells), `empty` (no values).

@@ -9,7 +9,15 @@ from ingest.formats.document import Section
 
 
 def cell_text(value: object) -> str:
-    """A cell value as text: integral floats without '.0', dates in ISO 8601, None as ''."""
+    """A cell value as text.
+
+    Args:
+        value: what the spreadsheet library returned (str, int, float, bool, date, time, None).
+
+    Returns:
+        Integral floats without '.0', dates in ISO 8601, booleans as TRUE/FALSE, None as '';
+        whitespace collapsed.
+    """
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -24,7 +32,14 @@ def cell_text(value: object) -> str:
 
 
 def split_blocks(rows: Iterable[list[str]]) -> list[list[list[str]]]:
-    """Cut rows into sub-tables at blank rows (a sheet often holds several tables one under another)."""
+    """Cut rows into sub-tables at blank rows (a sheet often holds several tables one under another).
+
+    Args:
+        rows: rows of cell texts.
+
+    Returns:
+        The non-blank rows, grouped into blocks in order.
+    """
     blocks: list[list[list[str]]] = []
     current: list[list[str]] = []
     for row in rows:
@@ -80,7 +95,14 @@ def block_text(block: list[list[str]], *, above: list[list[str]] | None = None) 
 
 
 def is_header(row: list[str]) -> bool:
-    """True for a row of at least two distinct labels: text cells, none a number."""
+    """Tell a header row from a data row.
+
+    Args:
+        row: cell texts.
+
+    Returns:
+        True for at least two distinct filled cells, none of them a number.
+    """
     labels = [c.strip() for c in row if c.strip()]
     return len(labels) >= 2 and len(set(labels)) == len(labels) and not any(_numeric(c) for c in labels)
 
@@ -98,6 +120,14 @@ def table_sections(rows: Iterable[list[str]], *, heading: str, page: int | None 
 
     A short block of labels only (no numbers, at most three rows) directly above a block without
     its own header is taken as that block's header rather than emitted alone.
+
+    Args:
+        rows: rows of cell texts, positions kept.
+        heading: the sheet name ('' for CSV).
+        page: a page number for the sections, if any.
+
+    Returns:
+        The sections, in sheet order.
     """
     sections = []
     blocks = split_blocks(rows)

@@ -315,11 +315,13 @@ def test_docx_nested_tables_and_headers_once(tmp_path: Path, chunker: Chunker):
         ("unstructured/example-docs/tests-example.xls", "workbook.xlsx", "What is 2+2?"),
         ("unstructured/example-docs/handbook-1p.docx", "handbook.doc", "United States Trustee"),
         ("unstructured/example-docs/fake-power-point.pptx", "deck.ppt", "Adding a Bullet Slide"),
+        ("unstructured/example-docs/example-10k-1p.html", "export.xls", "Common stock | GLXZ | OTCQB marketplace"),
+        ("unstructured/example-docs/stanley-cups-utf-16.csv", "export.xls", "Team: Blues; Location: STL"),
     ],
-    ids=["xls-named-xlsx", "docx-named-doc", "pptx-named-ppt"],
+    ids=["xls-named-xlsx", "docx-named-doc", "pptx-named-ppt", "html-named-xls", "csv-named-xls"],
 )
 def test_office_file_under_the_other_extension(tmp_path: Path, source: str, renamed: str, wanted: str):
-    """The first bytes (OLE2 or zip) win over the extension between legacy and newer Office formats."""
+    """The first bytes (OLE2, zip, markup) win over the extension: renamed Office files, web 'Excel' exports."""
     path = tmp_path / renamed
     shutil.copyfile(FORMATS / source, path)
     assert wanted in "\n".join(s.text for s in parse_file(path).sections)
