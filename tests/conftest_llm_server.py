@@ -88,7 +88,10 @@ class LlamaServer:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {self._process.returncode}:\n{self._tail()}")
+                raise RuntimeError(
+                    f"llama_cpp.server exited with {self._process.returncode} (it needs the packages "
+                    f"sse-starlette and starlette-context):\n{self._tail()}"
+                )
             try:
                 if httpx.get(f"{self.base_url}/models", timeout=1.0).status_code == 200:
                     return

@@ -65,12 +65,16 @@ def scenarios(max_num_seqs: int, prompts_per_slot: int) -> list[Scenario]:
     ]
     top = levels[-1]
     runs.append(
-        Scenario(f"no-prefix-c{top}", top, 0, PREFIX_TOKENS + CONTEXT_TOKENS, max(16, top * prompts_per_slot))
+        Scenario(
+            f"no-prefix-c{top}", top, 0, PREFIX_TOKENS + CONTEXT_TOKENS, max(16, top * prompts_per_slot)
+        )
     )
     return runs
 
 
-def bench_command(scenario: Scenario, *, profile: dict, base_url: str, out: Path, lora: list[str]) -> list[str]:
+def bench_command(
+    scenario: Scenario, *, profile: dict, base_url: str, out: Path, lora: list[str]
+) -> list[str]:
     """The `vllm bench serve` argv for one scenario.
 
     Args:
@@ -178,7 +182,9 @@ def main(argv: list[str] | None = None) -> int:
 
     profile = yaml.safe_load((HERE / f"{args.profile}.yaml").read_text())
     runs = scenarios(int(profile.get("max-num-seqs", 32)), args.prompts_per_slot)
-    commands = [bench_command(s, profile=profile, base_url=args.base_url, out=args.out, lora=args.lora) for s in runs]
+    commands = [
+        bench_command(s, profile=profile, base_url=args.base_url, out=args.out, lora=args.lora) for s in runs
+    ]
     if args.dry_run:
         for command in commands:
             print(shlex.join(command))

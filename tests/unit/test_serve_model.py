@@ -21,6 +21,11 @@ REQUIRED_FLAGS = [
 ]
 
 
+def _after(argv: list[str], flag: str) -> str:
+    """The value that follows `flag` in `argv`."""
+    return argv[argv.index(flag) + 1]
+
+
 def _cli() -> typer.Typer:
     app = typer.Typer()
 
@@ -42,8 +47,8 @@ def test_dry_run_prints_the_vllm_command_with_every_flag(profile):
     for flag in REQUIRED_FLAGS:
         assert flag in argv, flag
     config = load_profile(profile)
-    assert argv[argv.index("--max-lora-rank") + 1] == str(config["max-lora-rank"])
-    assert argv[argv.index("--max-model-len") + 1] == str(config["max-model-len"])
+    assert _after(argv, "--max-lora-rank") == str(config["max-lora-rank"])
+    assert _after(argv, "--max-model-len") == str(config["max-model-len"])
 
 
 def test_extra_flags_pass_through_to_vllm():
@@ -95,13 +100,12 @@ def test_bench_dry_run_prints_rag_shaped_commands(tmp_path: Path):
     commands = [shlex.split(line) for line in done.stdout.splitlines()]
     assert commands and all(c[:3] == ["vllm", "bench", "serve"] for c in commands)
     for c in commands:
-        assert c[c.index("--dataset-name") + 1] == "random"
-        assert c[c.index("--result-dir") + 1] == str(tmp_path / "out")
+        assert _after(c, "--dataset-name") == "random"
+        assert _after(c, "--result-dir") == str(tmp_path / "out")
         assert "--save-result" in c
-    prefixes = [int(c[c.index("--random-prefix-len") + 1]) for c in commands]
-    concurrency = [int(c[c.index("--max-concurrency") + 1]) for c in commands]
+    prefixes = [int(_after(c, "--random-prefix-len")) for c in commands]
     assert prefixes[0] >= 1024 and prefixes[-1] == 0, "a shared-prefix sweep, then a baseline without"
-    assert max(concurrency) == load_profile("h100")["max-num-seqs"]
-    inputs = {int(c[c.index("--random-prefix-len") + 1]) + int(c[c.index("--random-input-len") + 1]) for c in commands}
+    assert max(int(_after(c, "--max-concurrency")) for c in commands) == load_profile("h100")["max-num-seqs"]
+    inputs = {int(_after(c, "--random-prefix-len")) + int(_after(c, "--random-input-len")) for c in commands}
     assert inputs == {4096}, "~4k-token contexts throughout"
     assert not (tmp_path / "out").exists(), "a dry run writes nothing"
