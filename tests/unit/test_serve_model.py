@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import shlex
 import subprocess
 import sys
@@ -109,3 +111,23 @@ def test_bench_dry_run_prints_rag_shaped_commands(tmp_path: Path):
     inputs = {int(_after(c, "--random-prefix-len")) + int(_after(c, "--random-input-len")) for c in commands}
     assert inputs == {4096}, "~4k-token contexts throughout"
     assert not (tmp_path / "out").exists(), "a dry run writes nothing"
+
+
+def test_bench_summary_tabulates_vllm_result_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    spec = importlib.util.spec_from_file_location("bench_serve", PROFILES_DIR / "bench_serve.py")
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_serve", bench)  # its dataclass looks itself up there
+    spec.loader.exec_module(bench)
+    result = {  # the keys `vllm bench serve --save-result --metric-percentiles 50,90,99` writes
+        "max_concurrency": 16, "completed": 128, "request_throughput": 3.31, "output_throughput": 832.0,
+        "total_token_throughput": 14144.0, "p50_ttft_ms": 180.5, "p99_ttft_ms": 950.0,
+        "p50_tpot_ms": 21.0, "p99_tpot_ms": 35.5, "p99_itl_ms": 80.26, "p50_e2el_ms": 5600.0,
+    }
+    (tmp_path / "rag-c16.json").write_text(json.dumps(result))
+    summary = bench.write_summary(
+        tmp_path, ["rag-c16", "rag-c32"], profile_name="h100", kv_tokens=142_000
+    ).read_text()
+    row = "| rag-c16 | 16 | 128 | 3.3 | 832.0 | 14144.0 | 180.5 | 950.0 | 21.0 | 35.5 | 80.3 | 5600.0 |"
+    assert row in summary.splitlines()
+    assert "rag-c32" not in summary, "a run that wrote no result has no row"
+    assert "142000 tokens = 17.3 sequences of 8,192 tokens" in summary
