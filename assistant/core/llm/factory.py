@@ -11,14 +11,7 @@ def open_llm(settings: Settings) -> LLM:
     if settings.llm_backend == "openai":
         from assistant.core.llm.openai_compat import OpenAICompatLLM
 
-        return OpenAICompatLLM(
-            settings.openai_base_url,
-            settings.openai_model,
-            api_key=settings.openai_api_key.get_secret_value(),
-            context_tokens=settings.llm_context_tokens,
-            connect_timeout_s=settings.connect_timeout_s,
-            read_timeout_s=settings.request_timeout_s,
-        )
+        return OpenAICompatLLM.from_settings(settings)
     from assistant.core.llm.llama_cpp import LlamaCppLLM
 
     return LlamaCppLLM(

@@ -1,0 +1,77 @@
+"""The product as a new user meets it: `assistant ingest docs` + `assistant serve`, then a real browser
+signs in, asks about the product's own docs, watches the answer stream and sees its citations."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+PASSWORD = "e2e-Secret-Password-1"
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (make test installs it)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    data = tmp_path_factory.mktemp("e2e") / "var"
+    env = {**os.environ, "ASSISTANT_DATA_DIR": str(data), "ASSISTANT_BOOTSTRAP_ADMIN_PASSWORD": PASSWORD, "HF_HUB_OFFLINE": "1"}
+    cli = [sys.executable, "-m", "assistant.cli.main"]
+    subprocess.run([*cli, "ingest", str(REPO / "docs")], env=env, check=True, cwd=REPO, capture_output=True)
+    port = _free_port()
+    log = open(data / "serve.log", "w")
+    proc = subprocess.Popen([*cli, "serve", "--port", str(port)], env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("the server did not start: " + (data / "serve.log").read_text()[-2000:])
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()
+
+
+def test_sign_in_ask_and_see_cited_answer(server):
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto(server)
+        page.fill("#username", "admin")
+        page.fill("#password", PASSWORD)
+        page.locator("#login button[type=submit]").click()
+        expect(page.locator("#question")).to_be_visible(timeout=20_000)
+
+        page.fill("#question", "What does the assistant do when the documents do not contain the answer?")
+        page.click("#send")
+        answer = page.locator("[data-testid=answer]").last
+        # The answer streams in: text appears before the citations do.
+        expect(answer).not_to_be_empty(timeout=120_000)
+        citations = page.locator("[data-testid=citations]").last
+        expect(citations).to_be_visible(timeout=120_000)
+        expect(citations).to_contain_text("getting-started.md")
+        assert len(answer.inner_text().strip()) > 10
+        browser.close()
