@@ -50,6 +50,7 @@ ZIPPED: dict[str, Reader] = {
 }
 # Legacy binary Office formats: converted by LibreOffice to the zip format of their family.
 CONVERTED = {".doc": "docx", ".ppt": "pptx"}
+_LEGACY_MIMES = {".doc": "application/msword", ".ppt": "application/vnd.ms-powerpoint"}
 PLAIN: dict[str, Reader] = {
     ".pdf": _limited(read_pdf),
     ".xls": _limited(read_xls),
@@ -119,5 +120,7 @@ def parse_file(path: Path, *, limits: Limits | None = None) -> ParsedDocument:
         target = CONVERTED[suffix]
         with converted(path, target) as modern:
             check_zip(modern, limits)
-            return ZIPPED[f".{target}"](modern, limits)
+            doc = ZIPPED[f".{target}"](modern, limits)
+        doc.mime = _LEGACY_MIMES[suffix]
+        return doc
     return PLAIN[suffix](path, limits)
