@@ -12,6 +12,8 @@ from assistant.core.errors import ConfigError
 from assistant.core.llm.base import LLM, ChatMessage
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# Small models loop on a phrase without a firmer penalty than llama.cpp's default of 1.1.
+REPEAT_PENALTY = 1.3
 
 
 def default_gguf_path() -> Path:
@@ -57,21 +59,32 @@ class LlamaCppLLM(LLM):
         queue: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
         cancelled = threading.Event()
 
+        def send(kind: str, value: object) -> None:
+            # The consumer may be gone (a stop sequence ended the answer, the client disconnected and
+            # its event loop closed): the rest of the generation is discarded.
+            if not loop.is_closed():
+                try:
+                    loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
+                except RuntimeError:
+                    cancelled.set()
+
         def produce() -> None:
             try:
                 with self._lock:
-                    for chunk in self._llama.create_chat_completion(
+                    chunks = self._llama.create_chat_completion(
                         messages=list(messages), max_tokens=max_tokens, temperature=temperature,
-                        stream=True,
-                    ):
+                        repeat_penalty=REPEAT_PENALTY, stream=True,
+                    )
+                    for chunk in chunks:
                         if cancelled.is_set():
+                            chunks.close()
                             break
                         delta = chunk["choices"][0].get("delta", {}).get("content")
                         if delta:
-                            loop.call_soon_threadsafe(queue.put_nowait, ("delta", delta))
-                loop.call_soon_threadsafe(queue.put_nowait, ("end", None))
+                            send("delta", delta)
+                send("end", None)
             except Exception as exc:  # handed to the consumer, raised there
-                loop.call_soon_threadsafe(queue.put_nowait, ("error", exc))
+                send("error", exc)
 
         worker = threading.Thread(target=produce, name="llama-cpp-generate", daemon=True)
         worker.start()
