@@ -1,9 +1,63 @@
-// Chat page: posts the question, renders the answer as server-sent events arrive, then its citations.
+// Chat page: signs in (password or single sign-on), posts the question, renders the answer as
+// server-sent events arrive, then its citations.
 const thread = document.getElementById("thread");
 const form = document.getElementById("ask");
 const input = document.getElementById("question");
 const send = document.getElementById("send");
+const loginForm = document.getElementById("login");
+const loginError = document.getElementById("login-error");
+const whoami = document.getElementById("whoami");
+const logoutButton = document.getElementById("logout");
 const history = [];
+// The session's CSRF token: sent as X-CSRF-Token on every state-changing request.
+let csrfToken = "";
+
+function showChat(me) {
+  csrfToken = me.csrf_token || "";
+  whoami.textContent = `Signed in as ${me.name}`;
+  for (const node of [thread, form, whoami, logoutButton]) node.hidden = false;
+  loginForm.hidden = true;
+  input.focus();
+}
+
+async function showLogin(message) {
+  csrfToken = "";
+  for (const node of [thread, form, whoami, logoutButton]) node.hidden = true;
+  loginForm.hidden = false;
+  loginError.textContent = message || "";
+  const providers = await fetch("/api/auth/providers").then((r) => r.json()).catch(() => ({}));
+  document.getElementById("sso").hidden = !providers.oidc;
+}
+
+async function start() {
+  const response = await fetch("/api/auth/me", { credentials: "same-origin" });
+  if (response.ok) showChat(await response.json());
+  else await showLogin();
+}
+
+loginForm.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const response = await fetch("/api/auth/login", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    credentials: "same-origin",
+    body: JSON.stringify({
+      username: document.getElementById("username").value,
+      password: document.getElementById("password").value,
+    }),
+  });
+  const body = await response.json().catch(() => ({}));
+  document.getElementById("password").value = "";
+  if (response.ok) showChat(body);
+  else loginError.textContent = body.error ? body.error.message : `HTTP ${response.status}`;
+});
+
+logoutButton.addEventListener("click", async () => {
+  await fetch("/api/auth/logout", { method: "POST", credentials: "same-origin", headers: { "X-CSRF-Token": csrfToken } });
+  thread.replaceChildren();
+  history.length = 0;
+  await showLogin();
+});
 
 function el(tag, cls, text) {
   const node = document.createElement(tag);
@@ -64,10 +118,14 @@ async function ask(question) {
   try {
     const response = await fetch("/api/chat", {
       method: "POST",
-      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream", "X-CSRF-Token": csrfToken },
       credentials: "same-origin",
       body: JSON.stringify({ question, history: history.slice(-6) }),
     });
+    if (response.status === 401) {
+      await showLogin("Your session has ended; please sign in again.");
+      return;
+    }
     if (!response.ok) {
       const body = await response.json().catch(() => ({}));
       throw new Error(body.error ? body.error.message : `HTTP ${response.status}`);
@@ -97,3 +155,5 @@ form.addEventListener("submit", async (event) => {
 input.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); form.requestSubmit(); }
 });
+
+start();

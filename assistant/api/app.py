@@ -5,12 +5,14 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware.sessions import SessionMiddleware
 
 from assistant import __version__
+from assistant.api.deps import PrincipalDep, get_principal
 from assistant.api.errors import install_error_handlers
-from assistant.api.routes import chat, health, search
+from assistant.api.routes import auth, chat, documents, health, search, users
 from assistant.composition import Assistant
 from assistant.core import resources as resources_mod
 from assistant.core.jobs import JobDispatcher
@@ -45,11 +47,33 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
                 res.close()
                 resources_mod.set_current(None)
 
-    app = FastAPI(title="Private assistant", version=__version__, lifespan=lifespan)
+    # The schema and its viewers are not public: /api/openapi.json below needs a signed-in caller.
+    app = FastAPI(
+        title="Private assistant", version=__version__, lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None
+    )
+    app.state.settings = settings
+    app.state.oauth = auth.build_oauth(settings)
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=settings.secret_key.get_secret_value(),
+        session_cookie=settings.session_cookie_name,
+        max_age=settings.session_max_age_s,
+        same_site="lax",  # sent on the top-level redirect back from the single sign-on issuer
+        https_only=settings.cookie_secure,
+    )
     install_error_handlers(app)
+    # Public: liveness and sign-in. Everything else refuses anonymous callers at the router level.
     app.include_router(health.router)
-    app.include_router(search.router)
-    app.include_router(chat.router)
+    app.include_router(auth.public_router)
+    signed_in = [Depends(get_principal)]
+    for router in (auth.router, search.router, chat.router, documents.router, users.router):
+        app.include_router(router, dependencies=signed_in)
+
+    @app.get("/api/openapi.json", include_in_schema=False, dependencies=signed_in)
+    def openapi(_principal: PrincipalDep) -> dict:
+        """The OpenAPI schema, for signed-in callers."""
+        return app.openapi()
+
     if WEB_DIR.is_dir():
         app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
     return app

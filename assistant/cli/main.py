@@ -13,10 +13,15 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from assistant.cli.keys import keys_app
+from assistant.cli.users import groups_app, users_app
 from assistant.core.errors import AssistantError
 from assistant.core.principals import ANONYMOUS, Principal
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Private RAG assistant.")
+app.add_typer(users_app, name="users")
+app.add_typer(groups_app, name="groups")
+app.add_typer(keys_app, name="keys")
 console = Console(stderr=True)
 
 
@@ -163,9 +168,27 @@ def serve(
     import uvicorn
 
     from assistant.api.app import create_app
+    from assistant.cli.users import account_db
+    from assistant.core.auth.accounts import ensure_bootstrap_admin
     from assistant.core.settings import get_settings
 
     settings = get_settings()
+    given = settings.bootstrap_admin_password
+    with account_db() as db:
+        password = ensure_bootstrap_admin(
+            db, name=settings.bootstrap_admin_name, password=given.get_secret_value() if given else None
+        )
+    if password and not given:
+        console.print(
+            f"[bold]first admin created[/bold]: user [bold]{settings.bootstrap_admin_name}[/bold], "
+            f"password [bold]{password}[/bold] (shown only this once; change it with "
+            f"`assistant users set-password {settings.bootstrap_admin_name}`)",
+            soft_wrap=True,
+        )
+    elif password:
+        console.print(
+            f"first admin [bold]{settings.bootstrap_admin_name}[/bold] created with ASSISTANT_BOOTSTRAP_ADMIN_PASSWORD"
+        )
     uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.port, log_level="info")
 
 

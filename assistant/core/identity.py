@@ -1,4 +1,4 @@
-"""Principals from SQL: a user and the groups they belong to."""
+"""Principals from SQL: a user (or service account) and the groups it belongs to, read per request."""
 
 from __future__ import annotations
 
@@ -8,6 +8,15 @@ from assistant.core.db.models import Group, Membership, User
 from assistant.core.db.session import Database
 from assistant.core.errors import NotFoundError
 from assistant.core.principals import Principal
+
+
+def _principal(session, user: User) -> Principal:
+    groups = session.scalars(
+        select(Group.name).join(Membership, Membership.group_id == Group.id).where(Membership.user_id == user.id)
+    ).all()
+    return Principal(
+        name=user.name, groups=frozenset(groups), is_admin=user.is_admin, is_service=user.is_service, user_id=user.id
+    )
 
 
 def load_principal(db: Database, name: str) -> Principal:
@@ -20,9 +29,16 @@ def load_principal(db: Database, name: str) -> Principal:
         user = session.scalar(select(User).where(User.name == name))
         if user is None or user.disabled:
             raise NotFoundError(f"user '{name}' not found")
-        groups = session.scalars(
-            select(Group.name).join(Membership, Membership.group_id == Group.id).where(Membership.user_id == user.id)
-        ).all()
-        return Principal(
-            name=user.name, groups=frozenset(groups), is_admin=user.is_admin, is_service=user.is_service, user_id=user.id
-        )
+        return _principal(session, user)
+
+
+def load_principal_by_id(db: Database, user_id: int) -> Principal | None:
+    """The principal for user id `user_id` with its current groups; None if missing or disabled.
+
+    Read on every request, so that a group or account change applies to the next one.
+    """
+    with db.session() as session:
+        user = session.get(User, user_id)
+        if user is None or user.disabled:
+            return None
+        return _principal(session, user)

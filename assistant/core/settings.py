@@ -102,6 +102,33 @@ class Settings(BaseSettings):
     secret_key: SecretStr = SecretStr("dev-insecure-change-me")
     environment: Literal["development", "production"] = "development"
 
+    # Sign-in: browser sessions, the first admin, single sign-on (OpenID Connect)
+    session_cookie_name: str = "assistant_session"
+    session_cookie_secure: bool | None = Field(
+        default=None,
+        description="Secure flag of the session cookie; default: on in production, off in development (http://127.0.0.1)",
+    )
+    session_max_age_s: int = Field(default=8 * 3600, ge=60, description="browser session lifetime in seconds")
+    bootstrap_admin_name: str = Field(default="admin", min_length=1, max_length=255)
+    bootstrap_admin_password: SecretStr | None = Field(
+        default=None,
+        description="password of the first admin `assistant serve` creates on an empty database; "
+        "default: generated and printed once",
+    )
+    oidc_issuer_url: str | None = Field(default=None, description="OpenID Connect issuer, e.g. https://sso.example.com/realms/x")
+    oidc_client_id: str | None = None
+    oidc_client_secret: SecretStr | None = None
+    oidc_scopes: str = "openid email profile"
+    oidc_redirect_url: str | None = Field(
+        default=None, description="public URL of /api/auth/oidc/callback; default: derived from the request"
+    )
+    oidc_username_claim: str = Field(default="preferred_username", description="claim naming the local user")
+    oidc_groups_claim: str = Field(default="groups", description="claim listing the user's IdP groups")
+    oidc_group_map: dict[str, str] = Field(
+        default_factory=dict,
+        description="IdP group -> local group (JSON in the environment); unmapped IdP groups are ignored",
+    )
+
     @model_validator(mode="after")
     def _refuse_impossible(self) -> "Settings":
         if self.jobs_backend == "celery" and self.vector_store == "edge":
@@ -119,6 +146,18 @@ class Settings(BaseSettings):
             raise ConfigError(
                 "ASSISTANT_SECRET_KEY is the development placeholder; set a random value in production"
             )
+        if self.environment == "production" and self.session_cookie_secure is False:
+            raise ConfigError(
+                "ASSISTANT_SESSION_COOKIE_SECURE=false cannot be combined with ASSISTANT_ENVIRONMENT='production': "
+                "the session cookie would travel over plain HTTP"
+            )
+        oidc = {"ASSISTANT_OIDC_ISSUER_URL": self.oidc_issuer_url, "ASSISTANT_OIDC_CLIENT_ID": self.oidc_client_id,
+                "ASSISTANT_OIDC_CLIENT_SECRET": self.oidc_client_secret}
+        missing = [name for name, value in oidc.items() if not value]
+        if self.oidc_issuer_url and missing:
+            raise ConfigError(f"single sign-on needs {', '.join(missing)} as well as ASSISTANT_OIDC_ISSUER_URL")
+        if self.oidc_issuer_url and not self.oidc_issuer_url.startswith(("https://", "http://")):
+            raise ConfigError(f"ASSISTANT_OIDC_ISSUER_URL={self.oidc_issuer_url!r} is not an http(s) URL")
         return self
 
     @property
@@ -127,6 +166,18 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'assistant.db').resolve()}"
+
+    @property
+    def cookie_secure(self) -> bool:
+        """Whether the session cookie carries the Secure flag (explicit setting, else production only)."""
+        if self.session_cookie_secure is not None:
+            return self.session_cookie_secure
+        return self.environment == "production"
+
+    @property
+    def oidc_enabled(self) -> bool:
+        """True when single sign-on through OpenID Connect is configured."""
+        return bool(self.oidc_issuer_url)
 
     @property
     def edge_path(self) -> Path:

@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from assistant.api.app import create_app
+from assistant.core.auth.api_keys import create_api_key
 from ingest.pipeline import Ingestor
 from tests.conftest import copy_subset, make_settings, open_resources
 from tests.corpus import HANDBOOK
@@ -34,7 +35,9 @@ def api_resources(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(api_resources) -> Iterator[TestClient]:
     app = create_app(api_resources.settings, resources=api_resources)
-    with TestClient(app) as c:
+    # Every route but health and sign-in refuses anonymous callers: this client is a service account.
+    key = create_api_key(api_resources.db, "api-tests")
+    with TestClient(app, headers={"Authorization": f"Bearer {key.key}"}) as c:
         yield c
 
 

@@ -1,17 +1,25 @@
-"""Search: the chunks the caller may read, best first."""
+"""Search: the chunks the caller may read, best first. Each search is written to the audit log."""
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.schemas import SearchHitPublic, SearchRequest
+from assistant.core.auth.audit import record_event
 
 router = APIRouter(prefix="/api")
 
 
 @router.post("/search", response_model=list[SearchHitPublic])
-async def search(body: SearchRequest, assistant: AssistantDep, principal: PrincipalDep) -> list[SearchHitPublic]:
+async def search(
+    body: SearchRequest, assistant: AssistantDep, principal: PrincipalDep, request: Request
+) -> list[SearchHitPublic]:
+    """The `top_k` chunks best matching `query` among those the caller may read."""
     chunks = await run_in_threadpool(assistant.retriever.retrieve, body.query, principal=principal, top_k=body.top_k)
+    await run_in_threadpool(
+        record_event, assistant.resources.db, principal=principal, action="search", query=body.query,
+        chunk_ids=[c.chunk_id for c in chunks], details={"auth": request.state.auth_method, "top_k": body.top_k},
+    )
     return [
         SearchHitPublic(
             source=c.source, uri=c.uri, chunk_id=c.chunk_id, doc_id=c.doc_id, title=c.title,

@@ -1,0 +1,162 @@
+"""Sign-in: local password login, single sign-on (OpenID Connect via Authlib), the current user, logout."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+
+from authlib.integrations.base_client import OAuthError
+from authlib.integrations.starlette_client import OAuth
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from assistant.api.deps import SESSION_CSRF, SESSION_NAME, SESSION_USER, DatabaseDep, PrincipalDep
+from assistant.core.auth.accounts import authenticate_password
+from assistant.core.auth.audit import record_event
+from assistant.core.auth.oidc import sign_in_oidc_user
+from assistant.core.errors import AuthenticationError, NotFoundError
+from assistant.core.identity import load_principal_by_id
+from assistant.core.principals import Principal
+from assistant.core.settings import Settings
+
+# Reachable without signing in; every other API route refuses anonymous callers.
+public_router = APIRouter(prefix="/api/auth", tags=["auth"])
+router = APIRouter(prefix="/api/auth", tags=["auth"])
+log = logging.getLogger(__name__)
+OIDC_CLIENT = "sso"
+
+
+class LoginRequest(BaseModel):
+    username: str = Field(min_length=1, max_length=255)
+    password: str = Field(min_length=1, max_length=1024)
+
+
+class MePublic(BaseModel):
+    name: str
+    groups: list[str]
+    is_admin: bool
+    is_service: bool
+    auth: str = Field(description="'session' or 'api_key'")
+    csrf_token: str | None = Field(description="send as X-CSRF-Token on state-changing requests (sessions only)")
+
+
+class ProvidersPublic(BaseModel):
+    password: bool
+    oidc: bool
+
+
+def build_oauth(settings: Settings) -> OAuth | None:
+    """The Authlib OpenID Connect client for the configured issuer, or None without single sign-on."""
+    if not settings.oidc_enabled:
+        return None
+    oauth = OAuth()
+    oauth.register(
+        OIDC_CLIENT,
+        server_metadata_url=settings.oidc_issuer_url.rstrip("/") + "/.well-known/openid-configuration",
+        client_id=settings.oidc_client_id,
+        client_secret=settings.oidc_client_secret.get_secret_value(),
+        client_kwargs={"scope": settings.oidc_scopes},
+    )
+    return oauth
+
+
+def _start_session(request: Request, principal: Principal) -> str:
+    # A fresh session on every sign-in (no fixation): new content, new CSRF token.
+    request.session.clear()
+    csrf = secrets.token_urlsafe(32)
+    request.session.update({SESSION_USER: principal.user_id, SESSION_NAME: principal.name, SESSION_CSRF: csrf})
+    return csrf
+
+
+def _me(principal: Principal, request: Request, csrf: str | None = None) -> MePublic:
+    auth = getattr(request.state, "auth_method", "session")
+    return MePublic(
+        name=principal.name, groups=sorted(principal.groups), is_admin=principal.is_admin,
+        is_service=principal.is_service, auth=auth,
+        csrf_token=csrf or (request.session.get(SESSION_CSRF) if auth == "session" else None),
+    )
+
+
+@public_router.get("/providers", response_model=ProvidersPublic)
+def providers(request: Request) -> ProvidersPublic:
+    """Which sign-in methods the login form should offer."""
+    return ProvidersPublic(password=True, oidc=request.app.state.oauth is not None)
+
+
+@public_router.post("/login", response_model=MePublic)
+async def login(body: LoginRequest, request: Request, db: DatabaseDep) -> MePublic:
+    """Sign in with a local account; sets the session cookie and returns the CSRF token.
+
+    The body must be JSON, which a cross-site HTML form cannot send (no login CSRF).
+    """
+    try:
+        user_id = await run_in_threadpool(authenticate_password, db, body.username, body.password)
+    except AuthenticationError:
+        await run_in_threadpool(
+            record_event, db, principal=Principal(name=body.username[:255]), action="auth.login_failed",
+            details={"method": "password"},
+        )
+        raise
+    principal = await run_in_threadpool(load_principal_by_id, db, user_id)
+    csrf = _start_session(request, principal)
+    await run_in_threadpool(record_event, db, principal=principal, action="auth.login", details={"method": "password"})
+    return _me(principal, request, csrf)
+
+
+@public_router.get("/oidc/login", include_in_schema=True)
+async def oidc_login(request: Request):
+    """Redirect the browser to the single sign-on issuer.
+
+    Raises:
+        NotFoundError: single sign-on is not configured.
+    """
+    oauth: OAuth | None = request.app.state.oauth
+    if oauth is None:
+        raise NotFoundError("single sign-on is not configured (ASSISTANT_OIDC_ISSUER_URL)")
+    settings: Settings = request.app.state.settings
+    redirect_uri = settings.oidc_redirect_url or str(request.url_for("oidc_callback"))
+    try:
+        return await getattr(oauth, OIDC_CLIENT).authorize_redirect(request, redirect_uri)
+    except Exception as exc:  # the issuer's discovery document cannot be fetched or read
+        log.warning("single sign-on issuer unreachable: %s", exc)
+        raise AuthenticationError(f"the single sign-on issuer cannot be reached: {type(exc).__name__}") from exc
+
+
+@public_router.get("/oidc/callback", name="oidc_callback")
+async def oidc_callback(request: Request, db: DatabaseDep) -> RedirectResponse:
+    """Finish single sign-on: verify the ID token, sync the user and its mapped groups, start a session.
+
+    Raises:
+        AuthenticationError: the issuer refused, the state or ID token did not verify, or the account
+            cannot be used.
+        NotFoundError: single sign-on is not configured.
+    """
+    oauth: OAuth | None = request.app.state.oauth
+    if oauth is None:
+        raise NotFoundError("single sign-on is not configured (ASSISTANT_OIDC_ISSUER_URL)")
+    try:
+        token = await getattr(oauth, OIDC_CLIENT).authorize_access_token(request)
+    except OAuthError as exc:
+        raise AuthenticationError(f"single sign-on failed: {exc.error}: {exc.description or ''}".strip()) from exc
+    claims = token.get("userinfo")
+    if not claims:
+        raise AuthenticationError("single sign-on returned no ID token (is 'openid' in ASSISTANT_OIDC_SCOPES?)")
+    user_id = await run_in_threadpool(sign_in_oidc_user, db, dict(claims), settings=request.app.state.settings)
+    principal = await run_in_threadpool(load_principal_by_id, db, user_id)
+    _start_session(request, principal)
+    await run_in_threadpool(record_event, db, principal=principal, action="auth.login", details={"method": "oidc"})
+    return RedirectResponse("/", status_code=303)
+
+
+@router.get("/me", response_model=MePublic)
+def me(principal: PrincipalDep, request: Request) -> MePublic:
+    """The caller, its groups and (for browser sessions) the CSRF token."""
+    return _me(principal, request)
+
+
+@router.post("/logout", status_code=204)
+def logout(principal: PrincipalDep, request: Request) -> None:
+    """End the browser session (clears the cookie)."""
+    request.session.clear()

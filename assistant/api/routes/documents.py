@@ -1,0 +1,50 @@
+"""Document preview and download, for readers the document's ACL admits; everyone else gets not_found."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import FileResponse
+from starlette.concurrency import run_in_threadpool
+
+from assistant.api.deps import DatabaseDep, PrincipalDep
+from assistant.core.auth.access import DocumentPublic, readable_document
+from assistant.core.auth.audit import record_event
+from assistant.core.errors import NotFoundError
+
+router = APIRouter(prefix="/api/documents", tags=["documents"])
+
+
+@router.get("/{doc_id}", response_model=DocumentPublic)
+async def get_document(doc_id: str, principal: PrincipalDep, db: DatabaseDep) -> DocumentPublic:
+    """Metadata of a document the caller may open.
+
+    Raises:
+        NotFoundError: unknown, deleted, or not readable by the caller (the same answer for each).
+    """
+    return await run_in_threadpool(readable_document, db, doc_id, principal=principal)
+
+
+@router.get("/{doc_id}/content")
+async def get_document_content(doc_id: str, principal: PrincipalDep, db: DatabaseDep) -> FileResponse:
+    """The original file, as an attachment.
+
+    Sent with `Content-Security-Policy: sandbox` and `nosniff` so that an HTML or SVG document cannot run
+    script in the app's origin with the reader's session.
+
+    Raises:
+        NotFoundError: as for the metadata, or the file is no longer at its source.
+    """
+    doc = await run_in_threadpool(readable_document, db, doc_id, principal=principal)
+    path = doc.local_path
+    if path is None or not path.is_file():
+        raise NotFoundError(f"document '{doc_id}' not found: its file is no longer at its source")
+    await run_in_threadpool(
+        record_event, db, principal=principal, action="document.read", details={"doc_id": doc.id, "source": doc.source}
+    )
+    return FileResponse(
+        path,
+        media_type=doc.mime or "application/octet-stream",
+        filename=path.name,
+        content_disposition_type="attachment",
+        headers={"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"},
+    )

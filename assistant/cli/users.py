@@ -1,0 +1,112 @@
+"""`assistant users add|list|set-password` and `assistant groups add|remove`: accounts and memberships.
+
+These commands open only the SQL database, so they work while `assistant serve` holds the vector store.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from typing import Iterator, List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from assistant.core.db.session import Database
+from assistant.core.errors import AssistantError
+from assistant.core.settings import get_settings
+
+users_app = typer.Typer(no_args_is_help=True, help="People's accounts (local passwords or single sign-on).")
+groups_app = typer.Typer(no_args_is_help=True, help="Group memberships; changes apply to the next request.")
+out = Console()
+err = Console(stderr=True)
+
+
+@contextmanager
+def account_db() -> Iterator[Database]:
+    """Open (and migrate) the configured SQL database; an AssistantError exits with code 2 and its message."""
+    db = None
+    try:
+        settings = get_settings()
+        settings.ensure_dirs()
+        db = Database(settings.resolved_database_url)
+        db.migrate()
+        yield db
+    except AssistantError as exc:
+        err.print(f"[red]error[/red] ({exc.code}): {exc.message}")
+        raise typer.Exit(code=2) from exc
+    finally:
+        if db is not None:
+            db.dispose()
+
+
+def _read_password() -> str:
+    # One line from stdin, so that a password never appears in the shell history or the process list.
+    return sys.stdin.readline().rstrip("\r\n")
+
+
+@users_app.command("add")
+def add(
+    name: str,
+    group: Optional[List[str]] = typer.Option(None, "--group", "-g", help="a group to join (repeatable)"),
+    admin: bool = typer.Option(False, "--admin", help="may manage users, sources and models (reads through ACLs)"),
+    password_stdin: bool = typer.Option(
+        False, "--password-stdin", help="read a local password from stdin; without it only single sign-on works"
+    ),
+) -> None:
+    """Create user NAME, optionally with groups, the admin role and a local password."""
+    from assistant.core.auth.accounts import create_user
+
+    password = _read_password() if password_stdin else None
+    with account_db() as db:
+        user = create_user(db, name, groups=group or [], password=password, is_admin=admin)
+    out.print(f"user {user.name} created; groups: {', '.join(user.groups) or '-'}; admin: {user.is_admin}")
+
+
+@users_app.command("list")
+def list_(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Every account, its groups and roles."""
+    from assistant.core.auth.accounts import list_users
+
+    with account_db() as db:
+        users = list_users(db)
+    if as_json:
+        print(json.dumps([u.to_dict() for u in users], indent=1))
+        return
+    table = Table("name", "groups", "admin", "service", "sso", "disabled")
+    for u in users:
+        table.add_row(u.name, ", ".join(u.groups), str(u.is_admin), str(u.is_service), str(u.sso), str(u.disabled))
+    out.print(table)
+
+
+@users_app.command("set-password")
+def set_password_(name: str) -> None:
+    """Replace user NAME's local password with one line read from stdin."""
+    from assistant.core.auth.accounts import set_password
+
+    password = _read_password()
+    with account_db() as db:
+        set_password(db, name, password)
+    out.print(f"password of {name} changed")
+
+
+@groups_app.command("add")
+def group_add(user: str, group: str) -> None:
+    """Add USER to GROUP (created when missing)."""
+    from assistant.core.auth.accounts import add_member
+
+    with account_db() as db:
+        account = add_member(db, user, group)
+    out.print(f"{account.name} groups: {', '.join(account.groups) or '-'}")
+
+
+@groups_app.command("remove")
+def group_remove(user: str, group: str) -> None:
+    """Remove USER from GROUP."""
+    from assistant.core.auth.accounts import remove_member
+
+    with account_db() as db:
+        account = remove_member(db, user, group)
+    out.print(f"{account.name} groups: {', '.join(account.groups) or '-'}")

@@ -1,0 +1,1 @@
+"""Sign-in and accounts: passwords, API keys, single sign-on claims, document access and the audit log."""

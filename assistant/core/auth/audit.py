@@ -1,0 +1,50 @@
+"""The audit log: who asked what, and which chunks were retrieved for them."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from sqlalchemy import select
+
+from assistant.core.db.models import AuditEvent
+from assistant.core.db.session import Database
+from assistant.core.principals import Principal
+
+
+def record_event(
+    db: Database,
+    *,
+    principal: Principal,
+    action: str,
+    query: str = "",
+    chunk_ids: Sequence[str] = (),
+    details: dict[str, Any] | None = None,
+) -> int:
+    """Append one audit row; returns its id.
+
+    Args:
+        action: what was done, e.g. `search`, `chat`, `document.read`, `auth.login`.
+        query: the question or query text as the caller sent it.
+        chunk_ids: IDs of the chunks retrieved for the caller, best first.
+        details: small JSON-ready extras (how the caller signed in, top_k, the document id...).
+    """
+    with db.session() as session:
+        event = AuditEvent(
+            principal=principal.name, action=action, query=query, chunk_ids=list(chunk_ids), details=details or {}
+        )
+        session.add(event)
+        session.flush()
+        return event.id
+
+
+def recent_events(db: Database, *, principal: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+    """Newest audit rows first, optionally of one principal."""
+    stmt = select(AuditEvent).order_by(AuditEvent.id.desc()).limit(limit)
+    if principal:
+        stmt = stmt.where(AuditEvent.principal == principal)
+    with db.session() as session:
+        return [
+            {"id": e.id, "at": e.at.isoformat(), "principal": e.principal, "action": e.action, "query": e.query,
+             "chunk_ids": list(e.chunk_ids or []), "details": dict(e.details or {})}
+            for e in session.scalars(stmt)
+        ]

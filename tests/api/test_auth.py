@@ -1,0 +1,198 @@
+"""Sign-in over HTTP: every route but health and sign-in refuses anonymous callers; sessions, CSRF, keys, roles."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Iterator
+
+import pytest
+from fastapi.routing import iter_route_contexts
+from fastapi.testclient import TestClient
+from sqlalchemy import select, update
+
+from assistant.api.app import create_app
+from assistant.core.auth.accounts import create_user
+from assistant.core.auth.api_keys import create_api_key, revoke_api_key
+from assistant.core.db.models import User
+from tests.conftest import make_settings, open_resources
+
+PUBLIC_ROUTES = {
+    ("GET", "/healthz"),
+    ("GET", "/api/auth/providers"),
+    ("POST", "/api/auth/login"),
+    ("GET", "/api/auth/oidc/login"),
+    ("GET", "/api/auth/oidc/callback"),
+}
+PASSWORD = "a-long-enough-password"
+
+
+@pytest.fixture(scope="module")
+def auth_res(tmp_path_factory):
+    settings = make_settings(tmp_path_factory.mktemp("auth") / "var")
+    res = open_resources(settings)
+    yield res
+    res.close()
+
+
+@pytest.fixture(scope="module")
+def app(auth_res):
+    return create_app(auth_res.settings, resources=auth_res)
+
+
+@pytest.fixture
+def client(app) -> Iterator[TestClient]:
+    with TestClient(app) as c:
+        yield c
+
+
+def new_user(res, **kwargs) -> str:
+    name = f"u-{uuid.uuid4().hex[:8]}"
+    create_user(res.db, name, password=PASSWORD, **kwargs)
+    return name
+
+
+def login(client: TestClient, name: str, password: str = PASSWORD):
+    return client.post("/api/auth/login", json={"username": name, "password": password})
+
+
+def api_routes(app) -> list[tuple[str, str]]:
+    """(method, path) of every HTTP route of the app, found by walking its routers."""
+    out = []
+    for route in iter_route_contexts(app.routes):
+        for method in sorted(route.methods or ()):
+            if method != "HEAD" and route.path:
+                out.append((method, route.path))
+    return out
+
+
+def test_every_route_but_health_and_sign_in_refuses_anonymous_callers(app, client):
+    routes = api_routes(app)
+    assert ("POST", "/api/chat") in routes and ("GET", "/api/documents/{doc_id}/content") in routes
+    checked = 0
+    for method, path in routes:
+        if (method, path) in PUBLIC_ROUTES:
+            continue
+        url = re.sub(r"\{[^}]+\}", "x", path)
+        r = client.request(method, url, json={})
+        assert r.status_code == 401, (method, path, r.status_code, r.text)
+        assert r.json()["error"]["code"] == "unauthenticated"
+        assert r.headers["www-authenticate"].startswith("Bearer")
+        checked += 1
+    assert checked >= 8
+    # Everything else the app serves is the static UI (the login form must load without a session).
+    mounts = [r for r in iter_route_contexts(app.routes) if not getattr(r, "methods", None)]
+    assert [m.path for m in mounts] == [""]
+    assert client.get("/").status_code == 200 and "login" in client.get("/").text
+
+
+def test_a_bad_bearer_header_or_key_is_refused(client):
+    for header in ("Bearer", "Basic dXNlcjpwYXNz", "Bearer ak_nope_nope", "Bearer not-a-key"):
+        r = client.get("/api/auth/me", headers={"Authorization": header})
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthenticated", header
+
+
+def test_password_login_sets_an_httponly_cookie_and_me_answers(auth_res, client):
+    name = new_user(auth_res, groups=["finance"])
+    assert login(client, name, "wrong-password-here").status_code == 401
+    assert login(client, "nobody-" + name).status_code == 401
+    r = login(client, name)
+    assert r.status_code == 200
+    cookie = r.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=lax" in cookie and "secure" not in cookie
+    me = client.get("/api/auth/me").json()
+    assert me["name"] == name and me["groups"] == ["finance"] and me["auth"] == "session"
+    assert me["csrf_token"] == r.json()["csrf_token"]
+
+
+def test_secure_cookie_flag_is_configurable(auth_res, tmp_path):
+    settings = make_settings(auth_res.settings.data_dir, session_cookie_secure=True)
+    name = new_user(auth_res)
+    with TestClient(create_app(settings, resources=auth_res), base_url="https://testserver") as c:
+        r = login(c, name)
+        assert "; secure" in r.headers["set-cookie"].lower()
+        assert c.get("/api/auth/me").status_code == 200
+
+
+def test_state_changing_cookie_requests_need_the_csrf_token(auth_res, client):
+    name = new_user(auth_res)
+    token = login(client, name).json()["csrf_token"]
+    for path, body in (("/api/chat", {"question": "hi"}), ("/api/search", {"query": "hi"}), ("/api/auth/logout", None)):
+        for headers in ({}, {"X-CSRF-Token": "forged"}):
+            r = client.post(path, json=body, headers=headers)
+            assert r.status_code == 403 and r.json()["error"]["code"] == "csrf_failed", (path, headers)
+    assert client.get("/api/auth/me").status_code == 200  # safe methods need no token
+    assert client.post("/api/auth/logout", headers={"X-CSRF-Token": token}).status_code == 204
+    assert client.get("/api/auth/me").status_code == 401
+
+
+def test_login_needs_json_so_a_cross_site_form_cannot_sign_anyone_in(auth_res, client):
+    name = new_user(auth_res)
+    r = client.post("/api/auth/login", data={"username": name, "password": PASSWORD})
+    assert r.status_code == 422
+    assert client.get("/api/auth/me").status_code == 401
+
+
+def test_a_new_login_replaces_the_session_and_its_csrf_token(auth_res, client):
+    a, b = new_user(auth_res), new_user(auth_res)
+    first = login(client, a).json()["csrf_token"]
+    second = login(client, b).json()
+    assert second["name"] == b and second["csrf_token"] != first
+
+
+def test_disabling_a_user_ends_its_session_at_the_next_request(auth_res, client):
+    name = new_user(auth_res)
+    login(client, name)
+    assert client.get("/api/auth/me").status_code == 200
+    with auth_res.db.session() as session:
+        session.execute(update(User).where(User.name == name).values(disabled=True))
+    assert client.get("/api/auth/me").status_code == 401
+    assert login(client, name).status_code == 401
+
+
+def test_api_keys_authenticate_without_csrf_and_stop_when_revoked(auth_res, client):
+    key = create_api_key(auth_res.db, f"svc-{uuid.uuid4().hex[:6]}", groups=["helpdesk"])
+    headers = {"Authorization": f"Bearer {key.key}"}
+    me = client.get("/api/auth/me", headers=headers).json()
+    assert me == {"name": key.name, "groups": ["helpdesk"], "is_admin": False, "is_service": True,
+                  "auth": "api_key", "csrf_token": None}
+    revoke_api_key(auth_res.db, key.name)
+    assert client.get("/api/auth/me", headers=headers).status_code == 401
+    # A service account cannot sign in with a password.
+    assert login(client, key.name, "anything-at-all").status_code == 401
+
+
+def test_only_admins_list_users(auth_res, client):
+    login(client, new_user(auth_res))
+    r = client.get("/api/users")
+    assert r.status_code == 403 and r.json()["error"]["code"] == "permission_denied"
+    admin = new_user(auth_res, is_admin=True)
+    login(client, admin)
+    users = client.get("/api/users").json()
+    assert any(u["name"] == admin and u["is_admin"] for u in users)
+    assert all("password" not in str(u) for u in users)
+
+
+def test_openapi_schema_needs_a_session(auth_res, client):
+    assert client.get("/api/openapi.json").status_code == 401
+    assert client.get("/docs").status_code == 404 or "swagger" not in client.get("/docs").text.lower()
+    login(client, new_user(auth_res))
+    assert "/api/search" in client.get("/api/openapi.json").json()["paths"]
+
+
+def test_providers_say_whether_single_sign_on_is_offered(client):
+    assert client.get("/api/auth/providers").json() == {"password": True, "oidc": False}
+    r = client.get("/api/auth/oidc/login", follow_redirects=False)
+    assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+
+
+def test_a_session_never_passes_to_a_new_account_that_reuses_the_id(auth_res, client):
+    name = new_user(auth_res)
+    login(client, name)
+    with auth_res.db.session() as session:
+        user = session.scalar(select(User).where(User.name == name))
+        old_id = user.id
+        session.delete(user)
+    with auth_res.db.session() as session:
+        session.add(User(id=old_id, name=f"{name}-new"))
+    assert client.get("/api/auth/me").status_code == 401
