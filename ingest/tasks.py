@@ -1,25 +1,148 @@
-"""Celery tasks for ingestion: thin wrappers that take IDs and call the pipeline."""
+"""Celery tasks for ingestion: thin wrappers that take IDs and call plain functions tests can call."""
 
 from __future__ import annotations
 
+import logging
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
+
+import httpx
+import redis.exceptions
+import sqlalchemy.exc
+from qdrant_client.http.exceptions import ResponseHandlingException
+from sqlalchemy import select
 
 from assistant.core import resources
-from assistant.core.db.models import Job
-from assistant.core.jobs import get_celery
+from assistant.core.db.models import Job, Source
+from assistant.core.errors import AssistantError
+from assistant.core.jobs import get_celery, job_lease
+from assistant.core.resources import Resources
+from assistant.core.settings import get_settings
 from ingest.acl import AclManifest
 from ingest.pipeline import Ingestor
 
+log = logging.getLogger(__name__)
+
 celery = get_celery()
 
+# Worth a retry with backoff: the database, broker or Qdrant server was briefly out of reach. Anything
+# else (a bad path, a full disk, a bug) fails the job with its reason at once.
+TRANSIENT_ERRORS = (
+    sqlalchemy.exc.OperationalError,
+    sqlalchemy.exc.InterfaceError,
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    httpx.TransportError,
+    ResponseHandlingException,
+    ConnectionError,
+    TimeoutError,
+)
+_RETRY = dict(
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=True,
+    retry_backoff_max=600,
+    retry_jitter=True,
+    max_retries=get_settings().task_max_retries,
+)
 
-@celery.task(name="ingest.sync_source", acks_late=True, reject_on_worker_lost=True)
-def sync_source(job_id: int) -> dict:
-    """Run the sync job `job_id` (its row holds the path and optional ACL manifest)."""
-    res = resources.current()
+_ingestor: tuple[Resources, Ingestor] | None = None
+
+
+def ingestor_for(res: Resources) -> Ingestor:
+    """The process's `Ingestor` for `res`, built once (its parser process stays warm between jobs)."""
+    global _ingestor
+    if _ingestor is None or _ingestor[0] is not res:
+        _ingestor = (res, Ingestor(res))
+    return _ingestor[1]
+
+
+def run_sync_job(res: Resources, job_id: int) -> dict:
+    """Run the sync job `job_id` unless a live worker runs it already or it is done.
+
+    Its row holds the path and optional ACL manifest (`params["path"]`, `params["acl"]`). Running
+    a job twice is harmless: chunk IDs are deterministic and finished files are skipped.
+
+    Returns:
+        `{"job_id", "status"}` plus `files` (outcomes recorded) when it ran.
+
+    Raises:
+        Whatever the run raised; the job row is marked failed with it first.
+    """
+    with job_lease(res.db, job_id) as lease:
+        if not lease.acquired:
+            return {"job_id": job_id, "status": "running elsewhere"}
+        with res.db.session() as session:
+            job = session.get(Job, job_id)
+            if job is None:
+                return {"job_id": job_id, "status": "missing"}
+            if job.status == "done":  # a redelivered or resumed message of a finished job
+                return {"job_id": job_id, "status": "done"}
+            params = dict(job.params)
+        try:
+            manifest = AclManifest.from_dict(params["acl"]) if params.get("acl") else None
+            outcomes = ingestor_for(res).sync(Path(params["path"]), acl=manifest, job_id=job_id)
+        except AssistantError as exc:  # e.g. the folder is gone: the row must say so, not stay queued
+            with res.db.session() as session:
+                job = session.get(Job, job_id)
+                if job.status != "failed":
+                    job.status, job.reason = "failed", exc.message
+                    job.finished_at = datetime.now(timezone.utc)
+            raise
+        return {"job_id": job_id, "status": "done", "files": len(outcomes)}
+
+
+def create_sync_jobs(res: Resources) -> list[int]:
+    """A new queued sync job for every source that has been synced before and has none unfinished.
+
+    Each reuses the path of the source's latest sync job (a folder, or the single file that was
+    ingested); the ACL manifest is the one stored with the source.
+
+    Returns:
+        The new jobs' IDs.
+    """
     with res.db.session() as session:
-        job = session.get(Job, job_id)
-        params = dict(job.params)
-    manifest = AclManifest.from_dict(params["acl"]) if params.get("acl") else None
-    outcomes = Ingestor(res).sync(Path(params["path"]), acl=manifest, job_id=job_id)
-    return {"files": len(outcomes)}
+        new_jobs = []
+        for source in session.scalars(select(Source).order_by(Source.id)).all():
+            jobs = session.scalars(
+                select(Job).where(Job.source_id == source.id, Job.kind == "sync").order_by(Job.id.desc())
+            ).all()
+            if not jobs or any(j.status in ("queued", "running") for j in jobs):
+                continue
+            job = Job(kind="sync", source_id=source.id, params={"path": jobs[0].params["path"], "scheduled": True})
+            session.add(job)
+            new_jobs.append(job)
+        session.flush()
+        return [job.id for job in new_jobs]
+
+
+def sync_all_sources(res: Resources, *, submit: Callable[[int], None]) -> list[int]:
+    """Create a sync job for every source (see `create_sync_jobs`) and hand each to `submit`.
+
+    Returns:
+        The new jobs' IDs.
+    """
+    job_ids = create_sync_jobs(res)
+    for job_id in job_ids:
+        submit(job_id)
+    return job_ids
+
+
+@celery.task(name="ingest.sync_source", acks_late=True, reject_on_worker_lost=True, **_RETRY)
+def sync_source(job_id: int) -> dict:
+    """Celery task: `run_sync_job` on this process's resources."""
+    return run_sync_job(resources.current(), job_id)
+
+
+@celery.task(name="ingest.sync_all", acks_late=True, **_RETRY)
+def sync_all() -> list[int]:
+    """Celery task (beat): sync every source; in-process, the syncs run one after the other here."""
+    res = resources.current()
+    if res.settings.jobs_backend == "inprocess":
+        return sync_all_sources(res, submit=lambda job_id: run_sync_job(res, job_id))
+    return sync_all_sources(
+        res,
+        submit=lambda job_id: celery.send_task(
+            "ingest.sync_source", kwargs={"job_id": job_id}, queue=res.settings.celery_queue
+        ),
+    )

@@ -2,7 +2,8 @@
 
 Callers start work by task name (`"ingest.sync_source"`), never by importing the pipeline, so the API
 does not depend on `ingest` or `finetune`. The SQL job row is the source of truth: a job that was
-`queued` or `running` when the process stopped is resubmitted on the next start.
+`queued` or `running` when its process stopped is resubmitted on the next start (and by a periodic
+beat task), unless a live worker still holds its `JobLease`.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Iterator
 
 from celery import Celery
-from sqlalchemy import select
+from celery.signals import worker_ready
+from sqlalchemy import select, text
 
 from assistant.core.db.models import Job
 from assistant.core.db.session import Database
@@ -24,23 +27,39 @@ log = logging.getLogger(__name__)
 
 # Modules that define tasks, loaded by name so that `core` imports neither `ingest` nor `finetune`.
 TASK_MODULES = ["ingest.tasks"]
+# Which task runs each job kind.
+JOB_TASKS = {"sync": "ingest.sync_source"}
+RESUME_TASK = "jobs.resume_unfinished"
+RESUME_INTERVAL_S = 300.0
+# First key of the two-key PostgreSQL advisory locks that lease jobs ("JOB" in ASCII).
+_LEASE_CLASS = 0x4A4F42
 
 
 def make_celery(settings: Settings) -> Celery:
-    """The Celery app with the reliability settings every task relies on."""
+    """The Celery app with the reliability settings every task relies on.
+
+    Acknowledge late and reject on worker loss (a task whose worker died is redelivered), one
+    message prefetched per process, soft/hard time limits from settings, and a beat schedule that
+    syncs every source each `sync_interval_s` and resumes orphaned jobs every 5 minutes.
+    """
     app = Celery("assistant", broker=settings.broker_url, backend=settings.result_backend, include=TASK_MODULES)
+    beat: dict[str, dict[str, Any]] = {"resume-unfinished-jobs": {"task": RESUME_TASK, "schedule": RESUME_INTERVAL_S}}
+    if settings.sync_interval_s:
+        beat["sync-every-source"] = {"task": "ingest.sync_all", "schedule": settings.sync_interval_s}
     app.conf.update(
         task_acks_late=True,  # a task is acknowledged only after it finished ...
         task_reject_on_worker_lost=True,  # ... and is redelivered if its worker died mid-way
         worker_prefetch_multiplier=1,
-        task_soft_time_limit=3300,
-        task_time_limit=3600,
+        task_soft_time_limit=settings.task_soft_time_limit_s,
+        task_time_limit=settings.task_time_limit_s,
         broker_connection_retry_on_startup=True,
         task_serializer="json",
         accept_content=["json"],
-        task_default_queue="assistant",
+        task_default_queue=settings.celery_queue,
         timezone="UTC",
+        beat_schedule=beat,
     )
+    app.task(name=RESUME_TASK, ignore_result=True)(_resume_task)
     return app
 
 
@@ -56,7 +75,11 @@ def get_celery() -> Celery:
 
 
 def task_function(name: str):
-    """The plain function behind a registered task, for in-process execution."""
+    """The registered task `name`; `.run(**kwargs)` calls its plain function in this process.
+
+    Raises:
+        KeyError: no task has that name.
+    """
     app = get_celery()
     app.loader.import_default_modules()
     try:
@@ -65,22 +88,78 @@ def task_function(name: str):
         raise KeyError(f"no task named {name!r}; known: {sorted(t for t in app.tasks if not t.startswith('celery.'))}") from exc
 
 
+class JobLease:
+    """An exclusive claim on one job while it runs, released when its holder dies.
+
+    On PostgreSQL it is a session advisory lock on a connection held for the lease's life: the
+    server drops it the moment the holder's connection closes, including when the worker is killed.
+    On SQLite (the embedded default: one process) it is a process-local lock.
+    """
+
+    _local: dict[int, threading.Lock] = {}
+    _local_guard = threading.Lock()
+
+    def __init__(self, db: Database, job_id: int):
+        self.db = db
+        self.job_id = job_id
+        self.acquired = False
+        self._conn = None
+
+    def __enter__(self) -> "JobLease":
+        if self.db.engine.dialect.name == "postgresql":
+            self._conn = self.db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            self.acquired = bool(
+                self._conn.execute(
+                    text("SELECT pg_try_advisory_lock(:c, :j)"), {"c": _LEASE_CLASS, "j": self.job_id}
+                ).scalar()
+            )
+            if not self.acquired:
+                self._conn.close()
+                self._conn = None
+        else:
+            with self._local_guard:
+                lock = self._local.setdefault(self.job_id, threading.Lock())
+            self.acquired = lock.acquire(blocking=False)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.acquired:
+            return
+        if self._conn is not None:
+            try:
+                self._conn.execute(text("SELECT pg_advisory_unlock(:c, :j)"), {"c": _LEASE_CLASS, "j": self.job_id})
+            finally:
+                self._conn.close()
+                self._conn = None
+        else:
+            self._local[self.job_id].release()
+        self.acquired = False
+
+
+@contextmanager
+def job_lease(db: Database, job_id: int) -> Iterator[JobLease]:
+    """`with job_lease(db, id) as lease:` and test `lease.acquired` (False: a live worker runs it)."""
+    with JobLease(db, job_id) as lease:
+        yield lease
+
+
 class InProcessWorker:
     """Runs tasks one at a time on a daemon thread, in submission order (embedded default)."""
 
     def __init__(self) -> None:
         self._queue: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
-        self._thread = threading.Thread(target=self._loop, name="assistant-jobs", daemon=True)
-        self._thread.start()
         self.idle = threading.Event()
         self.idle.set()
+        self._thread = threading.Thread(target=self._loop, name="assistant-jobs", daemon=True)
+        self._thread.start()
 
     def submit(self, name: str, kwargs: dict[str, Any]) -> None:
+        """Queue task `name` with `kwargs`."""
         self.idle.clear()
         self._queue.put((name, kwargs))
 
     def join(self, timeout_s: float | None = None) -> bool:
-        """Wait until every submitted task has finished; True if it did within `timeout_s`."""
+        """Wait until every submitted task has finished; True if it did within `timeout_s` seconds."""
         return self.idle.wait(timeout_s)
 
     def _loop(self) -> None:
@@ -97,36 +176,91 @@ class InProcessWorker:
 
 
 class JobDispatcher:
-    """Submits tasks by name to Celery or to the in-process worker, per `settings.jobs_backend`."""
+    """Submits tasks by name to Celery or to the in-process worker, per `settings.jobs_backend`.
+
+    In-process, it also plays Celery beat: every `sync_interval_s` seconds it submits `ingest.sync_all`.
+    """
 
     def __init__(self, settings: Settings):
         self.settings = settings
         self._worker = InProcessWorker() if settings.jobs_backend == "inprocess" else None
+        self._stop = threading.Event()
+        if self._worker is not None and settings.sync_interval_s:
+            threading.Thread(target=self._beat, name="assistant-beat", daemon=True).start()
 
-    def submit(self, name: str, **kwargs: Any) -> None:
-        """Queue task `name` with JSON-serialisable `kwargs`."""
+    def submit(self, name: str, *, countdown_s: float | None = None, **kwargs: Any) -> None:
+        """Queue task `name` with JSON-serialisable `kwargs` (Celery: after `countdown_s` seconds)."""
         if self._worker is not None:
             self._worker.submit(name, kwargs)
         else:
-            get_celery().send_task(name, kwargs=kwargs)
+            get_celery().send_task(name, kwargs=kwargs, countdown=countdown_s, queue=self.settings.celery_queue)
 
     def join(self, timeout_s: float | None = None) -> bool:
-        """In-process only: wait for the queue to drain."""
+        """In-process only: wait for the queue to drain (True if it did within `timeout_s` seconds)."""
         return self._worker.join(timeout_s) if self._worker else True
 
+    def stop(self) -> None:
+        """Stop the in-process beat (the worker thread ends with the process)."""
+        self._stop.set()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.settings.sync_interval_s):
+            self.submit("ingest.sync_all")
+
     def resume_unfinished(self, db: Database) -> list[int]:
-        """Resubmit every job left `queued` or `running` by a stopped process. Returns their IDs."""
+        """Resubmit every job left `running` (in-process: or `queued`) whose lease nobody holds.
+
+        A job that has already run `job_max_attempts` times is marked failed instead, with the reason.
+
+        Returns:
+            The IDs of the resubmitted jobs.
+        """
+        # A queued Celery job still has its message in the broker; in-process, the queue died with us.
+        states = ("queued", "running") if self._worker is not None else ("running",)
         with db.session() as session:
-            jobs = session.scalars(select(Job).where(Job.status.in_(("queued", "running")))).all()
-            ids = []
-            for job in jobs:
-                job.status = "queued"
-                job.reason = f"resumed after restart at {datetime.now(timezone.utc).isoformat()}"
-                ids.append((job.id, job.kind))
-        for job_id, kind in ids:
+            candidates = session.scalars(
+                select(Job.id).where(Job.status.in_(states), Job.kind.in_(tuple(JOB_TASKS)))
+            ).all()
+        resumed: list[tuple[int, str]] = []
+        for job_id in candidates:
+            with job_lease(db, job_id) as lease:
+                if not lease.acquired:
+                    continue  # a live worker runs it
+                with db.session() as session:
+                    job = session.get(Job, job_id)
+                    if job is None or job.status not in ("queued", "running"):
+                        continue
+                    now = datetime.now(timezone.utc).isoformat()
+                    if job.attempts >= self.settings.job_max_attempts:
+                        job.status, job.finished_at = "failed", datetime.now(timezone.utc)
+                        job.reason = (
+                            f"gave up at {now} after {job.attempts} attempts "
+                            f"(ASSISTANT_JOB_MAX_ATTEMPTS={self.settings.job_max_attempts}); last: {job.reason}"
+                        )
+                        continue
+                    job.status, job.reason = "queued", f"resumed at {now} after its worker stopped"
+                    resumed.append((job.id, job.kind))
+        for job_id, kind in resumed:
             self.submit(JOB_TASKS[kind], job_id=job_id)
-        return [i for i, _ in ids]
+        if resumed:
+            log.info("resumed jobs %s", [i for i, _ in resumed])
+        return [i for i, _ in resumed]
 
 
-# Which task runs each job kind.
-JOB_TASKS = {"sync": "ingest.sync_source"}
+def _resume_task() -> list[int]:
+    """Celery task body: resume orphaned jobs (beat, every `RESUME_INTERVAL_S` seconds)."""
+    settings = get_settings()
+    db = Database(settings.resolved_database_url)
+    try:
+        return JobDispatcher(settings).resume_unfinished(db)
+    finally:
+        db.dispose()
+
+
+@worker_ready.connect
+def _resume_on_worker_start(**_: Any) -> None:
+    # A worker that starts (or restarts after a crash) picks up the jobs that nobody is running.
+    try:
+        _resume_task()
+    except Exception:  # the worker must still start; the beat task retries later
+        log.exception("could not resume unfinished jobs at worker start")

@@ -95,6 +95,26 @@ class Settings(BaseSettings):
     jobs_backend: Literal["inprocess", "celery"] = "inprocess"
     broker_url: str = "redis://127.0.0.1:6379/0"
     result_backend: str | None = None
+    celery_queue: str = Field(default="assistant", description="queue the tasks are sent to and workers consume")
+    task_soft_time_limit_s: int = Field(default=3300, ge=1, description="a task gets SoftTimeLimitExceeded after this")
+    task_time_limit_s: int = Field(default=3600, ge=1, description="a task's process is killed after this")
+    task_max_retries: int = Field(default=5, ge=0, description="retries of a task that hit a transient error")
+    job_max_attempts: int = Field(default=5, ge=1, description="runs of one job (resumes included) before it fails")
+    sync_interval_s: float = Field(
+        default=3600.0, ge=0, description="seconds between periodic syncs of every source; 0 = never"
+    )
+
+    # Ingestion limits and throughput
+    parse_timeout_s: float = Field(
+        default=120.0, gt=0, description="wall-clock seconds one file's parse may take before its process is killed"
+    )
+    parse_memory_limit_bytes: int = Field(
+        default=2 * 1024**3, ge=64 * 1024**2,
+        description="address space (RLIMIT_AS) a parse may use beyond the parser process's start-up size",
+    )
+    embedding_batch_chunks: int = Field(
+        default=512, ge=1, description="chunks gathered across files before one embedding call"
+    )
 
     # HTTP
     host: str = "127.0.0.1"
@@ -131,6 +151,11 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _refuse_impossible(self) -> "Settings":
+        if self.task_time_limit_s <= self.task_soft_time_limit_s:
+            raise ConfigError(
+                f"ASSISTANT_TASK_TIME_LIMIT_S={self.task_time_limit_s} must exceed "
+                f"ASSISTANT_TASK_SOFT_TIME_LIMIT_S={self.task_soft_time_limit_s}: the soft limit lets a job record why it stopped"
+            )
         if self.jobs_backend == "celery" and self.vector_store == "edge":
             raise ConfigError(
                 "ASSISTANT_JOBS_BACKEND='celery' cannot be combined with ASSISTANT_VECTOR_STORE='edge': "

@@ -1,0 +1,269 @@
+"""Incremental folder sync on real files: skip, replace, delete, reuse embeddings, job rows, limits."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from sqlalchemy import select
+
+from assistant.core import resources as resources_mod
+from assistant.core.db.models import Job, JobItem
+from assistant.core.db.session import Database
+from assistant.core.jobs import JobDispatcher, JobLease
+from assistant.core.resources import Resources
+from ingest.pipeline import Ingestor, document_id
+from tests.conftest import copy_subset, make_settings, open_resources
+from tests.corpus import FORMATS, HANDBOOK
+
+REPO = Path(__file__).resolve().parents[2]
+
+FILES = [
+    "departments/tech-ops/process/internal-security/passwords.md",
+    "departments/tech-ops/process/internal-security/computer-standards.md",
+    "departments/tech-ops/process/application_access_request.md",
+]
+EML = FORMATS / "unstructured/example-docs/eml/fake-email-attachment.eml"
+JOB_STATES = {"queued", "running", "done", "failed", "skipped", "needs_ocr", "encrypted", "unsupported", "empty", "deleted"}
+
+
+@contextmanager
+def ingesting(tmp_path: Path, **overrides) -> Iterator[tuple[Resources, Ingestor]]:
+    """Resources and an ingestor on a scratch data folder (settings `overrides` applied), closed after."""
+    res = open_resources(make_settings(tmp_path / "var", **overrides))
+    ingestor = Ingestor(res)
+    try:
+        yield res, ingestor
+    finally:
+        ingestor.close()
+        res.close()
+
+
+@pytest.fixture
+def synced(tmp_path):
+    """A scratch folder of three handbook pages, synced once; yields (folder, resources, ingestor, outcomes)."""
+    folder = copy_subset(HANDBOOK, tmp_path / "docs", FILES)
+    with ingesting(tmp_path) as (res, ingestor):
+        yield folder, res, ingestor, ingestor.sync(folder)
+
+
+def _ids(res, uri: str) -> set[str]:
+    return res.store.scroll_ids(doc_id=document_id(uri))
+
+
+def _items(res, job_id: int) -> dict[str, JobItem]:
+    with res.db.session() as session:
+        return {i.path: i for i in session.scalars(select(JobItem).where(JobItem.job_id == job_id))}
+
+
+def _last_job(res) -> Job:
+    with res.db.session() as session:
+        return session.scalars(select(Job).order_by(Job.id.desc())).first()
+
+
+def test_unchanged_files_are_skipped_and_the_job_rows_say_so(synced):
+    folder, res, ingestor, first = synced
+    assert [o.status for o in first] == ["done"] * 3
+    job = _last_job(res)
+    items = _items(res, job.id)
+    assert job.status == "done" and job.attempts == 1 and job.totals["done"] == 3
+    assert job.totals["chunks"] == sum(o.chunks for o in first) == res.store.count()
+    assert {"parse_s", "embed_s", "store_s"} <= set(job.totals)
+    assert sorted(items) == sorted(FILES)
+    for o in first:
+        item = items[o.source]
+        assert (item.status, item.chunks, item.document_id) == ("done", o.chunks, document_id(o.uri))
+        assert item.duration_s > 0 and item.status in JOB_STATES
+
+    ids_before = {o.uri: _ids(res, o.uri) for o in first}
+    second = ingestor.sync(folder)
+    assert [(o.status, o.reason) for o in second] == [("skipped", "unchanged")] * 3
+    assert {o.uri: _ids(res, o.uri) for o in second} == ids_before
+    assert {i.status for i in _items(res, _last_job(res).id).values()} == {"skipped"}
+
+
+def test_changed_file_replaces_its_chunks(synced):
+    folder, res, ingestor, first = synced
+    target = next(o for o in first if o.source == FILES[0])
+    old_ids = _ids(res, target.uri)
+    path = folder / FILES[0]
+    path.write_text(path.read_text() + "\n\n## Rotation\n\nRotate the zebra-quartz passphrase every 90 days.\n")
+    outcomes = {o.source: o for o in ingestor.sync(folder)}
+    changed = outcomes[FILES[0]]
+    assert changed.status == "done" and {outcomes[f].status for f in FILES[1:]} == {"skipped"}
+    new_ids = _ids(res, target.uri)
+    assert len(new_ids) == changed.chunks and new_ids != old_ids
+    # Unchanged passages kept their embeddings; only the edited tail went through the model.
+    assert 0 < changed.reused < changed.chunks
+    texts = [h.payload["text"] for h in res.store.query(
+        dense=res.embedder.embed_query("zebra-quartz passphrase rotation"), sparse=None, acl_any=["everyone"],
+        mode="dense", limit=3)]
+    assert any("zebra-quartz" in t for t in texts)
+    assert res.store.count() == sum(o.chunks for o in outcomes.values())
+
+
+def test_deleted_file_loses_its_chunks(synced):
+    folder, res, ingestor, first = synced
+    gone = next(o for o in first if o.source == FILES[1])
+    (folder / FILES[1]).unlink()
+    outcomes = {o.source: o for o in ingestor.sync(folder)}
+    assert (outcomes[FILES[1]].status, outcomes[FILES[1]].reason) == ("deleted", "removed at the source")
+    assert _ids(res, gone.uri) == set()
+    assert res.store.count() == sum(o.chunks for o in first if o.source != FILES[1])
+    assert _items(res, _last_job(res).id)[FILES[1]].status == "deleted"
+
+
+def test_identical_content_at_two_paths_is_embedded_once_and_found_under_both(synced):
+    folder, res, ingestor, first = synced
+    original = next(o for o in first if o.source == FILES[2])
+    copy = folder / "elsewhere" / "access-request-copy.md"
+    copy.parent.mkdir()
+    shutil.copy2(folder / FILES[2], copy)
+    outcomes = {o.source: o for o in ingestor.sync(folder)}
+    dup = outcomes["elsewhere/access-request-copy.md"]
+    assert dup.status == "done" and dup.chunks == original.chunks
+    assert dup.reused == dup.chunks, "the copy went through the embedding model again"
+    assert _ids(res, dup.uri).isdisjoint(_ids(res, original.uri))
+    query = res.embedder.embed_query("how do I request access to an application")
+    hits = res.store.query(dense=query, sparse=None, acl_any=["everyone"], mode="dense", limit=10)
+    sources = {h.payload["source"] for h in hits}
+    assert {FILES[2], "elsewhere/access-request-copy.md"} <= sources
+
+
+def test_identical_files_in_one_batch_share_one_embedding(tmp_path):
+    folder = copy_subset(HANDBOOK, tmp_path / "docs", FILES[2:])
+    shutil.copy2(folder / FILES[2], folder / "twin.md")
+    with ingesting(tmp_path) as (res, ingestor):
+        outcomes = {o.source: o for o in ingestor.sync(folder)}
+    first, twin = outcomes[FILES[2]], outcomes["twin.md"]
+    assert first.status == twin.status == "done"
+    # Whichever was batched second reused every vector of the other.
+    assert sorted([first.reused, twin.reused]) == [0, first.chunks]
+
+
+def test_hung_parser_is_killed_and_the_batch_goes_on(tmp_path):
+    folder = copy_subset(HANDBOOK, tmp_path / "docs", FILES[:1])
+    # Real text, enough of it that parsing and chunking it takes far longer than the limit.
+    pages = [p.read_text() for p in sorted(HANDBOOK.rglob("*.md"))]
+    with (folder / "huge.md").open("w") as out:
+        while out.tell() < 12 * 1024 * 1024:
+            out.write("\n\n".join(pages))
+    with ingesting(tmp_path, parse_timeout_s=4) as (res, ingestor):
+        outcomes = {o.source: o for o in ingestor.sync(folder)}
+        items = _items(res, _last_job(res).id)
+    assert (outcomes["huge.md"].status, outcomes["huge.md"].reason) == ("failed", "huge.md: parse timed out after 4 s")
+    assert (items["huge.md"].status, items["huge.md"].reason) == ("failed", "huge.md: parse timed out after 4 s")
+    assert outcomes[FILES[0]].status == "done" and outcomes[FILES[0]].chunks > 0
+
+
+def test_parser_over_its_memory_limit_fails_alone(tmp_path):
+    folder = copy_subset(HANDBOOK, tmp_path / "docs", FILES[:1])
+    (folder / "big.txt").write_text("word " * (40 * 1024 * 1024 // 5))
+    with ingesting(tmp_path, parse_memory_limit_bytes=64 * 1024**2, parse_timeout_s=300) as (res, ingestor):
+        outcomes = {o.source: o for o in ingestor.sync(folder)}
+    big = outcomes["big.txt"]
+    assert big.status == "failed"
+    assert "memory limit of 67,108,864 bytes" in big.reason or "parser process" in big.reason, big.reason
+    assert outcomes[FILES[0]].status == "done", outcomes[FILES[0]].reason
+
+
+def test_email_attachments_become_documents_of_their_own(tmp_path):
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    shutil.copy2(EML, folder / "note.eml")
+    with ingesting(tmp_path) as (res, ingestor):
+        outcomes = {o.source: o for o in ingestor.sync(folder)}
+        assert outcomes["note.eml"].status == "done"
+        attachment = outcomes["note.eml#fake-attachment.txt"]
+        assert attachment.status == "done" and attachment.chunks >= 1
+        assert attachment.uri == (folder / "note.eml").resolve().as_uri() + "#fake-attachment.txt"
+        hits = res.store.query(dense=res.embedder.embed_query("attachment"), sparse=None, acl_any=["everyone"],
+                               mode="dense", doc_ids=[document_id(attachment.uri)], limit=5)
+        assert hits and hits[0].payload["source"] == "note.eml#fake-attachment.txt"
+        assert {o.status for o in ingestor.sync(folder)} == {"skipped"}  # the carrier and its attachment stay
+        assert res.store.count(doc_id=document_id(attachment.uri)) == attachment.chunks
+        (folder / "note.eml").unlink()
+        gone = {o.source: o.status for o in ingestor.sync(folder)}
+        assert gone == {"note.eml": "deleted", "note.eml#fake-attachment.txt": "deleted"}
+        assert res.store.count() == 0
+
+
+def test_unfinished_job_is_resumed_on_start(tmp_path):
+    folder = copy_subset(HANDBOOK, tmp_path / "docs", FILES[:2])
+    settings = make_settings(tmp_path / "var")
+    res = open_resources(settings)
+    resources_mod.set_current(res)
+    try:
+        with res.db.session() as session:  # as a process that stopped mid-job would leave it
+            job = Job(kind="sync", status="running", params={"path": str(folder)}, attempts=1)
+            session.add(job)
+            session.flush()
+            job_id = job.id
+        dispatcher = JobDispatcher(settings)
+        assert dispatcher.resume_unfinished(res.db) == [job_id]
+        assert dispatcher.join(600)
+        with res.db.session() as session:
+            job = session.get(Job, job_id)
+            assert (job.status, job.attempts, job.totals["done"]) == ("done", 2, 2)
+        assert dispatcher.resume_unfinished(res.db) == []
+    finally:
+        resources_mod.set_current(None)
+        res.close()
+
+
+HOLD_LEASE = """
+import sys, time
+from assistant.core.db.session import Database
+from assistant.core.jobs import JobLease
+lease = JobLease(Database(sys.argv[1]), int(sys.argv[2])).__enter__()
+print("held" if lease.acquired else "busy", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.postgres
+def test_a_leased_job_is_not_resumed_and_a_killed_holder_frees_it(tmp_path, pg_url):
+    db = Database(pg_url)
+    db.migrate()
+    holder = None
+    try:
+        with db.session() as session:
+            job = Job(kind="sync", status="running", params={"path": str(tmp_path)}, attempts=5)
+            session.add(job)
+            session.flush()
+            job_id = job.id
+        settings = make_settings(tmp_path / "var", jobs_backend="celery", vector_store="qdrant",
+                                 qdrant_path=tmp_path / "q", job_max_attempts=5)
+        # Another process (a worker) holds the job's lease.
+        holder = subprocess.Popen([sys.executable, "-c", HOLD_LEASE, pg_url, str(job_id)], cwd=REPO,
+                                  env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, text=True)
+        assert holder.stdout.readline().strip() == "held"
+        with JobLease(db, job_id) as lease:
+            assert not lease.acquired
+        assert JobDispatcher(settings).resume_unfinished(db) == []
+        with db.session() as session:
+            assert session.get(Job, job_id).status == "running"  # left alone: its worker is alive
+        holder.kill()
+        holder.wait()
+        # Free again, but it already ran job_max_attempts times: failed with the reason, not resumed.
+        deadline = time.monotonic() + 30
+        status = "running"
+        while status == "running" and time.monotonic() < deadline:
+            assert JobDispatcher(settings).resume_unfinished(db) == []
+            with db.session() as session:
+                job = session.get(Job, job_id)
+                status, reason = job.status, job.reason
+            time.sleep(0.2)
+        assert status == "failed" and "after 5 attempts" in reason
+    finally:
+        if holder is not None and holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        db.dispose()
