@@ -8,10 +8,12 @@ from typing import AsyncIterator, Sequence
 
 from assistant.answering.citations import Citation, make_citations
 from assistant.answering.stops import StopFilter
-from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, pack_sources, question_lang
+from assistant.answering.packing import pack_context
+from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, format_source, question_lang
 from assistant.core.llm import LLM, ChatMessage
 from assistant.core.principals import Principal
 from assistant.retrieval import RetrievedChunk, Retriever
+from assistant.retrieval.abstention import AbstentionRule
 
 # Room kept free in the context window beyond the answer: chat-template tokens and estimate error.
 TEMPLATE_MARGIN_TOKENS = 64
@@ -41,8 +43,11 @@ class Answerer:
         retriever: finds chunks the principal may read.
         llm: generation backend.
         top_k: chunks retrieved per question.
-        min_relevance: if no retrieved chunk reaches this question/chunk cosine, abstain without
-            calling the model (a small model would otherwise invent an answer).
+        min_relevance: cosine floor of the abstention rule (`AbstentionRule.for_model`): below it a
+            chunk is no evidence that the documents answer the question.
+        abstention: the rule that decides, before generation, that the documents hold no answer
+            (a small model would otherwise invent one); default: the one calibrated for the
+            retriever's embedding model.
         max_tokens / temperature: generation settings.
     """
 
@@ -52,14 +57,17 @@ class Answerer:
         retriever: Retriever,
         llm: LLM,
         top_k: int = 5,
-        min_relevance: float = 0.25,
+        min_relevance: float | None = None,
+        abstention: AbstentionRule | None = None,
         max_tokens: int = 320,
         temperature: float = 0.1,
     ):
         self.retriever = retriever
         self.llm = llm
         self.top_k = top_k
-        self.min_relevance = min_relevance
+        self.abstention = abstention or AbstentionRule.for_model(
+            getattr(retriever.embedder, "name", ""), min_relevance=min_relevance
+        )
         self.max_tokens = max_tokens
         self.temperature = temperature
 
@@ -67,8 +75,9 @@ class Answerer:
         self, question: str, *, principal: Principal, history: Sequence[ChatMessage] = ()
     ) -> tuple[list[RetrievedChunk], list[ChatMessage] | None]:
         """Retrieve and build the prompt. Returns `(sources, messages)`; messages is None to abstain."""
-        chunks = self.retriever.retrieve(question, principal=principal, top_k=self.top_k)
-        if not chunks or max(c.relevance for c in chunks) < self.min_relevance:
+        retrieval = self.retriever.search(question, principal=principal, top_k=self.top_k)
+        chunks = retrieval.chunks
+        if self.abstention.abstains(retrieval):
             return chunks, None
         budget = (
             self.llm.context_tokens
@@ -78,7 +87,9 @@ class Answerer:
             - sum(self.llm.count_tokens(m["content"]) for m in history)
             - TEMPLATE_MARGIN_TOKENS
         )
-        sources = pack_sources(chunks, budget_tokens=max(budget, 0), count_tokens=self.llm.count_tokens)
+        sources = pack_context(
+            chunks, budget_tokens=max(budget, 0), count_tokens=self.llm.count_tokens, format_source=format_source
+        )
         if not sources:
             return chunks, None
         return sources, build_messages(question, sources, history)

@@ -3,7 +3,7 @@ so that vLLM's prefix cache serves it; then the numbered sources, then history, 
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 from assistant.core.llm import ChatMessage
 from assistant.retrieval import RetrievedChunk
@@ -35,21 +35,6 @@ def format_source(n: int, chunk: RetrievedChunk) -> str:
     if chunk.heading:
         where += f" — {chunk.heading}"
     return f"[{n}] {where}\n{chunk.text.strip()}"
-
-
-def pack_sources(
-    chunks: Sequence[RetrievedChunk], *, budget_tokens: int, count_tokens: Callable[[str], int]
-) -> list[RetrievedChunk]:
-    """The best chunks that fit in `budget_tokens` (in the LLM's tokens), in rank order."""
-    kept: list[RetrievedChunk] = []
-    used = 0
-    for chunk in chunks:
-        cost = count_tokens(format_source(len(kept) + 1, chunk)) + 2
-        if used + cost > budget_tokens:
-            continue
-        kept.append(chunk)
-        used += cost
-    return kept
 
 
 def build_messages(

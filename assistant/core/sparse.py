@@ -14,6 +14,7 @@ import re
 import unicodedata
 import zlib
 from collections import Counter
+from typing import Collection
 from functools import lru_cache
 
 import jieba
@@ -46,6 +47,11 @@ def _term_index(term: str) -> int:
 @lru_cache(maxsize=200_000)
 def _stem(word: str) -> str:
     return _stemmer.stemWord(word)
+
+
+def has_cjk(text: str) -> bool:
+    """True when `text` contains a CJK ideograph."""
+    return _CJK.search(text) is not None
 
 
 def terms(text: str) -> list[str]:
@@ -94,3 +100,30 @@ def encode_document(text: str) -> SparseEmbedding:
 def encode_query(text: str) -> SparseEmbedding:
     """Sparse vector of a question: weight 1 per distinct term (IDF is Qdrant's)."""
     return _merge(Counter(set(terms(text))), lambda _tf: 1.0)
+
+
+def found_terms(query_terms: Collection[str], text: str) -> set[str]:
+    """Those of `query_terms` (from `terms`) that occur in `text`.
+
+    Chinese terms are looked up as substrings (no segmentation of `text`, which keeps this cheap
+    enough to run on every hit); other terms among the stemmed words of `text`.
+    """
+    wanted = set(query_terms)
+    if not wanted:
+        return set()
+    text = unicodedata.normalize("NFKC", text)
+    latin = set(_latin_terms(_CJK.sub(" ", text)))
+    lowered = text.lower()
+    return {t for t in wanted if (t in lowered if _CJK.search(t) else t in latin)}
+
+
+def term_coverage(query_terms: Collection[str], text: str) -> float:
+    """Share of distinct `query_terms` that occur in `text` (see `found_terms`), in [0, 1]; 0 when
+    there is no query term."""
+    wanted = set(query_terms)
+    return len(found_terms(wanted, text)) / len(wanted) if wanted else 0.0
+
+
+def term_vector(term: str) -> SparseEmbedding:
+    """The query vector of one index term (to ask the store whether any chunk contains it)."""
+    return SparseEmbedding(indices=[_term_index(term)], values=[1.0])

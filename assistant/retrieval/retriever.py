@@ -1,8 +1,10 @@
-"""The retriever: one ACL-filtered hybrid query (dense + sparse fused by RRF), then optional reranking."""
+"""The retriever: one ACL-filtered hybrid query (dense + sparse fused by weighted RRF), then optional
+reranking; each hit carries the evidence (dense cosine, query-term coverage) that abstention weighs."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import time
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -11,6 +13,15 @@ from assistant.core import sparse
 from assistant.core.embedder import Embedder
 from assistant.core.principals import Principal
 from assistant.core.vectorstore import SearchMode, VectorStore
+from assistant.core.vectorstore.base import RRF_WEIGHTS
+
+# A term's absence says something only about a collection large enough to have a vocabulary: in a
+# few hundred chunks most words of any question are missing. Below this size no term is "unknown".
+UNKNOWN_TERMS_MIN_CHUNKS = 2000
+COLLECTION_SIZE_TTL_S = 60.0
+# Fusion settings measured on tests/data/dev_questions.jsonl (docs/benchmarks.md, issue 5).
+DEFAULT_RRF_WEIGHTS: tuple[float, float] = (2.0, 1.0)
+DEFAULT_PREFETCH_K = 40
 
 if TYPE_CHECKING:
     from assistant.retrieval.reranker import Reranker
@@ -24,6 +35,8 @@ class RetrievedChunk:
         score: rank score (RRF in hybrid mode, reranker score when reranked).
         relevance: cosine similarity between question and chunk embeddings, in [-1, 1]; used to
             decide whether the documents answer the question at all.
+        coverage: share of the question's distinct index terms (`sparse.terms`) found in the chunk's
+            title, heading and text, in [0, 1]: lexical evidence for abstention.
     """
 
     chunk_id: str
@@ -38,9 +51,25 @@ class RetrievedChunk:
     lang: str
     score: float
     relevance: float
+    coverage: float = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass
+class Retrieval:
+    """One search: the chunks and the evidence about the question as a whole.
+
+    Attributes:
+        semantic: the embedding model covers the question's language, so `relevance` means something.
+        unknown_terms: the question's index terms that occur in no chunk the reader may open (a
+            question about the canteen in a corpus that never mentions one).
+    """
+
+    chunks: list[RetrievedChunk]
+    semantic: bool = True
+    unknown_terms: list[str] = field(default_factory=list)
 
 
 class Retriever:
@@ -52,6 +81,10 @@ class Retriever:
         reranker: optional cross-encoder stage.
         prefetch_k: candidates per prefetch (dense and sparse) before fusion.
         mode: `hybrid` (default), `dense` or `sparse`.
+        rrf_weights: (dense, sparse) weights of the fusion in hybrid mode.
+        route_by_language: in hybrid mode, search by keywords alone when the embedding model does
+            not cover the question's language (its `languages`), instead of fusing a noisy ranking.
+        unknown_terms_min_chunks: collection size from which `search` reports unknown terms.
     """
 
     def __init__(
@@ -60,31 +93,73 @@ class Retriever:
         store: VectorStore,
         embedder: Embedder,
         reranker: "Reranker | None" = None,
-        prefetch_k: int = 40,
+        prefetch_k: int = DEFAULT_PREFETCH_K,
         mode: SearchMode = "hybrid",
+        rrf_weights: tuple[float, float] = DEFAULT_RRF_WEIGHTS,
+        route_by_language: bool = True,
+        unknown_terms_min_chunks: int = UNKNOWN_TERMS_MIN_CHUNKS,
     ):
         self.store = store
         self.embedder = embedder
         self.reranker = reranker
         self.prefetch_k = prefetch_k
         self.mode = mode
+        self.rrf_weights = rrf_weights
+        self.route_by_language = route_by_language
+        self.unknown_terms_min_chunks = unknown_terms_min_chunks
+        self._size: tuple[float, int] | None = None  # (monotonic time, chunks in the collection)
 
     def retrieve(self, query: str, *, principal: Principal, top_k: int = 5) -> list[RetrievedChunk]:
         """Best `top_k` chunks for `query` among those `principal` may read, best first.
 
         The ACL filter is part of the vector query itself (both prefetches), never applied after.
+
+        Args:
+            query: the question, any language.
+            principal: the reader; only chunks whose ACL shares a token with theirs are scored.
+            top_k: chunks to return.
+
+        Returns:
+            At most `top_k` chunks, best first, with `relevance` and `coverage` filled in.
+        """
+        return self.search(query, principal=principal, top_k=top_k, evidence=False).chunks
+
+    def search(self, query: str, *, principal: Principal, top_k: int = 5, evidence: bool = True) -> "Retrieval":
+        """Like `retrieve`, with the question-level evidence that abstention weighs.
+
+        Args:
+            evidence: also look up the question's terms that no returned chunk contains, one
+                ACL-filtered sparse query each (about 0.1-0.5 ms per term on Qdrant Edge); skipped
+                for collections under `unknown_terms_min_chunks` chunks.
+
+        Returns:
+            The chunks, whether the embedding model covers the question's language, and the
+            question's index terms that occur in no chunk the reader may open.
         """
         dense = self.embedder.embed_query(query)
+        query_terms = set(sparse.terms(query))
+        mode = self.mode
+        languages = getattr(self.embedder, "languages", None)
+        semantic = languages is None or query_language(query) in languages
+        if mode == "hybrid" and not semantic and self.route_by_language:
+            # The embedding model was not trained on the question's language (MiniLM and Chinese):
+            # its ranking is noise that fusion would mix in, so the keyword ranking decides alone.
+            mode = "sparse"
         limit = max(top_k, self.prefetch_k // 2) if self.reranker else top_k
-        hits = self.store.query(
+        query_kwargs = dict(
             dense=dense.tolist(),
             sparse=sparse.encode_query(query),
             acl_any=principal.acl_tokens,
             limit=limit,
             prefetch_limit=self.prefetch_k,
-            mode=self.mode,
             with_dense=True,
+            rrf_weights=self.rrf_weights,
         )
+        hits = self.store.query(mode=mode, **query_kwargs)
+        if not hits and mode != self.mode:
+            # No keyword matches at all (a Chinese question over English pages): the dense ranking,
+            # weak as it is, beats an empty result; abstention still judges it.
+            hits = self.store.query(mode=self.mode, **query_kwargs)
         chunks = []
         for hit in hits:
             p = hit.payload
@@ -103,8 +178,48 @@ class Retriever:
                     lang=str(p.get("lang", "")),
                     score=hit.score,
                     relevance=relevance,
+                    coverage=sparse.term_coverage(
+                        query_terms, " ".join(str(p.get(k) or "") for k in ("title", "heading", "text"))
+                    ),
                 )
             )
         if self.reranker and chunks:
             chunks = self.reranker.rerank(query, chunks)
-        return chunks[:top_k]
+        chunks = chunks[:top_k]
+        unknown = (
+            self._unknown_terms(query_terms, chunks, principal)
+            if evidence and self._collection_chunks() >= self.unknown_terms_min_chunks
+            else []
+        )
+        return Retrieval(chunks=chunks, semantic=semantic, unknown_terms=unknown)
+
+    def _collection_chunks(self) -> int:
+        now = time.monotonic()
+        if self._size is None or now - self._size[0] > COLLECTION_SIZE_TTL_S:
+            self._size = (now, self.store.count())
+        return self._size[1]
+
+    def _unknown_terms(self, query_terms: set[str], chunks: list[RetrievedChunk], principal: Principal) -> list[str]:
+        # Terms absent from every hit may still be elsewhere in the collection: ask the store, with
+        # the reader's ACL (a term found only in documents they may not open counts as unknown,
+        # so the answer reveals nothing about those documents). Compounds (`new-hire`) are skipped:
+        # their parts are terms of their own.
+        seen: set[str] = set()
+        for c in chunks:
+            seen |= sparse.found_terms(query_terms - seen, " ".join((c.title, c.heading, c.text)))
+        unknown = []
+        for term in sorted(query_terms - seen):
+            if any(sep in term for sep in "._-"):
+                continue
+            hit = self.store.query(
+                dense=None, sparse=sparse.term_vector(term), acl_any=principal.acl_tokens, limit=1, mode="sparse"
+            )
+            if not hit:
+                unknown.append(term)
+        return unknown
+
+
+
+def query_language(text: str) -> str:
+    """`zh` when `text` holds a CJK ideograph, else `en` (the two languages of the product's corpora)."""
+    return "zh" if sparse.has_cjk(text) else "en"

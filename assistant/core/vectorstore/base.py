@@ -16,6 +16,10 @@ SPARSE = "sparse"
 # Cormack, Clarke & Buettcher (SIGIR 2009); both implementations are given it explicitly so that they
 # rank identically.
 RRF_K = 60
+# Default RRF weights (dense, sparse): plain, unweighted fusion. Weighted RRF multiplies each list's
+# 1 / (k + rank) by its weight; Qdrant Edge `Fusion.Rrf(k, weights)` and qdrant-client `Rrf(k, weights)`
+# implement the same formula, so both stores get the same weights and rank identically.
+RRF_WEIGHTS = (1.0, 1.0)
 # Payload fields with a keyword index; `acl` is what every query filters on.
 INDEXED_KEYWORDS = ("acl", "doc_id", "content_hash")
 
@@ -104,6 +108,7 @@ class VectorStore(abc.ABC):
         mode: SearchMode,
         doc_ids: list[str] | None,
         with_dense: bool,
+        rrf_weights: tuple[float, float],
     ) -> list[ScoredChunk]:
         """Implementation of `query`, after argument checks."""
 
@@ -122,6 +127,7 @@ class VectorStore(abc.ABC):
         mode: SearchMode = "hybrid",
         doc_ids: Sequence[str] | None = None,
         with_dense: bool = False,
+        rrf_weights: Sequence[float] = RRF_WEIGHTS,
     ) -> list[ScoredChunk]:
         """Best chunks first, among those whose `acl` shares a principal with `acl_any`.
 
@@ -134,9 +140,12 @@ class VectorStore(abc.ABC):
             mode: `hybrid` (dense + sparse fused by RRF), `dense` or `sparse`.
             doc_ids: optional restriction to these documents.
             with_dense: return each hit's dense vector (for relevance scoring and diversity).
+            rrf_weights: (dense, sparse) weights of weighted reciprocal rank fusion in hybrid mode
+                (Cormack, Clarke & Buettcher, SIGIR 2009, with per-list weights); both positive.
 
         Raises:
-            InvalidRequestError: no principals, or the vector the mode needs is missing.
+            InvalidRequestError: no principals, the vector the mode needs is missing, or a weight
+                is not positive.
         """
         principals = [p for p in acl_any if p]
         if not principals:
@@ -145,6 +154,9 @@ class VectorStore(abc.ABC):
             raise InvalidRequestError(f"search mode '{mode}' needs a dense query vector")
         if mode in ("hybrid", "sparse") and sparse is None:
             raise InvalidRequestError(f"search mode '{mode}' needs a sparse query vector")
+        weights = tuple(float(w) for w in rrf_weights)
+        if len(weights) != 2 or min(weights) <= 0:
+            raise InvalidRequestError(f"rrf_weights must be two positive numbers (dense, sparse), not {weights}")
         if mode == "hybrid" and sparse is not None and not sparse.indices:
             mode = "dense"  # a question with no indexable term: fusion with an empty list is dense alone
         if mode == "sparse" and sparse is not None and not sparse.indices:
@@ -158,6 +170,7 @@ class VectorStore(abc.ABC):
             mode=mode,
             doc_ids=list(doc_ids) if doc_ids else None,
             with_dense=with_dense,
+            rrf_weights=(weights[0], weights[1]),
         )
 
     @staticmethod

@@ -147,6 +147,7 @@ class EdgeVectorStore(VectorStore):
         mode: SearchMode,
         doc_ids: list[str] | None,
         with_dense: bool,
+        rrf_weights: tuple[float, float],
     ) -> list[ScoredChunk]:
         if self._shard is None:
             return []
@@ -168,7 +169,7 @@ class EdgeVectorStore(VectorStore):
                     qe.Prefetch(limit=prefetch_limit, query=dense_q, filter=flt),
                     qe.Prefetch(limit=prefetch_limit, query=sparse_q, filter=flt),
                 ],
-                query=qe.Fusion.Rrf(k=RRF_K),
+                query=qe.Fusion.Rrf(k=RRF_K, weights=list(rrf_weights)),
                 filter=flt,
                 with_payload=True,
                 with_vector=with_vector,

@@ -134,6 +134,7 @@ class QdrantServerStore(VectorStore):
         mode: SearchMode,
         doc_ids: list[str] | None,
         with_dense: bool,
+        rrf_weights: tuple[float, float],
     ) -> list[ScoredChunk]:
         if not self._collection_exists():
             return []
@@ -151,7 +152,7 @@ class QdrantServerStore(VectorStore):
                     qm.Prefetch(query=dense_q, using=DENSE, filter=flt, limit=prefetch_limit),
                     qm.Prefetch(query=sparse_q, using=SPARSE, filter=flt, limit=prefetch_limit),
                 ],
-                query=qm.RrfQuery(rrf=qm.Rrf(k=RRF_K)),
+                query=qm.RrfQuery(rrf=qm.Rrf(k=RRF_K, weights=list(rrf_weights))),
                 query_filter=flt,
                 limit=limit,
                 with_payload=True,

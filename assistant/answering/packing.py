@@ -1,0 +1,117 @@
+"""Context packing: choose and shape the retrieved chunks that go into the prompt, within a token budget.
+
+Steps, in rank order: near-duplicate chunks are dropped (Jaccard resemblance of character shingles,
+Broder, "On the resemblance and containment of documents", 1997); retrieved chunks that are neighbours
+in one document are merged into one source (their shared overlap kept once), so the model reads a
+passage whole; each document gets at most `max_per_document` sources, so that one long page cannot
+crowd out the others; then sources are kept while they fit the budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Sequence
+
+from assistant.retrieval import RetrievedChunk
+
+SHINGLE_CHARS = 5
+# Costs added per source block besides its text: the blank lines between blocks.
+BLOCK_SEPARATOR_TOKENS = 2
+
+
+def shingles(text: str, size: int = SHINGLE_CHARS) -> frozenset[str]:
+    """Character `size`-grams of `text` with white space collapsed (language-neutral: works for
+    Chinese, which has no spaces, as for English)."""
+    flat = " ".join(text.lower().split())
+    if len(flat) <= size:
+        return frozenset([flat]) if flat else frozenset()
+    return frozenset(flat[i : i + size] for i in range(len(flat) - size + 1))
+
+
+def resemblance(a: frozenset[str], b: frozenset[str]) -> float:
+    """Jaccard resemblance |a & b| / |a | b| of two shingle sets, in [0, 1]."""
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def merge_texts(first: str, second: str, *, min_overlap_chars: int = 12) -> str:
+    """`first` followed by `second`, with the longest suffix of `first` that starts `second` kept once
+    (consecutive chunks of one section share `chunk_overlap_tokens` of text)."""
+    limit = min(len(first), len(second))
+    for size in range(limit, min_overlap_chars - 1, -1):
+        if first.endswith(second[:size]):
+            return first + second[size:]
+    return first.rstrip() + "\n" + second.lstrip()
+
+
+def pack_context(
+    chunks: Sequence[RetrievedChunk],
+    *,
+    budget_tokens: int,
+    count_tokens: Callable[[str], int],
+    format_source: Callable[[int, RetrievedChunk], str],
+    max_per_document: int = 3,
+    duplicate_threshold: float = 0.8,
+    merge_neighbours: bool = True,
+) -> list[RetrievedChunk]:
+    """The sources for the prompt, best first.
+
+    Args:
+        chunks: retrieved chunks, best first.
+        budget_tokens: room for the source blocks, in the LLM's tokens.
+        count_tokens: the LLM's token counter.
+        format_source: renders source `n` as it will appear in the prompt (its cost is counted).
+        max_per_document: most sources taken from one document (after merging neighbours).
+        duplicate_threshold: a chunk whose shingle resemblance to a kept one reaches this is dropped.
+        merge_neighbours: merge chunks `i` and `i + 1` of one document into one source.
+
+    Returns:
+        Sources that fit in `budget_tokens`; a merged source keeps the ID, score and relevance of its
+        best-ranked part, and the `chunk_index` of its first part.
+    """
+    kept: list[RetrievedChunk] = []
+    kept_shingles: list[frozenset[str]] = []
+    spans: list[tuple[str, int, int]] = []  # (doc_id, first chunk_index, last chunk_index) of each kept source
+    for chunk in chunks:
+        grams = shingles(chunk.text)
+        if any(resemblance(grams, other) >= duplicate_threshold for other in kept_shingles):
+            continue
+        if merge_neighbours and _merge_into(kept, spans, chunk):
+            kept_shingles.append(grams)
+            continue
+        kept.append(chunk)
+        kept_shingles.append(grams)
+        spans.append((chunk.doc_id, chunk.chunk_index, chunk.chunk_index))
+
+    per_document: dict[str, int] = {}
+    packed: list[RetrievedChunk] = []
+    used = 0
+    for chunk in kept:
+        if per_document.get(chunk.doc_id, 0) >= max_per_document:
+            continue
+        cost = count_tokens(format_source(len(packed) + 1, chunk)) + BLOCK_SEPARATOR_TOKENS
+        if used + cost > budget_tokens:
+            continue
+        packed.append(chunk)
+        used += cost
+        per_document[chunk.doc_id] = per_document.get(chunk.doc_id, 0) + 1
+    return packed
+
+
+def _merge_into(kept: list[RetrievedChunk], spans: list[tuple[str, int, int]], chunk: RetrievedChunk) -> bool:
+    for i, (doc_id, first, last) in enumerate(spans):
+        if doc_id != chunk.doc_id:
+            continue
+        if chunk.chunk_index == last + 1:
+            kept[i] = replace(kept[i], text=merge_texts(kept[i].text, chunk.text))
+            spans[i] = (doc_id, first, chunk.chunk_index)
+            return True
+        if chunk.chunk_index == first - 1:
+            kept[i] = replace(
+                kept[i], text=merge_texts(chunk.text, kept[i].text), chunk_index=chunk.chunk_index,
+                heading=chunk.heading or kept[i].heading,
+            )
+            spans[i] = (doc_id, chunk.chunk_index, last)
+            return True
+    return False

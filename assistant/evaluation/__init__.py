@@ -1,0 +1,1 @@
+"""Offline evaluation of retrieval and answers against a set of judged questions."""

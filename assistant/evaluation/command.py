@@ -1,0 +1,86 @@
+"""`assistant eval QUESTIONS.jsonl`: retrieval and answer quality on judged questions, as a table or JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from assistant.core.errors import AssistantError
+
+if TYPE_CHECKING:  # the heavy imports wait until the command runs, so other commands start fast
+    from assistant.evaluation.runner import EvalReport
+
+MODES = ("hybrid", "dense", "sparse")
+_ROWS = (
+    ("recall@1", "recall@1"), ("recall@5", "recall@5"), ("recall@10", "recall@10"), ("MRR@10", "mrr@10"),
+    ("nDCG@10", "ndcg@10"), ("answer rate (gate)", "gate_answer_rate"),
+    ("abstention on no-answer (gate)", "gate_abstention_rate"), ("answer rate", "answer_rate"),
+    ("abstention on no-answer", "abstention_rate"), ("cites an answer file", "cites_answer_file"),
+    ("contains a key fact", "has_key_fact"), ("search p50 (ms)", "latency_p50_ms"),
+    ("search p95 (ms)", "latency_p95_ms"),
+)
+
+
+def eval_command(
+    questions: Path = typer.Argument(..., exists=True, dir_okay=False, help="JSONL file of judged questions"),
+    as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+    mode: Optional[str] = typer.Option(None, "--mode", help="hybrid | dense | sparse (default: the configured one)"),
+    no_answers: bool = typer.Option(False, "--no-answers", help="skip generation (slow on CPU): retrieval and abstention only"),
+) -> None:
+    """Measure retrieval (recall@1/5/10, MRR@10, nDCG@10, latency) and answers (citations, key facts,
+    abstention) on QUESTIONS, per language and overall."""
+    from assistant.composition import Assistant
+    from assistant.core import resources as resources_mod
+    from assistant.core.principals import ANONYMOUS
+    from assistant.core.resources import Resources
+    from assistant.evaluation.dataset import load_questions
+    from assistant.evaluation.runner import run_eval
+
+    err = Console(stderr=True)
+    if mode is not None and mode not in MODES:
+        raise typer.BadParameter(f"--mode {mode!r} is not one of {', '.join(MODES)}")
+    try:
+        items = load_questions(questions)
+        res = Resources.open()
+        resources_mod.set_current(res)
+        principal = ANONYMOUS
+        if as_user:
+            from assistant.core.identity import load_principal
+
+            principal = load_principal(res.db, as_user)
+        assistant = Assistant.build(res)
+        if mode:
+            assistant.retriever.mode = mode  # type: ignore[assignment]
+        report = run_eval(
+            items, retriever=assistant.retriever, answerer=assistant.answerer, principal=principal,
+            answers=not no_answers,
+        )
+        res.close()
+    except AssistantError as exc:
+        err.print(f"[red]error[/red] ({exc.code}): {exc.message}")
+        raise typer.Exit(code=2)
+    if as_json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
+        return
+    Console().print(render_table(report, title=f"{questions.name}: {report.config['mode']}, {report.config['embedding_model']}"))
+
+
+def render_table(report: "EvalReport", *, title: str = "") -> Table:
+    """A Rich table: one row per metric, one column per group (en, zh, all); rates shown as 0-1."""
+    table = Table(title=title)
+    table.add_column("metric")
+    for group in report.groups:
+        g = report.groups[group]
+        table.add_column(f"{group} ({g['answerable']}+{g['no_answer']})", justify="right")
+    for label, key in _ROWS:
+        values = [report.groups[g].get(key) for g in report.groups]
+        if all(v is None for v in values):
+            continue
+        table.add_row(label, *("-" if v is None else f"{v:.3f}" if "ms" not in key else f"{v:.1f}" for v in values))
+    return table

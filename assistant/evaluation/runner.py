@@ -1,0 +1,163 @@
+"""Run judged questions through retrieval (and optionally answering) and aggregate the metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
+
+from assistant.answering import Answerer
+from assistant.core.principals import Principal
+from assistant.evaluation.dataset import Question
+from assistant.evaluation.metrics import (
+    RANKING_METRICS,
+    contains_key_fact,
+    document_ranking,
+    mean,
+    percentile_ms,
+    ranking_metrics,
+)
+from assistant.retrieval import Retriever
+
+# Chunks retrieved per question to build the document ranking (enough for 10 distinct documents
+# in practice: a document rarely has more than a few chunks among the best 30).
+DEPTH_CHUNKS = 30
+# How an answer that abstains in its own words starts or reads (the model may decline itself).
+_ABSTAIN_MARKERS = ("could not find", "couldn't find", "cannot find", "not find this", "没有找到", "未找到", "找不到")
+
+
+@dataclass
+class QuestionResult:
+    """What happened to one question.
+
+    Attributes:
+        documents: distinct documents retrieved, best first (at most 10).
+        latency_s: wall-clock seconds of the retrieval an answer makes: question embedding, fused
+            query of `answerer.top_k` chunks, abstention evidence.
+        gate_abstained: the abstention rule refused before generation.
+        answer / cited / abstained: the generated answer, the sources its citations name, and
+            whether the final answer declined (None when answers were skipped).
+    """
+
+    id: str
+    lang: str
+    answerable: bool
+    documents: list[str]
+    latency_s: float
+    gate_abstained: bool
+    metrics: dict[str, float] = field(default_factory=dict)
+    answer: str | None = None
+    cited: list[str] | None = None
+    abstained: bool | None = None
+    has_key_fact: bool | None = None
+    cites_answer_file: bool | None = None
+
+
+@dataclass
+class EvalReport:
+    """Per-question results and aggregates per language and overall (`groups`: `en`, `zh`, `all`)."""
+
+    config: dict
+    questions: list[QuestionResult]
+    groups: dict[str, dict] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """JSON-ready form: `config`, `groups`, `questions`."""
+        return {"config": self.config, "groups": self.groups, "questions": [asdict(q) for q in self.questions]}
+
+
+def is_abstention(answer: str) -> bool:
+    """True when an answer's text declines to answer (English or Chinese)."""
+    low = answer.lower()
+    return any(marker in low for marker in _ABSTAIN_MARKERS)
+
+
+def run_eval(
+    questions: Sequence[Question],
+    *,
+    retriever: Retriever,
+    answerer: Answerer,
+    principal: Principal,
+    answers: bool = True,
+    depth_chunks: int = DEPTH_CHUNKS,
+) -> EvalReport:
+    """Evaluate `questions`: document ranking metrics, retrieval latency, abstention, and (when
+    `answers`) the generated answers.
+
+    Args:
+        questions: judged questions.
+        retriever: the retriever under test (its mode, weights and reranker as configured).
+        answerer: decides abstention (its rule runs on the first `answerer.top_k` chunks) and, when
+            `answers`, generates.
+        principal: the reader; only documents they may open can be found.
+        answers: generate answers (slow on CPU) besides the retrieval metrics.
+        depth_chunks: chunks retrieved per question to rank documents.
+
+    Returns:
+        The report; ranking metrics are averaged over answerable questions, abstention over
+        no-answer ones, answer rates over answerable ones.
+    """
+    results: list[QuestionResult] = []
+    for q in questions:
+        # Timed: the retrieval an answer makes (top_k chunks, abstention evidence, embedding included).
+        started = time.perf_counter()
+        retrieval = retriever.search(q.question, principal=principal, top_k=answerer.top_k)
+        latency = time.perf_counter() - started
+        chunks = retriever.search(q.question, principal=principal, top_k=depth_chunks, evidence=False).chunks
+        results.append(
+            QuestionResult(
+                id=q.id, lang=q.lang, answerable=q.answerable,
+                documents=document_ranking((c.source for c in chunks), depth=10),
+                latency_s=latency,
+                gate_abstained=answerer.abstention.abstains(retrieval),
+            )
+        )
+    per_query = ranking_metrics({r.id: r.documents for r in results}, {q.id: q.answer_files for q in questions})
+    for r in results:
+        r.metrics = per_query.get(r.id, {})
+    if answers:
+        for q, r in zip(questions, results):
+            answer = asyncio.run(answerer.answer(q.question, principal=principal))
+            r.answer = answer.answer
+            r.cited = [c.source for c in answer.citations]
+            r.abstained = answer.abstained or is_abstention(answer.answer)
+            if q.answerable:
+                r.has_key_fact = not r.abstained and contains_key_fact(answer.answer, q.must_contain_any)
+                r.cites_answer_file = not r.abstained and bool(set(r.cited) & set(q.answer_files))
+    report = EvalReport(
+        config={
+            "mode": retriever.mode,
+            "embedding_model": getattr(retriever.embedder, "name", ""),
+            "rrf_weights": list(retriever.rrf_weights),
+            "prefetch_k": retriever.prefetch_k,
+            "reranker": retriever.reranker is not None,
+            "abstention": asdict(answerer.abstention),
+            "answers": answers,
+            "questions": len(questions),
+        },
+        questions=results,
+    )
+    for name, members in (("en", [r for r in results if r.lang == "en"]), ("zh", [r for r in results if r.lang == "zh"]), ("all", results)):
+        report.groups[name] = aggregate(members)
+    return report
+
+
+def aggregate(results: Sequence[QuestionResult]) -> dict:
+    """Means and rates over `results` (None where a rate has no question to count)."""
+    judged = [r for r in results if r.answerable]
+    unanswerable = [r for r in results if not r.answerable]
+    out: dict = {"questions": len(results), "answerable": len(judged), "no_answer": len(unanswerable)}
+    for metric in RANKING_METRICS:
+        out[metric] = mean(r.metrics.get(metric, 0.0) for r in judged)
+    out["latency_p50_ms"] = percentile_ms([r.latency_s for r in results], 50)
+    out["latency_p95_ms"] = percentile_ms([r.latency_s for r in results], 95)
+    out["gate_answer_rate"] = mean(float(not r.gate_abstained) for r in judged)
+    out["gate_abstention_rate"] = mean(float(r.gate_abstained) for r in unanswerable)
+    answered = [r for r in results if r.abstained is not None]
+    if answered:
+        out["answer_rate"] = mean(float(not r.abstained) for r in judged)
+        out["abstention_rate"] = mean(float(bool(r.abstained)) for r in unanswerable)
+        out["cites_answer_file"] = mean(float(bool(r.cites_answer_file)) for r in judged)
+        out["has_key_fact"] = mean(float(bool(r.has_key_fact)) for r in judged)
+    return out

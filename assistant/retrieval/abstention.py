@@ -1,0 +1,91 @@
+"""Deciding, before any generation, whether the retrieved chunks can answer the question at all.
+
+A single dense-cosine threshold confuses "on topic" with "answers it": a question about the canteen's
+opening hours sits close to HR pages that never mention a canteen. The rule here weighs three kinds of
+evidence: the question/chunk cosine (only where the embedding model covers the question's language),
+the share of the question's index terms that one chunk contains, and the question's terms that occur
+in no document the reader may open at all ("cafeteria", "MongoDB", "停车位"): such a question is
+answered only when one chunk holds nearly all of its other terms. Thresholds were calibrated for
+all-MiniLM-L6-v2 on `tests/data/dev_questions.jsonl` with `assistant eval` (docs/benchmarks.md, issue 5).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+from assistant.core.embedder import BUILTIN_MINILM
+from assistant.retrieval.retriever import RetrievedChunk, Retrieval
+
+
+@dataclass(frozen=True)
+class AbstentionRule:
+    """Answer only when some chunk among the first `top_n` supports the question.
+
+    A chunk supports it when, with a semantic embedding (the model covers the question's language),
+    `relevance >= confident_relevance`, or `relevance >= min_relevance` and
+    `coverage >= min_coverage`; otherwise (e.g. MiniLM and a Chinese question) when
+    `coverage >= lexical_min_coverage`. When the question has terms found in no document the reader
+    may open, a supporting chunk must also have `coverage >= unknown_min_coverage`.
+
+    Attributes:
+        min_relevance: cosine below which a chunk is no evidence (`ASSISTANT_MIN_RELEVANCE`).
+        min_coverage: share of the question's index terms a chunk must contain, in [0, 1].
+        confident_relevance: cosine at which a chunk is evidence by itself (close paraphrases).
+        lexical_min_coverage: the share required when the cosine means nothing.
+        unknown_min_coverage: the share required when some question term is unknown to the corpus.
+        top_n: how many of the best chunks are examined.
+    """
+
+    min_relevance: float
+    min_coverage: float
+    confident_relevance: float
+    lexical_min_coverage: float
+    unknown_min_coverage: float
+    top_n: int = 5
+
+    def abstains(self, retrieval: Retrieval | Sequence[RetrievedChunk]) -> bool:
+        """True when no chunk supports the question (always True without chunks).
+
+        Args:
+            retrieval: a `Retriever.search` result; a bare chunk list counts as semantic, with no
+                unknown terms.
+        """
+        if not isinstance(retrieval, Retrieval):
+            retrieval = Retrieval(chunks=list(retrieval))
+        support = [c for c in retrieval.chunks[: self.top_n] if self.supports(c, semantic=retrieval.semantic)]
+        if retrieval.unknown_terms:
+            support = [c for c in support if c.coverage >= self.unknown_min_coverage]
+        return not support
+
+    def supports(self, chunk: RetrievedChunk, *, semantic: bool = True) -> bool:
+        """True when `chunk` alone is evidence that the documents answer the question."""
+        if not semantic:
+            return chunk.coverage >= self.lexical_min_coverage
+        if chunk.relevance >= self.confident_relevance:
+            return True
+        return chunk.relevance >= self.min_relevance and chunk.coverage >= self.min_coverage
+
+    @classmethod
+    def for_model(cls, embedding_model: str, *, min_relevance: float | None = None) -> "AbstentionRule":
+        """The rule calibrated for an embedding model. Other models get MiniLM's lexical thresholds
+        without the cosine shortcut (cosines of another model live on another scale): recalibrate
+        with `assistant eval` before relying on them.
+
+        Args:
+            embedding_model: the `ASSISTANT_EMBEDDING_MODEL` value.
+            min_relevance: a configured cosine floor; it replaces the calibrated one when given.
+        """
+        rule = CALIBRATED.get(embedding_model) or replace(CALIBRATED[BUILTIN_MINILM], confident_relevance=math.inf)
+        if min_relevance is not None:
+            rule = replace(rule, min_relevance=min_relevance)
+        return rule
+
+
+CALIBRATED = {
+    BUILTIN_MINILM: AbstentionRule(
+        min_relevance=0.25, min_coverage=0.2, confident_relevance=0.75, lexical_min_coverage=0.4,
+        unknown_min_coverage=0.8,
+    ),
+}

