@@ -20,6 +20,7 @@ from assistant.core.db.session import Database
 from assistant.core.jobs import JobDispatcher, JobLease
 from assistant.core.resources import Resources
 from ingest.pipeline import Ingestor, document_id
+from ingest.tasks import run_sync_job, sync_all_sources
 from tests.conftest import copy_subset, make_settings, open_resources
 from tests.corpus import FORMATS, HANDBOOK
 
@@ -193,6 +194,20 @@ def test_email_attachments_become_documents_of_their_own(tmp_path):
         gone = {o.source: o.status for o in ingestor.sync(folder)}
         assert gone == {"note.eml": "deleted", "note.eml#fake-attachment.txt": "deleted"}
         assert res.store.count() == 0
+
+
+def test_periodic_sync_of_every_source_makes_one_job_per_source(synced):
+    folder, res, ingestor, first = synced
+    resources_mod.set_current(res)  # the task functions use the process's resources
+    try:
+        job_ids = sync_all_sources(res, submit=lambda job_id: run_sync_job(res, job_id))
+        assert len(job_ids) == 1
+        assert run_sync_job(res, job_ids[0]) == {"job_id": job_ids[0], "status": "done"}  # a redelivery: no-op
+    finally:
+        resources_mod.set_current(None)
+    with res.db.session() as session:
+        job = session.get(Job, job_ids[0])
+        assert (job.status, job.params["path"], job.totals["skipped"]) == ("done", str(folder.resolve()), 3)
 
 
 def test_unfinished_job_is_resumed_on_start(tmp_path):
