@@ -5,8 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from assistant.answering import Answerer
+from assistant.answering.admission import FairLimiter
+from assistant.answering.prompt import SYSTEM_PROMPT
+from assistant.answering.cache import AnswerCache, MemoryStore, RedisStore, index_version
+from assistant.core.document_versions import readable_versions
 from assistant.core.resources import Resources
 from assistant.retrieval import Retriever
+from assistant.retrieval.query_batcher import QueryBatcher
 
 
 @dataclass
@@ -27,7 +32,7 @@ class Assistant:
 
             reranker = Reranker(settings.reranker_model)
         retriever = Retriever(
-            store=resources.store, embedder=resources.embedder, reranker=reranker, prefetch_k=settings.prefetch_k
+            store=resources.store, embedder=QueryBatcher(resources.embedder), reranker=reranker, prefetch_k=settings.prefetch_k
         )
         answerer = Answerer(
             retriever=retriever,
@@ -36,8 +41,31 @@ class Assistant:
             min_relevance=settings.min_relevance,
             max_tokens=settings.llm_max_tokens,
             temperature=settings.llm_temperature,
+            limiter=FairLimiter.from_settings(settings),
+            cache=_answer_cache(resources),
+            rewrite=settings.query_rewrite if settings.query_rewrite != "auto"
+            else ("llm" if settings.llm_backend == "openai" else "rules"),
         )
         return cls(resources=resources, retriever=retriever, answerer=answerer)
+
+
+def _answer_cache(resources: Resources) -> AnswerCache | None:
+    """The answer cache configured by `ASSISTANT_ANSWER_CACHE_*` (Redis when a URL is set), or None."""
+    settings = resources.settings
+    if not settings.answer_cache_entries:
+        return None
+    store = (
+        RedisStore(settings.answer_cache_redis_url) if settings.answer_cache_redis_url
+        else MemoryStore(settings.answer_cache_entries)
+    )
+    version = index_version(
+        SYSTEM_PROMPT, settings.collection, settings.embedding_model, settings.llm_backend, settings.openai_model,
+        settings.llm_model_path, settings.top_k, settings.llm_max_tokens, settings.llm_temperature,
+    )
+    return AnswerCache(
+        store, versions=lambda ids, principal: readable_versions(resources.db, ids, principal=principal),
+        index_version=version, ttl_s=settings.answer_cache_ttl_s,
+    )
 
 
 class _LazyLLM:

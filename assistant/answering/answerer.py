@@ -6,10 +6,14 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Sequence
 
+from assistant.answering.admission import FairLimiter, Ticket
+from assistant.answering.budget import plan_budget
+from assistant.answering.cache import AnswerCache
 from assistant.answering.citations import Citation, make_citations
 from assistant.answering.stops import StopFilter
 from assistant.answering.packing import pack_context
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, format_source, question_lang
+from assistant.answering.rewrite import rewrite_query
 from assistant.core.llm import LLM, ChatMessage
 from assistant.core.principals import Principal
 from assistant.retrieval import RetrievedChunk, Retriever
@@ -49,6 +53,9 @@ class Answerer:
             (a small model would otherwise invent one); default: the one calibrated for the
             retriever's embedding model.
         max_tokens / temperature: generation settings.
+        limiter: admission towards the model (bounded concurrency, fair queue); None = unbounded.
+        cache: answer cache for questions asked without history; None = no cache.
+        rewrite: how follow-ups become standalone retrieval queries: `llm` or `rules`.
     """
 
     def __init__(
@@ -61,6 +68,9 @@ class Answerer:
         abstention: AbstentionRule | None = None,
         max_tokens: int = 320,
         temperature: float = 0.1,
+        limiter: FairLimiter | None = None,
+        cache: AnswerCache | None = None,
+        rewrite: str = "rules",
     ):
         self.retriever = retriever
         self.llm = llm
@@ -70,60 +80,124 @@ class Answerer:
         )
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self.limiter = limiter
+        self.cache = cache
+        self.rewrite = rewrite
 
     def prepare(
-        self, question: str, *, principal: Principal, history: Sequence[ChatMessage] = ()
+        self, question: str, *, principal: Principal, history: Sequence[ChatMessage] = (), query: str | None = None
     ) -> tuple[list[RetrievedChunk], list[ChatMessage] | None]:
-        """Retrieve and build the prompt. Returns `(sources, messages)`; messages is None to abstain."""
-        retrieval = self.retriever.search(question, principal=principal, top_k=self.top_k)
+        """Retrieve with `query` (default: the question) and build the prompt within the model's context
+        (history trimmed oldest first). Returns `(sources, messages)`; messages is None to abstain."""
+        retrieval = self.retriever.search(query or question, principal=principal, top_k=self.top_k)
         chunks = retrieval.chunks
         if self.abstention.abstains(retrieval):
             return chunks, None
-        budget = (
-            self.llm.context_tokens
-            - self.max_tokens
-            - self.llm.count_tokens(SYSTEM_PROMPT)
-            - self.llm.count_tokens(question)
-            - sum(self.llm.count_tokens(m["content"]) for m in history)
-            - TEMPLATE_MARGIN_TOKENS
+        budget = plan_budget(
+            question, history, context_tokens=self.llm.context_tokens, max_tokens=self.max_tokens,
+            system_prompt=SYSTEM_PROMPT, count_tokens=self.llm.count_tokens, margin_tokens=TEMPLATE_MARGIN_TOKENS,
         )
         sources = pack_context(
-            chunks, budget_tokens=max(budget, 0), count_tokens=self.llm.count_tokens, format_source=format_source
+            chunks, budget_tokens=budget.sources_tokens, count_tokens=self.llm.count_tokens, format_source=format_source
         )
         if not sources:
             return chunks, None
-        return sources, build_messages(question, sources, history)
+        return sources, build_messages(budget.question, sources, budget.history)
+
+    def admit(self, principal: Principal) -> Ticket | None:
+        """Admit one request of `principal` towards the model (before a response starts).
+
+        Returns:
+            A ticket to pass to `stream`/`answer` (which close it), or None without a limiter.
+
+        Raises:
+            OverloadedError: the queue is full (HTTP 429 with Retry-After).
+        """
+        return self.limiter.admit(principal.name) if self.limiter else None
 
     async def stream(
-        self, question: str, *, principal: Principal, history: Sequence[ChatMessage] = ()
+        self, question: str, *, principal: Principal, history: Sequence[ChatMessage] = (), ticket: Ticket | None = None
     ) -> AsyncIterator[dict]:
         """Events: `{"type": "token", "text"}` as generated, then `{"type": "citations", "citations"}`,
-        then `{"type": "done", "answer", "abstained"}`."""
-        sources, messages = await asyncio.to_thread(self.prepare, question, principal=principal, history=history)
-        if messages is None:
-            text = NO_ANSWER[question_lang(question)]
-            yield {"type": "token", "text": text}
-            yield {"type": "citations", "citations": []}
-            yield {"type": "done", "answer": text, "abstained": True}
-            return
-        parts: list[str] = []
-        async for text in self._generate(messages):
-            parts.append(text)
-            yield {"type": "token", "text": text}
-        answer = "".join(parts).strip()
-        citations = make_citations(answer, sources)
-        yield {"type": "citations", "citations": [c.to_dict() for c in citations]}
-        yield {"type": "done", "answer": answer, "abstained": False}
+        then `{"type": "done", "answer", "abstained", "cached"}`.
+
+        Args:
+            ticket: this request's admission (`admit`); default: admitted here. Closed at the end.
+
+        Raises:
+            OverloadedError: no model slot (queue full, or the wait exceeded its limit).
+        """
+        async for event in self._events(question, principal=principal, history=history, ticket=ticket):
+            if event["type"] == "done":
+                event.pop("citations")  # already sent in the `citations` event
+            if event["type"] != "sources":
+                yield event
 
     async def answer(
-        self, question: str, *, principal: Principal, history: Sequence[ChatMessage] = ()
+        self, question: str, *, principal: Principal, history: Sequence[ChatMessage] = (), ticket: Ticket | None = None
     ) -> Answer:
-        """The whole answer with its citations (non-streaming)."""
-        sources, messages = await asyncio.to_thread(self.prepare, question, principal=principal, history=history)
-        if messages is None:
-            return Answer(NO_ANSWER[question_lang(question)], [], sources, abstained=True)
-        text = "".join([t async for t in self._generate(messages)]).strip()
-        return Answer(text, make_citations(text, sources), sources)
+        """The whole answer with its citations (non-streaming); arguments and errors as `stream`."""
+        sources: list[RetrievedChunk] = []
+        async for event in self._events(question, principal=principal, history=history, ticket=ticket):
+            if event["type"] == "sources":
+                sources = event["sources"]
+            elif event["type"] == "done":
+                done = event
+        citations = [Citation(**c) for c in done["citations"]]
+        return Answer(done["answer"], citations, sources, abstained=done["abstained"])
+
+    async def _events(
+        self, question: str, *, principal: Principal, history: Sequence[ChatMessage], ticket: Ticket | None
+    ) -> AsyncIterator[dict]:
+        """`stream`'s events, with a first internal `{"type": "sources"}`; `done` also holds the citations."""
+        ticket = ticket or self.admit(principal)
+        history = list(history)
+        try:
+            if self.cache is not None and not history:
+                hit = await asyncio.to_thread(self.cache.get, question, principal=principal)
+                if hit is not None:
+                    yield {"type": "sources", "sources": []}
+                    yield {"type": "token", "text": hit.answer}
+                    yield {"type": "citations", "citations": hit.citations}
+                    yield {"type": "done", "answer": hit.answer, "abstained": False, "cached": True,
+                           "citations": hit.citations}
+                    return
+            query = question
+            if history:
+                use_llm = self.rewrite == "llm"
+                if use_llm and ticket is not None:
+                    await ticket.acquire()
+                query = await rewrite_query(question, history, llm=self.llm if use_llm else None)
+            sources, messages = await asyncio.to_thread(
+                self.prepare, question, principal=principal, history=history, query=query
+            )
+            yield {"type": "sources", "sources": sources}
+            if messages is None:
+                text = NO_ANSWER[question_lang(question)]
+                yield {"type": "token", "text": text}
+                yield {"type": "citations", "citations": []}
+                yield {"type": "done", "answer": text, "abstained": True, "cached": False, "citations": []}
+                return
+            if ticket is not None:
+                await ticket.acquire()
+            parts: list[str] = []
+            async for text in self._generate(messages):
+                parts.append(text)
+                yield {"type": "token", "text": text}
+            if ticket is not None:
+                ticket.close()  # the model is done: free the slot before the bookkeeping below
+            answer = "".join(parts).strip()
+            citations = [c.to_dict() for c in make_citations(answer, sources)]
+            if self.cache is not None and not history and answer:
+                await asyncio.to_thread(
+                    self.cache.put, question, principal=principal, answer=answer, citations=citations,
+                    doc_ids=[s.doc_id for s in sources],
+                )
+            yield {"type": "citations", "citations": citations}
+            yield {"type": "done", "answer": answer, "abstained": False, "cached": False, "citations": citations}
+        finally:
+            if ticket is not None:
+                ticket.close()
 
     async def _generate(self, messages: list[ChatMessage]) -> AsyncIterator[str]:
         """The model's deltas up to the first stop sequence; the upstream stream is closed there."""

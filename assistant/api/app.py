@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -12,7 +14,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from assistant import __version__
 from assistant.api.deps import PrincipalDep, get_principal
 from assistant.api.errors import install_error_handlers
-from assistant.api.routes import auth, chat, documents, health, search, users
+from assistant.api.routes import auth, chat, documents, health, helpdesk, openai_compat, search, users
 from assistant.composition import Assistant
 from assistant.core import resources as resources_mod
 from assistant.core.jobs import JobDispatcher
@@ -35,6 +37,9 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         own = resources is None
+        # Retrieval runs in worker threads (asyncio.to_thread); the default pool of cores + 4 threads
+        # would queue concurrent chats before their questions could share an embedding batch.
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(64, thread_name_prefix="assistant"))
         res = resources or Resources.open(settings)
         resources_mod.set_current(res)
         app.state.assistant = Assistant.build(res)
@@ -66,7 +71,9 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     app.include_router(health.router)
     app.include_router(auth.public_router)
     signed_in = [Depends(get_principal)]
-    for router in (auth.router, search.router, chat.router, documents.router, users.router):
+    for router in (
+        auth.router, search.router, chat.router, documents.router, users.router, helpdesk.router, openai_compat.router
+    ):
         app.include_router(router, dependencies=signed_in)
 
     @app.get("/api/openapi.json", include_in_schema=False, dependencies=signed_in)

@@ -1,4 +1,4 @@
-"""Maps every AssistantError to its HTTP status and the JSON shape `{"error": {"code", "message"}}`."""
+"""Maps every AssistantError to its HTTP status and the JSON shape `{"error": {"code", "message"}}` (OpenAI's under /v1/)."""
 
 from __future__ import annotations
 
@@ -15,23 +15,44 @@ def error_body(code: str, message: str) -> dict:
     return {"error": {"code": code, "message": message}}
 
 
+# OpenAI's error `type` per HTTP status (the `openai` client picks its exception class by status).
+OPENAI_ERROR_TYPES = {
+    400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+    404: "not_found_error", 409: "invalid_request_error", 429: "rate_limit_error",
+}
+OPENAI_PREFIX = "/v1/"
+
+
+def openai_error_body(code: str, message: str, status: int) -> dict:
+    """The OpenAI error JSON `{"error": {"message", "type", "code"}}` of the `/v1` endpoints."""
+    return {"error": {"message": message, "type": OPENAI_ERROR_TYPES.get(status, "server_error"), "code": code}}
+
+
+def _error(request: Request, code: str, message: str, status: int, headers: dict | None = None) -> JSONResponse:
+    if request.url.path.startswith(OPENAI_PREFIX):
+        if status == 422:
+            status = 400  # OpenAI-compatible servers answer malformed bodies with 400
+        return JSONResponse(openai_error_body(code, message, status), status_code=status, headers=headers)
+    return JSONResponse(error_body(code, message), status_code=status, headers=headers)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Register handlers for our errors, validation errors and plain HTTP errors."""
 
     @app.exception_handler(AssistantError)
-    async def _assistant_error(_request: Request, exc: AssistantError) -> JSONResponse:
-        return JSONResponse(error_body(exc.code, exc.message), status_code=exc.http_status, headers=exc.headers)
+    async def _assistant_error(request: Request, exc: AssistantError) -> JSONResponse:
+        return _error(request, exc.code, exc.message, exc.http_status, exc.headers)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'body'}: {e.get('msg')}" for e in exc.errors()
         )
-        return JSONResponse(error_body("invalid_request", problems), status_code=422)
+        return _error(request, "invalid_request", problems, 422)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed", 401: "unauthenticated", 403: "permission_denied"}.get(
             exc.status_code, "http_error"
         )
-        return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code, headers=exc.headers)
+        return _error(request, code, str(exc.detail), exc.status_code, exc.headers)

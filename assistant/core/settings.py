@@ -91,6 +91,28 @@ class Settings(BaseSettings):
         default=30.0, gt=0, description="seconds the open breaker fails fast before it lets one probe through"
     )
 
+    # Serving under load: admission towards the model, answer cache, follow-ups, streaming
+    llm_max_concurrency: int = Field(
+        default=64, ge=1, description="generations in flight towards the model per API process (vLLM max-num-seqs)"
+    )
+    llm_queue_max: int = Field(
+        default=256, ge=0, description="requests that may wait for a model slot per process; beyond: 429 overloaded"
+    )
+    llm_queue_max_per_principal: int = Field(
+        default=16, ge=1, description="requests one principal may have waiting; beyond: 429 overloaded"
+    )
+    llm_queue_timeout_s: float = Field(default=30.0, gt=0, description="longest wait for a model slot in seconds")
+    answer_cache_entries: int = Field(default=2048, ge=0, description="answers kept in memory; 0 = no answer cache")
+    answer_cache_ttl_s: float = Field(default=3600.0, gt=0, description="seconds a cached answer lives")
+    answer_cache_redis_url: str | None = Field(
+        default=None, description="Redis URL shared by the API processes; default: an in-process LRU"
+    )
+    query_rewrite: Literal["auto", "llm", "rules"] = Field(
+        default="auto", description="how follow-ups become standalone queries; auto = llm with the openai backend"
+    )
+    sse_heartbeat_s: float = Field(default=10.0, gt=0, description="seconds between ': ping' lines while waiting")
+    sse_coalesce_ms: float = Field(default=25.0, ge=0, description="tokens arriving within this are sent in one write")
+
     # Jobs
     jobs_backend: Literal["inprocess", "celery"] = "inprocess"
     broker_url: str = "redis://127.0.0.1:6379/0"

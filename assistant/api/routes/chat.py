@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 from typing import AsyncIterator
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
+from starlette.background import BackgroundTask
 
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.schemas import ChatRequest
-from assistant.api.sse import SSE_HEADERS, sse_event
+from assistant.api.sse import SSE_HEADERS, paced_stream, render_sse_events
+from assistant.answering import Answerer
+from assistant.composition import Assistant
 from assistant.core.auth.audit import record_event
 from assistant.core.errors import AssistantError
 
@@ -32,34 +36,75 @@ class _AuditedRetriever:
 
     def retrieve(self, query: str, *, principal, **kwargs):
         chunks = self._retriever.retrieve(query, principal=principal, **kwargs)
+        self._record(query, principal, chunks)
+        return chunks
+
+    def search(self, query: str, *, principal, **kwargs):
+        retrieval = self._retriever.search(query, principal=principal, **kwargs)
+        self._record(query, principal, retrieval.chunks)
+        return retrieval
+
+    def _record(self, query: str, principal, chunks) -> None:
         record_event(
             self._db, principal=principal, action="chat", query=query,
             chunk_ids=[c.chunk_id for c in chunks], details=self._details,
         )
-        return chunks
 
     def __getattr__(self, name: str):
         return getattr(self._retriever, name)
 
 
+def audited_answerer(assistant: Assistant, request: Request, **details) -> Answerer:
+    """The shared answerer with this request's audited retriever (a shallow copy: the same models).
+
+    Args:
+        details: extra audit details (the auth method is always recorded).
+    """
+    answerer = copy.copy(assistant.answerer)
+    answerer.retriever = _AuditedRetriever(
+        assistant.answerer.retriever, db=assistant.resources.db,
+        details={"auth": request.state.auth_method, **details},
+    )
+    return answerer
+
+
 @router.post("/chat")
 async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalDep, request: Request) -> StreamingResponse:
-    """Answer `question` from the documents the caller may read, as server-sent events; audited."""
-    history = [{"role": t.role, "content": t.content} for t in body.history]
-    answerer = copy.copy(assistant.answerer)  # shallow: the same models, this request's audited retriever
-    answerer.retriever = _AuditedRetriever(
-        assistant.answerer.retriever, db=assistant.resources.db, details={"auth": request.state.auth_method}
-    )
+    """Answer `question` from the documents the caller may read, as server-sent events; audited.
 
-    async def events() -> AsyncIterator[str]:
+    Raises:
+        OverloadedError: too many requests wait for the model (429 with Retry-After, before streaming).
+    """
+    ticket = assistant.answerer.admit(principal)
+    history = [{"role": t.role, "content": t.content} for t in body.history]
+    answerer = audited_answerer(assistant, request)
+
+    async def events() -> AsyncIterator[tuple[str, dict]]:
+        chunk_ids: list[str] = []
         try:
-            async for event in answerer.stream(body.question, principal=principal, history=history):
+            async for event in answerer.stream(body.question, principal=principal, history=history, ticket=ticket):
                 kind = event.pop("type")
-                yield sse_event(kind, event)
+                if kind == "citations":
+                    chunk_ids = [c["chunk_id"] for c in event["citations"]]
+                if kind == "done" and event.get("cached"):  # no retrieval ran: audit the cited chunks
+                    await asyncio.to_thread(
+                        record_event, assistant.resources.db, principal=principal, action="chat",
+                        query=body.question, chunk_ids=chunk_ids, details={"auth": request.state.auth_method, "cached": True},
+                    )
+                yield kind, event
         except AssistantError as exc:
-            yield sse_event("error", {"code": exc.code, "message": exc.message})
+            yield "error", {"code": exc.code, "message": exc.message}
         except Exception as exc:  # the stream has started: report in-band, never hang the client
             log.exception("chat stream failed")
-            yield sse_event("error", {"code": "internal_error", "message": f"{type(exc).__name__}"})
+            yield "error", {"code": "internal_error", "message": f"{type(exc).__name__}"}
 
-    return StreamingResponse(events(), media_type="text/event-stream", headers=SSE_HEADERS)
+    settings = request.app.state.settings
+    body_stream = paced_stream(
+        events(), render=render_sse_events, heartbeat_s=settings.sse_heartbeat_s,
+        coalesce_s=settings.sse_coalesce_ms / 1000,
+    )
+    # The ticket is closed by the stream; the background task also closes it if the client left first.
+    return StreamingResponse(
+        body_stream, media_type="text/event-stream", headers=SSE_HEADERS,
+        background=BackgroundTask(ticket.close) if ticket else None,
+    )

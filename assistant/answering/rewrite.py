@@ -1,0 +1,112 @@
+"""Follow-up questions rewritten into standalone retrieval queries ("and for contractors?" -> a full question).
+
+The retriever sees one query, without the conversation; a follow-up such as "what about the second
+one?" retrieves nothing useful on its own. With an LLM the follow-up is rewritten by a short prompt
+(query rewriting as in Ma et al., "Query Rewriting for Retrieval-Augmented Large Language Models",
+EMNLP 2023); without one, or when its output is unusable, a deterministic rule prepends the previous
+user question to a follow-up that is short or starts with a pronoun or connector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Sequence
+
+from assistant.core.llm import LLM, ChatMessage
+
+# A follow-up of at most this many words (or twice as many CJK characters) leans on the conversation.
+SHORT_FOLLOWUP_WORDS = 6
+# Each earlier turn shown to the rewriter is cut to this many characters (it needs the topic only).
+TURN_CHARS = 400
+REWRITE_MAX_TOKENS = 64
+LEADING_WORDS = {
+    "it", "its", "they", "them", "their", "this", "that", "these", "those", "he", "she", "his", "her",
+    "there", "and", "also", "so", "then", "but", "same", "other", "else",
+}
+ZH_LEADING = ("它", "他", "她", "这", "那", "还有", "那么", "并且", "而且", "另外", "同样")
+_ANAPHOR_WORDS = ("it", "its", "they", "them", "their", "this", "that", "these", "those", "he", "she", "him", "her")
+# Lower or title case only: "IT" is the department, not a pronoun.
+ANAPHORS = re.compile(r"\b(%s)\b" % "|".join(w for word in _ANAPHOR_WORDS for w in (word, word.title())))
+
+REWRITE_SYSTEM = (
+    "Rewrite the user's last message as one standalone question that can be understood without the "
+    "conversation. Keep its language. Reply with the question only."
+)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w'-]+", text.lower())
+
+
+def needs_rewrite(question: str, history: Sequence[ChatMessage]) -> bool:
+    """True when `question` follows earlier user turns and looks like it depends on them: short, or
+    led by a pronoun or connector, or (English) holding an anaphoric pronoun."""
+    if not any(m["role"] == "user" for m in history):
+        return False
+    text = question.strip()
+    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
+    if cjk:
+        return cjk <= 2 * SHORT_FOLLOWUP_WORDS or text.startswith(ZH_LEADING)
+    words = _words(text)
+    led = bool(words) and words[0] in LEADING_WORDS
+    return len(words) <= SHORT_FOLLOWUP_WORDS or led or bool(ANAPHORS.search(text))
+
+
+def rules_rewrite(question: str, history: Sequence[ChatMessage]) -> str:
+    """The deterministic rewrite: the previous user question, then `question`, when it needs one."""
+    if not needs_rewrite(question, history):
+        return question
+    previous = next(m["content"] for m in reversed(history) if m["role"] == "user")
+    return f"{previous.strip()} {question.strip()}"
+
+
+def _clean(output: str, question: str) -> str | None:
+    """The LLM's rewrite if usable: one non-empty line of sane length, quotes and labels stripped."""
+    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
+    if not lines:
+        return None
+    text = re.sub(r"^(standalone question|question|query)\s*[:：]\s*", "", lines[0], flags=re.I).strip(" \"'“”")
+    if len(text) < 3 or len(text) > max(400, 3 * len(question)):
+        return None
+    return text
+
+
+async def rewrite_query(
+    question: str,
+    history: Sequence[ChatMessage],
+    *,
+    llm: LLM | None = None,
+    timeout_s: float = 10.0,
+) -> str:
+    """A standalone retrieval query for `question` asked after `history`.
+
+    Args:
+        question: the user's latest message.
+        history: earlier turns, oldest first (`role` user/assistant).
+        llm: the chat model for an LLM rewrite; None for the deterministic rule only.
+        timeout_s: longest wait for the LLM's rewrite, in seconds; then the rule is used.
+
+    Returns:
+        `question` itself when there is no earlier user turn; else the LLM's rewrite, or the rule's
+        when there is no LLM or its output is unusable (empty, a paragraph, an error, too slow).
+    """
+    if not any(m["role"] == "user" for m in history):
+        return question
+    if llm is None:
+        return rules_rewrite(question, history)
+    turns = "\n".join(
+        f"{'User' if m['role'] == 'user' else 'Assistant'}: {' '.join(m['content'].split())[:TURN_CHARS]}"
+        for m in history[-4:]
+    )
+    messages: list[ChatMessage] = [
+        {"role": "system", "content": REWRITE_SYSTEM},
+        {"role": "user", "content": f"Conversation:\n{turns}\n\nLast message: {question.strip()}"},
+    ]
+    try:
+        output = await asyncio.wait_for(
+            llm.complete(messages, max_tokens=REWRITE_MAX_TOKENS, temperature=0.0), timeout=timeout_s
+        )
+    except Exception:  # a timeout or any failure: the rule still gives a usable query
+        return rules_rewrite(question, history)
+    return _clean(output, question) or rules_rewrite(question, history)

@@ -1,0 +1,185 @@
+"""OpenAI-compatible `/v1/chat/completions` and `/v1/models`, answered with RAG under the caller's ACL.
+
+Tools that speak the OpenAI API (SDKs, IDE plugins, the helpdesk's bot framework) call these with an API
+key. The last user message is the question, earlier user/assistant messages are the history; system
+messages from the client are ignored, so the product's stable system prompt stays first (prefix cache)
+and a client cannot talk the model out of citing. Citations come in the non-standard `citations`
+field: of the completion, or of the last streamed chunk (the one with `finish_reason`). Errors use
+OpenAI's shape `{"error": {"message", "type", "code"}}` (see `assistant.api.errors`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from typing import Any, AsyncIterator, Literal
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.background import BackgroundTask
+
+from assistant.api.deps import AssistantDep, PrincipalDep
+from assistant.api.errors import openai_error_body
+from assistant.api.routes.chat import audited_answerer
+from assistant.api.sse import SSE_HEADERS, paced_stream
+from assistant.core.errors import AssistantError, AuthenticationError, InvalidRequestError, NotFoundError
+
+RAG_MODEL = "assistant-rag"
+log = logging.getLogger(__name__)
+
+
+def require_api_key(request: Request, _principal: PrincipalDep) -> None:
+    """Refuse browser sessions: the `/v1` endpoints are for tools presenting `Authorization: Bearer KEY`.
+
+    Raises:
+        AuthenticationError: the caller signed in with a session cookie.
+    """
+    if getattr(request.state, "auth_method", None) != "api_key":
+        raise AuthenticationError(
+            "the /v1 endpoints need 'Authorization: Bearer KEY' (an API key), not a session cookie",
+            headers={"WWW-Authenticate": 'Bearer realm="assistant"'},
+        )
+
+
+router = APIRouter(prefix="/v1", dependencies=[Depends(require_api_key)])
+
+
+class ContentPart(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: str
+    text: str = ""
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[ContentPart] | None = None
+
+    def text(self) -> str:
+        """The message's text (text parts joined; other parts ignored)."""
+        if isinstance(self.content, list):
+            return "".join(p.text for p in self.content if p.type == "text")
+        return self.content or ""
+
+
+class ChatCompletionRequest(BaseModel):
+    """The fields we use of OpenAI's chat completion request; others (tools, n, stop...) are ignored."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str
+    messages: list[Message] = Field(min_length=1, max_length=100)
+    stream: bool = False
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+
+
+@router.get("/models")
+def list_models() -> dict:
+    """The one model served here: retrieval-augmented answers from the caller's documents."""
+    return {
+        "object": "list",
+        "data": [{"id": RAG_MODEL, "object": "model", "created": 0, "owned_by": "assistant"}],
+    }
+
+
+def _conversation(body: ChatCompletionRequest) -> tuple[str, list[dict]]:
+    """`(question, history)` from the messages: the last user message, and the user/assistant turns before it."""
+    if body.model != RAG_MODEL:
+        raise NotFoundError(f"model '{body.model}' not found; this server serves '{RAG_MODEL}'", code="model_not_found")
+    last = body.messages[-1]
+    question = last.text().strip()
+    if last.role != "user" or not question:
+        raise InvalidRequestError("the last message must be a non-empty 'user' message (the question)")
+    if len(question) > 4000:
+        raise InvalidRequestError(f"the question has {len(question)} characters; at most 4000 are allowed")
+    history = [
+        {"role": m.role, "content": m.text()} for m in body.messages[:-1] if m.role in ("user", "assistant") and m.text()
+    ]
+    return question, history
+
+
+def _chunk(base: dict, delta: dict, finish: str | None = None, **extra: Any) -> dict:
+    return {**base, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+
+
+def render_openai_chunks(batch: list[dict]) -> str:
+    """SSE text for a batch of completion chunks, consecutive content deltas merged into one chunk."""
+    merged: list[dict] = []
+    for item in batch:
+        prev = merged[-1] if merged else None
+        if (
+            prev is not None and "choices" in item and "choices" in prev and prev["choices"]
+            and item["choices"] and set(item["choices"][0]["delta"]) == {"content"}
+            and set(prev["choices"][0]["delta"]) == {"content"} and prev["choices"][0]["finish_reason"] is None
+        ):
+            text = prev["choices"][0]["delta"]["content"] + item["choices"][0]["delta"]["content"]
+            merged[-1] = _chunk({k: prev[k] for k in ("id", "created", "model")}, {"content": text})
+        else:
+            merged.append(item)
+    return "".join("data: [DONE]\n\n" if m.get("done") else f"data: {json.dumps(m, ensure_ascii=False)}\n\n" for m in merged)
+
+
+@router.post("/chat/completions")
+async def chat_completions(
+    body: ChatCompletionRequest, assistant: AssistantDep, principal: PrincipalDep, request: Request
+):
+    """A chat completion answered from the documents the caller may read (streamed when `stream`).
+
+    Raises:
+        NotFoundError: `model` is not `assistant-rag` (404, code `model_not_found`).
+        InvalidRequestError: no final user message (400).
+        OverloadedError: too many requests wait for the model (429 with Retry-After).
+    """
+    question, history = _conversation(body)
+    answerer = audited_answerer(assistant, request, endpoint="/v1/chat/completions")
+    limit = body.max_completion_tokens or body.max_tokens
+    if limit:
+        answerer.max_tokens = min(answerer.max_tokens, limit)
+    if body.temperature is not None:
+        answerer.temperature = body.temperature
+    ticket = answerer.admit(principal)
+    base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": RAG_MODEL}
+    if not body.stream:
+        result = await answerer.answer(question, principal=principal, history=history, ticket=ticket)
+        return {
+            **base,
+            "object": "chat.completion",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": result.answer}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            "citations": [c.to_dict() for c in result.citations],
+            "abstained": result.abstained,
+        }
+
+    async def chunks() -> AsyncIterator[dict]:
+        yield _chunk(base, {"role": "assistant", "content": ""})
+        citations: list[dict] = []
+        try:
+            async for event in answerer.stream(question, principal=principal, history=history, ticket=ticket):
+                if event["type"] == "token":
+                    yield _chunk(base, {"content": event["text"]})
+                elif event["type"] == "citations":
+                    citations = event["citations"]
+                elif event["type"] == "done":
+                    yield _chunk(base, {}, "stop", citations=citations, abstained=event["abstained"])
+        except AssistantError as exc:
+            yield openai_error_body(exc.code, exc.message, exc.http_status)
+        except Exception as exc:  # the stream has started: report in-band, never hang the client
+            log.exception("chat completion stream failed")
+            yield openai_error_body("internal_error", type(exc).__name__, 500)
+        yield {"done": True}
+
+    settings = request.app.state.settings
+    return StreamingResponse(
+        paced_stream(
+            chunks(), render=render_openai_chunks, heartbeat_s=settings.sse_heartbeat_s,
+            coalesce_s=settings.sse_coalesce_ms / 1000,
+        ),
+        media_type="text/event-stream", headers=SSE_HEADERS,
+        background=BackgroundTask(ticket.close) if ticket else None,
+    )

@@ -1,0 +1,88 @@
+"""Query embeddings batched across concurrent requests: one forward pass for the questions that arrived together.
+
+Under load each chat embeds its question; one at a time, MiniLM costs ~40 ms of CPU per question on
+this class of machine, 16 in one batch ~8 ms each (measured on 2 shared cores). The batcher is
+"continuous" in the way servers batch inference (e.g. NVIDIA Triton's dynamic batcher, vLLM's
+scheduler) minus the timer: a worker thread embeds whatever questions are waiting when it becomes free,
+so a lone question pays no extra latency, and a crowd shares the passes.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from concurrent.futures import Future
+from contextlib import nullcontext
+
+import numpy as np
+
+
+class QueryBatcher:
+    """Wraps an embedder; `embed_query` may be called from many threads at once. Other attributes pass through.
+
+    Args:
+        embedder: a sentence-transformers `Embedder` (batched through its `model.encode`); any other
+            embedder is called one question at a time, still from one thread.
+        max_batch: most questions per forward pass.
+    """
+
+    def __init__(self, embedder, *, max_batch: int = 32):
+        self._embedder = embedder
+        self.max_batch = max_batch
+        self.batches = 0
+        self.queries = 0
+        self._queue: queue.SimpleQueue[tuple[str, Future]] = queue.SimpleQueue()
+        self._worker = threading.Thread(target=self._run, name="query-embedding-batcher", daemon=True)
+        self._worker.start()
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The question's embedding, `(dim,) float32`, normalised; blocks until its batch is done.
+
+        Raises:
+            Exception: whatever the embedding model raised for the batch.
+        """
+        future: Future = Future()
+        self._queue.put((text, future))
+        return future.result()
+
+    def __getattr__(self, name: str):
+        return getattr(self._embedder, name)
+
+    def _run(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while len(batch) < self.max_batch:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                vectors = self._embed([text for text, _ in batch])
+            except Exception as exc:  # every caller of the batch gets the error
+                for _, future in batch:
+                    future.set_exception(exc)
+                continue
+            self.batches += 1
+            self.queries += len(batch)
+            for (_, future), vector in zip(batch, vectors):
+                future.set_result(vector)
+
+    def _embed(self, texts: list[str]) -> list[np.ndarray]:
+        embedder = self._embedder
+        model = getattr(embedder, "model", None)
+        if len(texts) == 1 or not hasattr(model, "encode"):
+            return [embedder.embed_query(t) for t in texts]
+        import torch
+
+        # The embedder's own lock: its thread setting is process-wide (see `Embedder.embed_query`).
+        with getattr(embedder, "_lock", None) or nullcontext():
+            threads = torch.get_num_threads()
+            torch.set_num_threads(getattr(embedder, "query_threads", 1))
+            try:
+                vectors = model.encode(
+                    [embedder.query_prefix + t for t in texts], normalize_embeddings=True,
+                    convert_to_numpy=True, show_progress_bar=False, batch_size=len(texts),
+                )
+            finally:
+                torch.set_num_threads(threads)
+        return list(vectors.astype(np.float32, copy=False))

@@ -1,0 +1,155 @@
+"""A tiny OpenAI-compatible streaming server standing in for vLLM in load benchmarks: fixed time to first
+token and token rate, no model, so that what a benchmark measures is the service in front of it.
+
+    python bench/standin_llm.py --port 8011 --ttft-ms 200 --tokens 300 --rate 30
+
+Serves `GET /v1/models` and `POST /v1/chat/completions` (streamed or not) over plain asyncio streams,
+HTTP/1.1 with keep-alive. The answer cites source [1] so that the service's citation path runs too.
+Each streamed chunk is one token, as vLLM sends them by default. On SIGTERM (or SIGINT) it prints one
+JSON line of statistics: requests, and how late its own first tokens were against `--ttft-ms`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import time
+
+WORDS = ("The", " policy", " says", " so", " [1]", ".", " See", " the", " handbook", " for", " details", ",", " please")
+
+
+class Standin:
+    """The server's state and request handling.
+
+    Args:
+        ttft_s: seconds from a request to its first token.
+        tokens: tokens per answer (capped by the request's `max_tokens`).
+        rate: tokens per second after the first.
+    """
+
+    def __init__(self, *, ttft_s: float, tokens: int, rate: float):
+        self.ttft_s = ttft_s
+        self.tokens = tokens
+        self.interval_s = 1.0 / rate
+        self.requests = 0
+        self.active = 0
+        self.peak_active = 0
+        self.lateness_s: list[float] = []
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Serve requests on one connection until the client closes it."""
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                if method == "GET" and path.endswith("/models"):
+                    await self._json(writer, {"object": "list", "data": [{"id": "assistant", "object": "model"}]})
+                elif method == "POST" and path.endswith("/chat/completions"):
+                    await self._completion(writer, json.loads(body or b"{}"))
+                else:
+                    await self._json(writer, {"error": {"message": "not found", "type": "not_found_error"}}, 404)
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+    async def _json(self, writer: asyncio.StreamWriter, obj: dict, status: int = 200) -> None:
+        data = json.dumps(obj).encode()
+        writer.write(
+            f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode()
+            + data
+        )
+        await writer.drain()
+
+    async def _completion(self, writer: asyncio.StreamWriter, request: dict) -> None:
+        start = time.monotonic()
+        self.requests += 1
+        self.active += 1
+        self.peak_active = max(self.peak_active, self.active)
+        try:
+            n = min(self.tokens, int(request.get("max_tokens") or self.tokens))
+            model = request.get("model", "assistant")
+            base = {"id": f"cmpl-{self.requests}", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+            await asyncio.sleep(max(0.0, self.ttft_s - (time.monotonic() - start)))
+            if not request.get("stream"):
+                text = "".join(WORDS[i % len(WORDS)] for i in range(n))
+                await asyncio.sleep(n * self.interval_s)
+                await self._json(writer, {**base, "object": "chat.completion", "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
+                return
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n"
+            )
+            first_at = start + self.ttft_s
+            for i in range(n):
+                delta = {"content": WORDS[i % len(WORDS)]}
+                if i == 0:
+                    delta["role"] = "assistant"
+                    self.lateness_s.append(time.monotonic() - first_at)
+                self._chunk(writer, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+                await writer.drain()
+                # Paced against the clock, not by sleeping a fixed interval, so that a busy loop does not
+                # slow the token rate down.
+                await asyncio.sleep(max(0.0, first_at + (i + 1) * self.interval_s - time.monotonic()))
+            self._chunk(writer, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            payload = b"data: [DONE]\n\n"
+            writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(payload), payload))
+            await writer.drain()
+        finally:
+            self.active -= 1
+
+    @staticmethod
+    def _chunk(writer: asyncio.StreamWriter, obj: dict) -> None:
+        payload = b"data: " + json.dumps(obj).encode() + b"\n\n"
+        writer.write(b"%x\r\n%s\r\n" % (len(payload), payload))
+
+    def stats(self) -> dict:
+        """Requests served, peak concurrency, and percentiles of first-token lateness in milliseconds."""
+        late = sorted(self.lateness_s)
+
+        def pct(p: float) -> float:
+            return round(1000 * late[min(len(late) - 1, int(p / 100 * len(late)))], 1) if late else 0.0
+
+        return {"requests": self.requests, "peak_active": self.peak_active,
+                "first_token_late_ms": {"p50": pct(50), "p95": pct(95), "p99": pct(99)}}
+
+
+async def serve(args: argparse.Namespace) -> None:
+    """Serve until SIGTERM/SIGINT, then print the statistics as one JSON line."""
+    standin = Standin(ttft_s=args.ttft_ms / 1000, tokens=args.tokens, rate=args.rate)
+    server = await asyncio.start_server(standin.handle, args.host, args.port, backlog=4096)
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    print(f"standin listening on http://{args.host}:{args.port}/v1", flush=True)
+    async with server:
+        await stop.wait()
+    print(json.dumps(standin.stats()), flush=True)
+
+
+def main() -> None:
+    """Parse the command line and serve."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8011)
+    parser.add_argument("--ttft-ms", type=float, default=200.0, help="time to first token, milliseconds")
+    parser.add_argument("--tokens", type=int, default=300, help="tokens per answer")
+    parser.add_argument("--rate", type=float, default=30.0, help="tokens per second per stream")
+    args = parser.parse_args()
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(serve(args))
+
+
+if __name__ == "__main__":
+    main()

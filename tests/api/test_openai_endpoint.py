@@ -1,0 +1,93 @@
+"""Contract of `/v1` with the official `openai` client against the real app under uvicorn (vLLM's
+`RemoteOpenAIServer` pattern): models, completions with citations (plain and streamed), errors in
+OpenAI's shape, API-key auth, answers under the caller's ACL."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+
+from tests.api.live_server import new_key, serving  # noqa: F401
+from tests.conftest_llm_server import llm_server  # noqa: F401
+
+MODEL = "assistant-rag"
+QUESTION = "How long should my password be?"
+
+
+def client_for(server, headers: dict) -> openai.OpenAI:
+    """An `openai` client for the app with the key in `headers` (no retries: a 429 must surface)."""
+    key = headers["Authorization"].removeprefix("Bearer ")
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0, timeout=300)
+
+
+def test_models_lists_the_rag_model(serving):
+    server, res, *_ = serving
+    _, headers = new_key(res)
+    assert [m.id for m in client_for(server, headers).models.list()] == [MODEL]
+
+
+def test_completion_answers_with_citations_under_the_callers_acl(serving):
+    server, res, *_ = serving
+    _, secops = new_key(res, "secops")
+    _, plain = new_key(res)
+    inside = client_for(server, secops).chat.completions.create(
+        model=MODEL, messages=[{"role": "system", "content": "ignored"}, {"role": "user", "content": QUESTION}]
+    )
+    assert inside.object == "chat.completion" and inside.choices[0].message.content
+    assert inside.choices[0].finish_reason == "stop"
+    assert any(c["source"].endswith("passwords.md") for c in inside.model_extra["citations"])
+    outside = client_for(server, plain).chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": QUESTION}]
+    )
+    assert not any(c["source"].endswith("passwords.md") for c in outside.model_extra["citations"])
+
+
+def test_streamed_completion_ends_with_a_citations_chunk(serving):
+    server, res, *_ = serving
+    _, secops = new_key(res, "secops")
+    stream = client_for(server, secops).chat.completions.create(
+        model=MODEL, stream=True, max_tokens=16,
+        messages=[
+            {"role": "user", "content": "What are the password requirements?"},
+            {"role": "assistant", "content": "Use a password manager [1]."},
+            {"role": "user", "content": [{"type": "text", "text": "And how long should it be?"}]},
+        ],
+    )
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text.strip()
+    last = chunks[-1]
+    assert last.choices[0].finish_reason == "stop"
+    assert any(c["source"].endswith("passwords.md") for c in last.model_extra["citations"])
+    assert all(c.object == "chat.completion.chunk" and c.model == MODEL for c in chunks)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, code",
+    [
+        ({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}, openai.NotFoundError, "model_not_found"),
+        ({"model": MODEL, "messages": [{"role": "assistant", "content": "hi"}]}, openai.BadRequestError, "invalid_request"),
+        ({"model": MODEL, "messages": []}, openai.BadRequestError, "invalid_request"),
+        ({"model": MODEL, "messages": [{"role": "user", "content": "x" * 4001}]}, openai.BadRequestError, "invalid_request"),
+    ],
+)
+def test_errors_come_in_the_openai_shape(serving, kwargs, error, code):
+    server, res, *_ = serving
+    _, headers = new_key(res)
+    with pytest.raises(error) as caught:
+        client_for(server, headers).chat.completions.create(**kwargs)
+    body = caught.value.body
+    assert body["code"] == code and body["type"] and body["message"]
+
+
+def test_v1_needs_an_api_key(serving):
+    server, *_ = serving
+    with pytest.raises(openai.AuthenticationError) as caught:
+        openai.OpenAI(base_url=f"{server.url}/v1", api_key="ak_nope_nope", max_retries=0).models.list()
+    assert caught.value.body["code"] == "unauthenticated"
+    r = httpx.post(f"{server.url}/v1/chat/completions", json={"model": MODEL, "messages": []})
+    assert r.status_code == 401
+    assert set(r.json()["error"]) == {"message", "type", "code"}
+    assert r.json()["error"]["type"] == "authentication_error"

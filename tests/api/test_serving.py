@@ -1,0 +1,168 @@
+"""Serving under load over real HTTP: admission (429), answer cache per ACL scope, follow-ups, SSE pacing,
+the helpdesk API. The app runs under uvicorn against a real llama.cpp server standing in for vLLM."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import uuid
+
+import httpx
+
+from assistant.core.auth.audit import recent_events
+from ingest.acl import AclManifest
+from ingest.pipeline import Ingestor
+from tests.api.conftest import parse_sse
+from tests.api.live_server import RESTRICTED, LiveServer, new_key, serving  # noqa: F401
+from tests.conftest_llm_server import llm_server  # noqa: F401
+
+QUESTION = "How long should my password be?"
+
+
+def chat(url: str, headers: dict, question: str, history: list | None = None) -> tuple[str, list[tuple[str, dict]]]:
+    """POST /api/chat; returns the raw body and its events."""
+    r = httpx.post(f"{url}/api/chat", json={"question": question, "history": history or []}, headers=headers, timeout=300)
+    assert r.status_code == 200, r.text
+    assert r.headers["cache-control"].startswith("no-cache") and r.headers["x-accel-buffering"] == "no"
+    return r.text, parse_sse(r.text)
+
+
+def done_of(events: list[tuple[str, dict]]) -> dict:
+    """The `done` event's data (fails on an `error` event)."""
+    assert not [e for e in events if e[0] == "error"], events
+    return next(data for name, data in events if name == "done")
+
+
+def cited_sources(events: list[tuple[str, dict]]) -> list[str]:
+    """Sources of the `citations` event."""
+    return [c["source"] for name, data in events if name == "citations" for c in data["citations"]]
+
+
+def test_cached_answers_are_never_shared_across_acl_scopes(serving):
+    server, res, _docs, _manifest = serving
+    _, secops = new_key(res, "secops")
+    _, twin = new_key(res, "secops")  # same groups, another principal: its own scope
+    plain_name, plain = new_key(res)
+    question = QUESTION  # each principal is new: its scope's cache starts empty
+
+    _, first = chat(server.url, secops, question)
+    assert done_of(first)["cached"] is False
+    assert any(s.endswith("passwords.md") for s in cited_sources(first)), first
+    _, again = chat(server.url, secops, question.upper() + "  ")  # normalised: case and spaces
+    assert done_of(again)["cached"] is True
+    assert cited_sources(again) == cited_sources(first)
+
+    for headers in (plain, twin):
+        _, other = chat(server.url, headers, question)
+        assert done_of(other)["cached"] is False
+        if headers is plain:
+            assert not any(s.endswith("passwords.md") for s in cited_sources(other))
+    # The outsider's second ask hits its own entry, still without the restricted document.
+    _, other_again = chat(server.url, plain, question)
+    if done_of(other_again)["cached"]:
+        assert not any(s.endswith("passwords.md") for s in cited_sources(other_again))
+    # A cache hit is audited like an answer.
+    assert any(e["details"].get("cached") for e in recent_events(res.db, principal=plain_name)) == done_of(
+        other_again
+    )["cached"]
+
+
+def test_a_cited_document_that_changes_invalidates_the_cached_answer(serving):
+    server, res, docs, manifest = serving
+    _, secops = new_key(res, "secops")
+    question = QUESTION
+    chat(server.url, secops, question)
+    assert done_of(chat(server.url, secops, question)[1])["cached"] is True
+    path = docs / RESTRICTED
+    path.write_text(path.read_text() + "\n\nPasswords are rotated once a year.\n")
+    Ingestor(res).sync(docs, acl=AclManifest.load(manifest))
+    assert done_of(chat(server.url, secops, question)[1])["cached"] is False
+
+
+def test_follow_ups_are_rewritten_for_retrieval_and_long_history_is_trimmed(serving):
+    server, res, _docs, _manifest = serving
+    name, headers = new_key(res, "secops")
+    history = [
+        {"role": "user", "content": "What are the password requirements?"},
+        {"role": "assistant", "content": "Use a password manager and long passwords [1]."},
+    ]
+    chat(server.url, headers, "And how long?", history)
+    query = next(e["query"] for e in recent_events(res.db, principal=name) if e["action"] == "chat")
+    assert query == "What are the password requirements? And how long?"
+    # 40 turns of ~2,000 characters each: far beyond the 2,048-token window; still answered.
+    long_history = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "lorem ipsum dolor " * 110}
+        for i in range(40)
+    ]
+    _, events = chat(server.url, headers, "What are the password requirements?", long_history)
+    assert done_of(events)["answer"]
+
+
+def test_heartbeats_while_waiting_and_tokens_coalesced(serving):
+    server, res, _docs, _manifest = serving
+    _, headers = new_key(res)
+    body, events = chat(server.url, headers, "What computer standards apply?")
+    first_token = body.index("event: token")
+    assert ": ping\n\n" in body[:first_token]
+    tokens = "".join(d["text"] for n, d in events if n == "token")
+    assert tokens.strip() == done_of(events)["answer"]
+
+
+def test_beyond_the_queue_requests_get_429_overloaded_with_retry_after(serving, llm_server):  # noqa: F811
+    _server, res, _docs, _manifest = serving
+    settings = res.settings.model_copy(update={"llm_max_concurrency": 1, "llm_queue_max": 0, "answer_cache_entries": 0})
+    # Same SQL and index; its own LLM client, bound to the new server's event loop.
+    tight = LiveServer(settings, dataclasses.replace(res, settings=settings, _llm=None)).start()
+    try:
+        _, headers = new_key(res)
+        started = threading.Event()
+        outcome: dict = {}
+
+        def long_chat() -> None:
+            with httpx.stream(
+                "POST", f"{tight.url}/api/chat", json={"question": "What are the password requirements?"},
+                headers=headers, timeout=300,
+            ) as r:
+                for line in r.iter_lines():
+                    if line.startswith("event: token"):
+                        started.set()
+                outcome["status"] = r.status_code
+
+        worker = threading.Thread(target=long_chat)
+        worker.start()
+        assert started.wait(120)
+        refused = httpx.post(f"{tight.url}/api/chat", json={"question": "What about laptops?"}, headers=headers)
+        helpdesk = httpx.post(
+            f"{tight.url}/api/helpdesk/answer", json={"ticket_id": "T-1", "subject": "laptop", "body": "which one?"},
+            headers=headers,
+        )
+        worker.join(300)
+    finally:
+        tight.stop()
+    assert outcome["status"] == 200
+    for r in (refused, helpdesk):
+        assert r.status_code == 429, r.text
+        assert r.json()["error"]["code"] == "overloaded"
+        assert int(r.headers["retry-after"]) >= 1
+
+
+def test_helpdesk_answers_a_ticket_with_citations_or_abstains(serving):
+    server, res, _docs, _manifest = serving
+    _, headers = new_key(res)
+    r = httpx.post(
+        f"{server.url}/api/helpdesk/answer",
+        json={"ticket_id": "HD-1", "subject": "Requesting access", "body": "How do I request access to an application?"},
+        headers=headers, timeout=300,
+    )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["ticket_id"] == "HD-1" and body["abstained"] is False and body["answer"]
+    assert any(c["source"].endswith("application_access_request.md") for c in body["citations"])
+    r = httpx.post(
+        f"{server.url}/api/helpdesk/answer",
+        json={"ticket_id": "HD-2", "subject": "Cafeteria", "body": "What is on the canteen menu on Friday?"},
+        headers=headers, timeout=300,
+    )
+    assert r.status_code == 200 and r.json()["abstained"] is True and r.json()["citations"] == []
+    empty = httpx.post(f"{server.url}/api/helpdesk/answer", json={"ticket_id": "HD-3"}, headers=headers)
+    assert empty.status_code == 400 and empty.json()["error"]["code"] == "invalid_request"
