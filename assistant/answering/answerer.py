@@ -156,6 +156,10 @@ class Answerer:
             if self.cache is not None and not history:
                 hit = await asyncio.to_thread(self.cache.get, question, principal=principal)
                 if hit is not None:
+                    audit = getattr(self.retriever, "audit_cached", None)  # the API's audited retriever
+                    if audit is not None:
+                        chunk_ids = [c["chunk_id"] for c in hit.citations]
+                        await asyncio.to_thread(audit, question, principal=principal, chunk_ids=chunk_ids)
                     yield {"type": "sources", "sources": []}
                     yield {"type": "token", "text": hit.answer}
                     yield {"type": "citations", "citations": hit.citations}

@@ -148,16 +148,18 @@ def test_beyond_the_queue_requests_get_429_overloaded_with_retry_after(serving, 
 
 def test_helpdesk_answers_a_ticket_with_citations_or_abstains(serving):
     server, res, _docs, _manifest = serving
-    _, headers = new_key(res)
-    r = httpx.post(
-        f"{server.url}/api/helpdesk/answer",
-        json={"ticket_id": "HD-1", "subject": "Requesting access", "body": "How do I request access to an application?"},
-        headers=headers, timeout=300,
-    )
+    name, headers = new_key(res)
+    ticket = {"ticket_id": "HD-1", "subject": "Requesting access", "body": "How do I request access to an application?"}
+    r = httpx.post(f"{server.url}/api/helpdesk/answer", json=ticket, headers=headers, timeout=300)
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["ticket_id"] == "HD-1" and body["abstained"] is False and body["answer"]
     assert any(c["source"].endswith("application_access_request.md") for c in body["citations"])
+    # The same ticket again is served from the cache, and audited as such.
+    again = httpx.post(f"{server.url}/api/helpdesk/answer", json=ticket, headers=headers, timeout=300).json()
+    assert again["answer"] == body["answer"] and again["citations"] == body["citations"]
+    audited = recent_events(res.db, principal=name)
+    assert any(e["details"].get("cached") and e["details"].get("endpoint") == "helpdesk" for e in audited)
     r = httpx.post(
         f"{server.url}/api/helpdesk/answer",
         json={"ticket_id": "HD-2", "subject": "Cafeteria", "body": "What is on the canteen menu on Friday?"},

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import logging
 from typing import AsyncIterator
@@ -44,6 +43,13 @@ class _AuditedRetriever:
         self._record(query, principal, retrieval.chunks)
         return retrieval
 
+    def audit_cached(self, query: str, *, principal, chunk_ids: list[str]) -> None:
+        """Audit an answer served from the answer cache (no retrieval ran): the chunks it cites."""
+        record_event(
+            self._db, principal=principal, action="chat", query=query, chunk_ids=chunk_ids,
+            details={**self._details, "cached": True},
+        )
+
     def _record(self, query: str, principal, chunks) -> None:
         record_event(
             self._db, principal=principal, action="chat", query=query,
@@ -80,17 +86,9 @@ async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalD
     answerer = audited_answerer(assistant, request)
 
     async def events() -> AsyncIterator[tuple[str, dict]]:
-        chunk_ids: list[str] = []
         try:
             async for event in answerer.stream(body.question, principal=principal, history=history, ticket=ticket):
                 kind = event.pop("type")
-                if kind == "citations":
-                    chunk_ids = [c["chunk_id"] for c in event["citations"]]
-                if kind == "done" and event.get("cached"):  # no retrieval ran: audit the cited chunks
-                    await asyncio.to_thread(
-                        record_event, assistant.resources.db, principal=principal, action="chat",
-                        query=body.question, chunk_ids=chunk_ids, details={"auth": request.state.auth_method, "cached": True},
-                    )
                 yield kind, event
         except AssistantError as exc:
             yield "error", {"code": exc.code, "message": exc.message}
