@@ -18,10 +18,17 @@ Failure handling, in the order a request meets it:
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from typing import TYPE_CHECKING, AsyncIterator
 
 import openai
+from openai._legacy_response import LegacyAPIResponse
+
+try:  # openai >= 3 speaks HTTP through httpx2; older releases through httpx
+    import httpx2 as _http
+except ImportError:  # pragma: no cover - depends on the installed openai release
+    import httpx as _http
 
 from assistant.core.errors import (
     AssistantError,
@@ -146,22 +153,34 @@ class OpenAICompatLLM(LLM):
             InvalidRequestError: the server refused the request (400/422, e.g. prompt too long).
             ConfigError: the server does not serve the model (404) or refuses the API key (401/403).
         """
-        response = await self._open_stream(messages, max_tokens=max_tokens, temperature=temperature)
+        raw = await self._open_stream(messages, max_tokens=max_tokens, temperature=temperature)
+        http = raw.http_response
         try:
-            async for chunk in response:
-                if chunk.choices and chunk.choices[0].delta.content:
-                    yield chunk.choices[0].delta.content
-        except openai.APITimeoutError as exc:
+            # The SSE lines are read and decoded here rather than through `openai.AsyncStream`,
+            # which builds a pydantic object per token: at hundreds of concurrent streams that
+            # parsing alone outgrew two cores (docs/benchmarks.md, "Serving under load").
+            async for line in http.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                chunk = json.loads(data)
+                if chunk.get("error"):
+                    raise self._unavailable("reported an error mid-answer", RuntimeError(str(chunk["error"])))
+                choices = chunk.get("choices") or ()
+                content = (choices[0].get("delta") or {}).get("content") if choices else None
+                if content:
+                    yield content
+        except _http.TimeoutException as exc:
             raise self._unavailable(f"sent no chunk within {self._read_timeout_s} s", exc) from exc
-        except openai.APIConnectionError as exc:
-            self.breaker.record_failure()  # it went away mid-answer
+        except (_http.TransportError, json.JSONDecodeError) as exc:
+            self.breaker.record_failure()  # it went away (or garbled the stream) mid-answer
             raise self._unavailable("dropped the connection mid-answer", exc) from exc
-        except openai.APIError as exc:
-            raise self._unavailable("reported an error mid-answer", exc) from exc
         finally:
             # Runs on exhaustion, on error and on `aclose()` (GeneratorExit): closing the response
             # closes its connection, which is how the server learns to stop generating.
-            await response.close()
+            await http.aclose()
 
     async def aclose(self) -> None:
         """Close the connection pool."""
@@ -169,13 +188,13 @@ class OpenAICompatLLM(LLM):
 
     async def _open_stream(
         self, messages: list[ChatMessage], *, max_tokens: int, temperature: float
-    ) -> openai.AsyncStream:
-        """Send the request and return the open stream once the server answered with headers."""
+    ) -> "LegacyAPIResponse":
+        """Send the request; return the raw response (body unread) once the server sent headers."""
         retries = 0
         while True:
             self.breaker.before_call()
             try:
-                response = await self._client.chat.completions.create(
+                response = await self._client.chat.completions.with_raw_response.create(
                     model=self.name, messages=list(messages), max_tokens=max_tokens,
                     temperature=temperature, stream=True,
                 )
