@@ -13,7 +13,6 @@ from assistant.core import sparse
 from assistant.core.embedder import Embedder
 from assistant.core.principals import Principal
 from assistant.core.vectorstore import SearchMode, VectorStore
-from assistant.core.vectorstore.base import RRF_WEIGHTS
 
 # A term's absence says something only about a collection large enough to have a vocabulary: in a
 # few hundred chunks most words of any question are missing. Below this size no term is "unknown".
