@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from assistant.cli import serve_model
 from assistant.cli.keys import keys_app
 from assistant.cli.users import groups_app, users_app
 from assistant.core.errors import AssistantError
@@ -22,6 +23,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Private RAG 
 app.add_typer(users_app, name="users")
 app.add_typer(groups_app, name="groups")
 app.add_typer(keys_app, name="keys")
+serve_model.register(app)
 console = Console(stderr=True)
 
 
