@@ -104,6 +104,6 @@ def _heading_of(header_path: str, content: str) -> str:
 def _prefix(title: str, heading: str) -> str:
     parts = [p for p in (title.strip(), heading.strip()) if p]
     # Avoid "Passwords > Passwords" when the H1 is the title.
-    if len(parts) == 2 and parts[1].split(" > ")[0] == parts[0]:
+    if len(parts) == 2 and parts[1].split(" > ")[0].casefold() == parts[0].casefold():
         parts = [parts[1]]
     return (" — ".join(parts) + "\n") if parts else ""

@@ -70,8 +70,8 @@ def terms(text: str) -> list[str]:
 def _latin_terms(text: str) -> list[str]:
     words = []
     for raw in _WORD.findall(text.lower()):
-        if raw in _STOP_EN or len(raw) > 40:
-            continue
+        if raw in _STOP_EN or len(raw) > 40 or (len(raw) == 1 and raw.isalpha()):
+            continue  # single letters are the `s` of "browser's", initials, list markers
         if any(sep in raw for sep in "._-"):  # keep `skip-grant-table` whole, and its parts
             words.append(raw)
             words.extend(_stem(p) for p in re.split(r"[._-]", raw) if p and p not in _STOP_EN)

@@ -27,14 +27,18 @@ class AbstentionRule:
     `relevance >= confident_relevance`, or `relevance >= min_relevance` and
     `coverage >= min_coverage`; otherwise (e.g. MiniLM and a Chinese question) when
     `coverage >= lexical_min_coverage`. When the question has terms found in no document the reader
-    may open, a supporting chunk must also have `coverage >= unknown_min_coverage`.
+    may open and they are at least `unknown_min_share` of its terms, a supporting chunk must also have
+    `coverage >= unknown_min_coverage`.
 
     Attributes:
         min_relevance: cosine below which a chunk is no evidence (`ASSISTANT_MIN_RELEVANCE`).
         min_coverage: share of the question's index terms a chunk must contain, in [0, 1].
         confident_relevance: cosine at which a chunk is evidence by itself (close paraphrases).
         lexical_min_coverage: the share required when the cosine means nothing.
-        unknown_min_coverage: the share required when some question term is unknown to the corpus.
+        unknown_min_coverage: the share required when question terms are unknown to the corpus.
+        unknown_min_share: the share of the question's terms that must be unknown for that stricter
+            requirement to apply: one unknown word among six ("autofill" where the page says
+            "auto-fill") is a spelling; one among three ("cafeteria hours") is the subject.
         top_n: how many of the best chunks are examined.
     """
 
@@ -43,6 +47,7 @@ class AbstentionRule:
     confident_relevance: float
     lexical_min_coverage: float
     unknown_min_coverage: float
+    unknown_min_share: float = 0.25
     top_n: int = 5
 
     def abstains(self, retrieval: Retrieval | Sequence[RetrievedChunk]) -> bool:
@@ -55,9 +60,14 @@ class AbstentionRule:
         if not isinstance(retrieval, Retrieval):
             retrieval = Retrieval(chunks=list(retrieval))
         support = [c for c in retrieval.chunks[: self.top_n] if self.supports(c, semantic=retrieval.semantic)]
-        if retrieval.unknown_terms:
+        if retrieval.unknown_terms and self._unknown_share(retrieval) >= self.unknown_min_share:
             support = [c for c in support if c.coverage >= self.unknown_min_coverage]
         return not support
+
+    @staticmethod
+    def _unknown_share(retrieval: Retrieval) -> float:
+        # Without a term count (a bare chunk list), any unknown term counts in full.
+        return len(retrieval.unknown_terms) / retrieval.query_terms if retrieval.query_terms else 1.0
 
     def supports(self, chunk: RetrievedChunk, *, semantic: bool = True) -> bool:
         """True when `chunk` alone is evidence that the documents answer the question."""

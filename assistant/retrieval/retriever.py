@@ -69,6 +69,7 @@ class Retrieval:
     chunks: list[RetrievedChunk]
     semantic: bool = True
     unknown_terms: list[str] = field(default_factory=list)
+    query_terms: int = 0
 
 
 class Retriever:
@@ -190,7 +191,7 @@ class Retriever:
             if evidence and self._collection_chunks() >= self.unknown_terms_min_chunks
             else []
         )
-        return Retrieval(chunks=chunks, semantic=semantic, unknown_terms=unknown)
+        return Retrieval(chunks=chunks, semantic=semantic, unknown_terms=unknown, query_terms=len(query_terms))
 
     def _collection_chunks(self) -> int:
         now = time.monotonic()

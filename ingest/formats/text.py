@@ -56,8 +56,22 @@ def read_markdown(path: Path) -> ParsedDocument:
     if not title:
         m = _H1.search(text)
         title = m.group(1).strip() if m else path.stem.replace("_", " ").replace("-", " ")
-    doc = ParsedDocument(title=title, mime="text/markdown", sections=[Section(text)], markdown=True)
+    doc = ParsedDocument(title=title, mime="text/markdown", sections=[Section(strip_link_targets(text))], markdown=True)
     return finish(doc, name=path.name)
+
+
+# `[text](target)` and `![alt](target)`, where the target has no spaces (an optional "title" may follow).
+_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\((?:<[^>\n]*>|[^)\s]*)(?:\s+\"[^\"\n]*\")?\)")
+
+
+def strip_link_targets(markdown: str) -> str:
+    """Keep the words of Markdown links and images, drop their URLs.
+
+    Link targets are long runs of tokens that carry no meaning for retrieval: in the handbook a page
+    of five links to vendor guides spent most of each 256-token chunk on URLs, which diluted its
+    embedding and cut it into fragments. Readers follow the citation to the document itself.
+    """
+    return _LINK.sub(lambda m: m.group(2), markdown)
 
 
 def _lf(text: str) -> str:
