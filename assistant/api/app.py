@@ -14,7 +14,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from assistant import __version__
 from assistant.api.deps import PrincipalDep, get_principal
 from assistant.api.errors import install_error_handlers
-from assistant.api.routes import auth, chat, documents, health, helpdesk, openai_compat, search, users
+from assistant.api.routes import auth, chat, documents, health, helpdesk, jobs, openai_compat, search, users
 from assistant.composition import Assistant
 from assistant.core import resources as resources_mod
 from assistant.core.jobs import JobDispatcher
@@ -72,7 +72,8 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     app.include_router(auth.public_router)
     signed_in = [Depends(get_principal)]
     for router in (
-        auth.router, search.router, chat.router, documents.router, users.router, helpdesk.router, openai_compat.router
+        auth.router, search.router, chat.router, documents.router, users.router, helpdesk.router, openai_compat.router,
+        jobs.router,
     ):
         app.include_router(router, dependencies=signed_in)
 

@@ -1,0 +1,74 @@
+"""The jobs API: an admin starts a sync by task name and follows it to `done` with per-file items;
+other callers may neither list jobs (file names can be sensitive) nor start one."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from assistant.api.app import create_app
+from assistant.core.auth.accounts import create_user
+from tests.api.test_auth import PASSWORD, login
+from tests.conftest import copy_subset, make_settings, open_resources
+from tests.corpus import HANDBOOK
+
+FILES = [
+    "departments/tech-ops/process/internal-security/passwords.md",
+    "departments/tech-ops/process/application_access_request.md",
+]
+
+
+@pytest.fixture(scope="module")
+def jobs_app(tmp_path_factory):
+    root = tmp_path_factory.mktemp("jobs")
+    folder = copy_subset(HANDBOOK, root / "docs", FILES)
+    res = open_resources(make_settings(root / "var"))
+    create_user(res.db, "jobs-admin", password=PASSWORD, is_admin=True)
+    create_user(res.db, "jobs-reader", password=PASSWORD)
+    app = create_app(res.settings, resources=res)
+    yield app, folder, res
+    res.close()
+
+
+def _csrf(client: TestClient) -> dict:
+    return {"X-CSRF-Token": client.get("/api/auth/me").json()["csrf_token"]}
+
+
+def test_admin_starts_a_sync_and_follows_it_to_done(jobs_app):
+    app, folder, res = jobs_app
+    with TestClient(app) as client:
+        assert login(client, "jobs-admin").status_code == 200
+        r = client.post("/api/jobs/sync", json={"path": str(folder)}, headers=_csrf(client))
+        assert r.status_code == 202, r.text
+        job_id = r.json()["id"]
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            job = client.get(f"/api/jobs/{job_id}").json()
+            if job["status"] in ("done", "failed"):
+                break
+            time.sleep(1)
+        assert job["status"] == "done", job
+        assert sorted(i["path"] for i in job["items"]) == sorted(FILES)
+        assert all(i["status"] == "done" and i["chunks"] > 0 for i in job["items"])
+        assert any(j["id"] == job_id for j in client.get("/api/jobs").json())
+        hits = client.post("/api/search", json={"query": "password length"}, headers=_csrf(client)).json()
+        assert hits and hits[0]["source"].endswith("passwords.md")
+
+
+def test_a_missing_path_is_a_clear_error(jobs_app):
+    app, _folder, _res = jobs_app
+    with TestClient(app) as client:
+        login(client, "jobs-admin")
+        r = client.post("/api/jobs/sync", json={"path": "/nonexistent/folder"}, headers=_csrf(client))
+        assert r.status_code == 400
+        assert r.json()["error"]["code"] == "invalid_request" and "/nonexistent/folder" in r.json()["error"]["message"]
+
+
+def test_readers_may_not_see_or_start_jobs(jobs_app):
+    app, folder, _res = jobs_app
+    with TestClient(app) as client:
+        login(client, "jobs-reader")
+        assert client.get("/api/jobs").status_code == 403
+        assert client.post("/api/jobs/sync", json={"path": str(folder)}, headers=_csrf(client)).status_code == 403
