@@ -74,7 +74,13 @@ def main() -> None:
         n_files = len(outcomes)
 
         # Baseline in the same process: the same chunk texts through SentenceTransformer.encode alone.
-        chunker: Chunker = ingestor.chunker
+        embedder = res.embedder
+        chunker = Chunker(
+            lambda t: embedder.tokenizer.encode(t, add_special_tokens=False),
+            max_tokens=embedder.max_text_tokens,
+            chunk_tokens=settings.chunk_size_tokens,
+            overlap_tokens=settings.chunk_overlap_tokens,
+        )
         texts = [c.embed_text for f in iter_files(source) for c in chunker.chunk(parse_file(f))]
         model = res.embedder.model
         t0 = time.perf_counter()
