@@ -44,6 +44,14 @@ def _principal(res, as_user: str | None) -> Principal:
     return load_principal(res.db, as_user)
 
 
+def _assistant_as(as_user: str | None):
+    """The composed assistant of this process and the principal the command acts as."""
+    from assistant.composition import Assistant
+
+    res = _resources()
+    return Assistant.build(res), _principal(res, as_user)
+
+
 def _fail(exc: AssistantError) -> None:
     console.print(f"[red]error[/red] ({exc.code}): {exc.message}")
     raise typer.Exit(code=2)
@@ -104,12 +112,9 @@ def search(
     as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
 ) -> None:
     """Search the chunks the caller may read, best first."""
-    from assistant.composition import Assistant
-
     try:
-        res = _resources()
-        principal = _principal(res, as_user)
-        chunks = Assistant.build(res).retriever.retrieve(query, principal=principal, top_k=top_k)
+        assistant, principal = _assistant_as(as_user)
+        chunks = assistant.retriever.retrieve(query, principal=principal, top_k=top_k)
     except AssistantError as exc:
         _fail(exc)
         return
@@ -133,12 +138,8 @@ def ask(
     as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
 ) -> None:
     """Answer QUESTION from the documents the caller may read, with citations."""
-    from assistant.composition import Assistant
-
     try:
-        res = _resources()
-        principal = _principal(res, as_user)
-        assistant = Assistant.build(res)
+        assistant, principal = _assistant_as(as_user)
         if as_json:
             result = asyncio.run(assistant.answerer.answer(question, principal=principal))
             print(json.dumps(result.to_dict(), ensure_ascii=False, indent=1))
