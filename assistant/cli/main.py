@@ -221,6 +221,9 @@ def jobs(limit: int = typer.Option(20, "--limit"), as_json: bool = typer.Option(
 from assistant.evaluation.command import eval_command  # noqa: E402
 
 app.command("eval")(eval_command)
+from assistant.cli.reindex import reindex_command  # noqa: E402
+
+app.command("reindex")(reindex_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,4 +7,5 @@ from assistant.core.vectorstore.base import (  # noqa: F401
     SparseEmbedding,
     VectorStore,
 )
-from assistant.core.vectorstore.factory import open_vector_store  # noqa: F401
+from assistant.core.vectorstore.catalog import CollectionCatalog, EmbeddingRecord  # noqa: F401
+from assistant.core.vectorstore.factory import open_catalog, open_vector_store  # noqa: F401

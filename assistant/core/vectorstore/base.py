@@ -64,9 +64,14 @@ class VectorStore(abc.ABC):
 
     Every query takes `acl_any`, the reader's principals; the filter goes inside the query (and
     inside every prefetch), so a chunk the reader may not open is never scored, let alone returned.
+
+    `collection` is the physical collection's name (an alias is resolved when the store is opened,
+    see `catalog`); `model` is the embedding model the store is written with, recorded when the
+    collection is created (None: not recorded, not checked).
     """
 
     collection: str
+    model: str | None = None
 
     @abc.abstractmethod
     def ensure_collection(self, dim: int) -> None:
@@ -179,4 +184,14 @@ class VectorStore(abc.ABC):
             raise ConflictError(
                 f"collection '{collection}' holds {existing}-dimensional embeddings; the configured "
                 f"embedding model makes {wanted}-dimensional ones: re-index into a new collection"
+            )
+
+    @staticmethod
+    def _check_model(collection: str, recorded: str | None, wanted: str | None) -> None:
+        # Two models may share a dimension (all-MiniLM-L6-v2 and multilingual-e5-small are both
+        # 384-d): their vectors must still never meet in one collection.
+        if recorded and wanted and recorded != wanted:
+            raise ConflictError(
+                f"collection '{collection}' was built with the embedding model {recorded!r}, not {wanted!r}: "
+                "run `assistant reindex` to build a collection for the new model"
             )

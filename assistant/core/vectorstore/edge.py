@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import qdrant_edge as qe
 
@@ -21,8 +24,10 @@ from assistant.core.vectorstore.base import (
     SparseEmbedding,
     VectorStore,
 )
+from assistant.core.vectorstore.catalog import CollectionCatalog, EmbeddingRecord
 
 _META = "collection.json"
+_ALIASES = "aliases.json"
 
 
 class EdgeVectorStore(VectorStore):
@@ -31,18 +36,31 @@ class EdgeVectorStore(VectorStore):
     Args:
         root: folder holding one sub-folder per collection.
         collection: collection name.
+        model: embedding model name, recorded in `collection.json` on creation and checked after.
+        on_create: called once the collection has been created (the catalog points an alias at it).
     """
 
-    def __init__(self, root: Path, collection: str):
+    def __init__(
+        self,
+        root: Path,
+        collection: str,
+        *,
+        model: str | None = None,
+        on_create: Callable[[], None] | None = None,
+    ):
         self.root = Path(root)
         self.collection = collection
+        self.model = model
         self.path = self.root / collection
+        self._on_create = on_create
         self._shard: qe.EdgeShard | None = None
         self._lock = threading.RLock()
         self._dim: int | None = None
+        self._recorded_model: str | None = None
         meta = self.path / _META
         if meta.exists():
-            self._dim = int(json.loads(meta.read_text())["dim"])
+            recorded = json.loads(meta.read_text())
+            self._dim, self._recorded_model = int(recorded["dim"]), recorded.get("model")
             self._shard = self._load()
 
     def _load(self) -> qe.EdgeShard:
@@ -58,6 +76,7 @@ class EdgeVectorStore(VectorStore):
         with self._lock:
             if self._shard is not None:
                 self._check_dim(self.collection, self._dim or 0, dim)
+                self._check_model(self.collection, self._recorded_model, self.model)
                 return
             self.path.mkdir(parents=True, exist_ok=True)
             config = qe.EdgeConfig(
@@ -68,8 +87,11 @@ class EdgeVectorStore(VectorStore):
             for name in INDEXED_KEYWORDS:
                 self._shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
             self._shard.flush()
-            (self.path / _META).write_text(json.dumps({"dim": dim}))
-            self._dim = dim
+            meta = {"dim": dim, "model": self.model} if self.model else {"dim": dim}
+            (self.path / _META).write_text(json.dumps(meta))
+            self._dim, self._recorded_model = dim, self.model
+        if self._on_create is not None:
+            self._on_create()
 
     @property
     def shard(self) -> qe.EdgeShard:
@@ -200,6 +222,69 @@ class EdgeVectorStore(VectorStore):
                 self._shard.flush()
                 self._shard.close()
                 self._shard = None
+
+
+class EdgeCatalog(CollectionCatalog):
+    """The collections under one Qdrant Edge folder. Edge has no aliases: `aliases.json` in `root`
+    maps alias -> collection folder, replaced atomically (temporary file, then `os.replace`).
+
+    Args:
+        root: the Edge folder (`settings.edge_path`).
+    """
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def _aliases(self) -> dict[str, str]:
+        path = self.root / _ALIASES
+        return dict(json.loads(path.read_text())) if path.exists() else {}
+
+    def _exists(self, name: str) -> bool:
+        return (self.root / name / _META).exists()
+
+    def resolve(self, alias: str) -> str | None:
+        target = self._aliases().get(alias)
+        if target and self._exists(target):
+            return target
+        return alias if self._exists(alias) else None
+
+    def names(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(d.name for d in self.root.iterdir() if (d / _META).exists())
+
+    def record(self, name: str) -> EmbeddingRecord | None:
+        if not self._exists(name):
+            return None
+        meta = json.loads((self.root / name / _META).read_text())
+        return EmbeddingRecord(model=meta.get("model"), dim=int(meta["dim"]))
+
+    def open(self, name: str, *, model: str | None, alias: str | None = None, own: bool = False) -> EdgeVectorStore:
+        return EdgeVectorStore(self.root, name, model=model, on_create=self._claim_on_create(alias, name))
+
+    def switch_alias(self, alias: str, name: str) -> None:
+        if not self._exists(name):
+            raise ConfigError(f"cannot point alias '{alias}' at '{name}': no such collection under {self.root}")
+        aliases = self._aliases() | {alias: name}
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".aliases-", suffix=".json", dir=self.root)
+        with os.fdopen(fd, "w") as f:
+            json.dump(aliases, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.root / _ALIASES)  # readers see the old record or the new one, never half
+
+    def drop(self, name: str) -> bool:
+        self._refuse_aliased(name, self._aliases())
+        path = self.root / name
+        if not path.exists():
+            return True
+        try:  # only a folder nobody holds may go: a running server still reads its old collection
+            qe.EdgeShard.load(str(path)).close()
+        except Exception:
+            return False
+        shutil.rmtree(path)
+        return True
 
 
 def _named(vector: Any, name: str) -> list[float] | None:

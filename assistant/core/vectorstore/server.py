@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
+from qdrant_client.http.exceptions import UnexpectedResponse
 
 from assistant.core.vectorstore.base import (
     DENSE,
@@ -20,6 +21,28 @@ from assistant.core.vectorstore.base import (
     SparseEmbedding,
     VectorStore,
 )
+from assistant.core.vectorstore.catalog import CollectionCatalog, EmbeddingRecord
+
+# Collection metadata keys (Qdrant >= 1.16 stores a free-form JSON object with each collection; an
+# older server keeps no record, and then only the dimension is checked).
+META_MODEL = "embedding_model"
+META_DIM = "embedding_dim"
+
+
+def connect(*, url: str | None, path: Path | None, api_key: str | None, timeout_s: float) -> QdrantClient:
+    """A qdrant-client for a server at `url`, or for the local-mode folder `path` (tests)."""
+    if url:
+        return QdrantClient(url=url, api_key=api_key, timeout=int(timeout_s))
+    return QdrantClient(path=str(path))
+
+
+def _dense_size(config: qm.CollectionConfig) -> int:
+    vectors = config.params.vectors
+    return int(vectors[DENSE].size if isinstance(vectors, dict) else vectors.size)
+
+
+def _recorded_model(config: qm.CollectionConfig) -> str | None:
+    return (getattr(config, "metadata", None) or {}).get(META_MODEL)
 
 
 class QdrantServerStore(VectorStore):
@@ -31,6 +54,9 @@ class QdrantServerStore(VectorStore):
         path: a folder for qdrant-client's local mode (brute force, same API; for tests).
         api_key: server API key, if any.
         timeout_s: request timeout in seconds.
+        client: an open client to use instead (closed with the store only if `own_client`).
+        model: embedding model name, recorded in the collection's metadata on creation and checked after.
+        on_create: called once the collection has been created (the catalog points an alias at it).
     """
 
     def __init__(
@@ -41,12 +67,16 @@ class QdrantServerStore(VectorStore):
         path: Path | None = None,
         api_key: str | None = None,
         timeout_s: float = 30.0,
+        client: QdrantClient | None = None,
+        own_client: bool = False,
+        model: str | None = None,
+        on_create: Callable[[], None] | None = None,
     ):
         self.collection = collection
-        if url:
-            self.client = QdrantClient(url=url, api_key=api_key, timeout=int(timeout_s))
-        else:
-            self.client = QdrantClient(path=str(path))
+        self.model = model
+        self._on_create = on_create
+        self._own_client = own_client or client is None
+        self.client = client or connect(url=url, path=path, api_key=api_key, timeout_s=timeout_s)
         self._exists: bool | None = None
 
     def _collection_exists(self) -> bool:
@@ -57,20 +87,28 @@ class QdrantServerStore(VectorStore):
     def ensure_collection(self, dim: int) -> None:
         if self._collection_exists():
             info = self.client.get_collection(self.collection)
-            vectors = info.config.params.vectors
-            existing = vectors[DENSE].size if isinstance(vectors, dict) else vectors.size
-            self._check_dim(self.collection, int(existing), dim)
+            self._check_dim(self.collection, _dense_size(info.config), dim)
+            self._check_model(self.collection, _recorded_model(info.config), self.model)
             return
-        self.client.create_collection(
-            self.collection,
-            vectors_config={DENSE: qm.VectorParams(size=dim, distance=qm.Distance.COSINE)},
-            sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
-        )
+        params: dict[str, Any] = {
+            "vectors_config": {DENSE: qm.VectorParams(size=dim, distance=qm.Distance.COSINE)},
+            "sparse_vectors_config": {SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+        }
+        try:
+            self.client.create_collection(
+                self.collection, **params, metadata={META_MODEL: self.model, META_DIM: dim} if self.model else None
+            )
+        except UnexpectedResponse as exc:
+            if b"metadata" not in exc.content:
+                raise
+            self.client.create_collection(self.collection, **params)  # a server before Qdrant 1.16
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # local mode warns that payload indexes are no-ops there
             for name in INDEXED_KEYWORDS:
                 self.client.create_payload_index(self.collection, name, qm.PayloadSchemaType.KEYWORD)
         self._exists = True
+        if self._on_create is not None:
+            self._on_create()
 
     def upsert(self, points: Sequence[ChunkPoint]) -> None:
         if not points:
@@ -179,4 +217,63 @@ class QdrantServerStore(VectorStore):
         ]
 
     def close(self) -> None:
-        self.client.close()
+        if self._own_client:
+            self.client.close()
+
+
+class ServerCatalog(CollectionCatalog):
+    """The collections of one Qdrant server (or local-mode folder) and its real aliases.
+
+    Args:
+        client: an open qdrant-client; the catalog closes it on `close()` unless a store took it over.
+    """
+
+    def __init__(self, client: QdrantClient):
+        self.client = client
+        self._given_away = False
+
+    def _aliases(self) -> dict[str, str]:
+        return {a.alias_name: a.collection_name for a in self.client.get_aliases().aliases}
+
+    def resolve(self, alias: str) -> str | None:
+        target = self._aliases().get(alias)
+        if target:
+            return target
+        return alias if alias in self.names() else None
+
+    def names(self) -> list[str]:
+        return sorted(c.name for c in self.client.get_collections().collections)
+
+    def record(self, name: str) -> EmbeddingRecord | None:
+        if name not in self.names():
+            return None
+        config = self.client.get_collection(name).config
+        return EmbeddingRecord(model=_recorded_model(config), dim=_dense_size(config))
+
+    def open(self, name: str, *, model: str | None, alias: str | None = None, own: bool = False) -> QdrantServerStore:
+        self._given_away = self._given_away or own
+        return QdrantServerStore(
+            name, client=self.client, own_client=own, model=model, on_create=self._claim_on_create(alias, name)
+        )
+
+    def switch_alias(self, alias: str, name: str) -> None:
+        current = self._aliases().get(alias)
+        if current is None and alias in self.names():
+            # A collection made before aliases holds the name: it has to go before the alias can
+            # take it (the one moment a reader of the alias finds nothing; first re-index only).
+            self.client.delete_collection(alias)
+        operations: list[Any] = []
+        if current:
+            operations.append(qm.DeleteAliasOperation(delete_alias=qm.DeleteAlias(alias_name=alias)))
+        operations.append(qm.CreateAliasOperation(create_alias=qm.CreateAlias(collection_name=name, alias_name=alias)))
+        self.client.update_collection_aliases(change_aliases_operations=operations)  # one atomic change
+
+    def drop(self, name: str) -> bool:
+        self._refuse_aliased(name, self._aliases())
+        if name in self.names():
+            self.client.delete_collection(name)
+        return True
+
+    def close(self) -> None:
+        if not self._given_away:
+            self.client.close()
