@@ -18,12 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 
-from assistant.core.db.models import Job, JobItem, Source, utcnow
+from assistant.core.db.models import Document, Job, JobItem, Source, utcnow
 from assistant.core.errors import InvalidRequestError
 from assistant.core.resources import Resources
-from ingest.acl import AclManifest
+from assistant.core.acl_manifest import AclManifest
 from ingest.embedding_cache import EmbeddingCache
 from ingest.ids import NAMESPACE, chunk_id, document_id
 from ingest.isolated_parse import IsolatedParser
@@ -67,7 +67,10 @@ class Ingestor:
         )
         # One thread: batches are embedded in order while this thread writes the previous one.
         self.embed_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assistant-embed")
-        self.cache = EmbeddingCache(settings.data_dir / "embedding-cache.sqlite", model=embedder.name, dim=embedder.dim)
+        self.cache = EmbeddingCache(
+            settings.data_dir / "embedding-cache.sqlite", model=embedder.name, dim=embedder.dim,
+            max_vectors=settings.embedding_cache_max_vectors,
+        )
         resources.store.ensure_collection(embedder.dim)
 
     def close(self) -> None:
@@ -107,8 +110,9 @@ class Ingestor:
         path = Path(path).resolve()
         if not path.exists():
             raise InvalidRequestError(f"ingest path {path} does not exist")
-        root, files = (path, list(iter_files(path))) if path.is_dir() else (path.parent, [path])
-        source_id, job_id, manifest = self._start_job(root, path, acl, job_id)
+        files = list(iter_files(path)) if path.is_dir() else [path]
+        root, source_uri, kind = self._source_of(path, acl)
+        source_id, job_id, manifest = self._start_job(source_uri, kind, path, acl, job_id)
         rels = [f.relative_to(root).as_posix() for f in files]
         item_ids = self._create_items(job_id, rels)
         if on_total:
@@ -126,7 +130,7 @@ class Ingestor:
                     run.collect()
                 run.drain()
             if path.is_dir():
-                run.delete_missing()
+                run.delete_missing(under="" if path == root else path.relative_to(root).as_posix() + "/")
         except BaseException as exc:
             self.parser.close()  # outstanding requests belong to this run
             with self.res.db.session() as session:
@@ -146,12 +150,59 @@ class Ingestor:
             session.get(Source, source_id).last_synced_at = utcnow()
         return outcomes
 
-    def _start_job(self, root: Path, path: Path, acl: AclManifest | None, job_id: int | None) -> tuple[int, int, AclManifest]:
+    def _source_of(self, path: Path, acl: AclManifest | None) -> tuple[Path, str, str]:
+        """The source that `path` belongs to: `(root, source URI, kind)`; paths are relative to root.
+
+        A file or sub-folder inside a registered folder source is synced as part of it: its
+        relative paths, and therefore the manifest rules that match them, stay those of the source
+        (ingesting `finance/report.pdf` alone must not reset it to the default ACL). Otherwise a
+        folder starts a folder source, and a lone file a file source of its own (root: its folder).
+        A new folder source takes over the sources inside it.
+
+        Raises:
+            InvalidRequestError: `acl` is given for a path inside a source (the manifest belongs to
+                the whole source), or a new folder source would take over a source with a
+                restrictive manifest while no `acl` says who may read those files.
+        """
+        with self.res.db.session() as session:
+            known = [(src.path, src.kind, src.acl_manifest) for src in session.scalars(select(Source))]
+        enclosing = [root for root, kind, _ in known if kind == "folder" and (path == root or root in path.parents)]
+        if enclosing:
+            root = max(enclosing, key=lambda r: len(r.parts))  # the innermost source
+            if acl is not None and root != path:
+                raise InvalidRequestError(
+                    f"{path} lies inside the source {root}, whose ACL manifest covers it; "
+                    f"ingest {root} with --acl to change who may read it"
+                )
+            return root, root.as_uri(), "folder"
+        if not path.is_dir():
+            return path.parent, path.as_uri(), "file"
+        inner = [(root, manifest) for root, _, manifest in known if path in root.parents]
+        restricted = sorted(str(root) for root, manifest in inner if manifest and AclManifest.from_dict(manifest) != AclManifest())
+        if restricted and acl is None:
+            raise InvalidRequestError(
+                f"{path} contains the source(s) {', '.join(restricted)}, whose ACL manifests restrict who may read "
+                "them; pass an ACL manifest (--acl) for the whole folder, or ingest the inner sources on their own"
+            )
+        if inner:
+            with self.res.db.session() as session:  # the new, outer source takes them over with its manifest
+                outer = session.scalar(select(Source).where(Source.uri == path.as_uri()))
+                if outer is None:
+                    outer = Source(kind="folder", uri=path.as_uri())
+                    session.add(outer)
+                    session.flush()
+                olds = session.scalars(select(Source.id).where(Source.uri.in_([r.as_uri() for r, _ in inner]))).all()
+                session.execute(update(Document).where(Document.source_id.in_(olds)).values(source_id=outer.id))
+                session.execute(update(Job).where(Job.source_id.in_(olds)).values(source_id=outer.id))
+                session.execute(delete(Source).where(Source.id.in_(olds)))
+        return path, path.as_uri(), "folder"
+
+    def _start_job(self, source_uri: str, kind: str, path: Path, acl: AclManifest | None, job_id: int | None) -> tuple[int, int, AclManifest]:
         manifest = acl or AclManifest()
         with self.res.db.session() as session:
-            source = session.scalar(select(Source).where(Source.uri == root.as_uri()))
+            source = session.scalar(select(Source).where(Source.uri == source_uri))
             if source is None:
-                source = Source(kind="folder", uri=root.as_uri())
+                source = Source(kind=kind, uri=source_uri)
                 session.add(source)
                 session.flush()
             if acl is not None or source.acl_manifest is None:

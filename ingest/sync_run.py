@@ -137,11 +137,14 @@ class SyncRun:
                 and (doc.status == "done" and store.count(doc_id=doc_id) == doc.chunk_count or doc.status not in ("done", "queued", "running"))
             )
             if unchanged:
-                reason = "unchanged"
+                reason, payload = "unchanged", {}
                 if sorted(doc.acl or []) != sorted(acl):
-                    store.set_payload(doc_id=doc_id, payload={"acl": acl})
-                    doc.acl = acl
+                    payload["acl"], doc.acl = acl, acl
                     reason = "unchanged; ACL updated"
+                if doc.path != rel or doc.source_id != self.source_id:  # taken over by an enclosing source
+                    payload["source"], doc.path, doc.source_id = rel, rel, self.source_id
+                if payload:
+                    store.set_payload(doc_id=doc_id, payload=payload)
                 # Its attachments were not re-read: they are still present.
                 self.seen.update(session.scalars(select(Document.uri).where(Document.uri.startswith(uri + "#", autoescape=True))))
                 outcome = FileOutcome(rel, uri, "skipped", reason, doc.chunk_count, time.perf_counter() - started)
@@ -162,11 +165,11 @@ class SyncRun:
         work = self.inflight.pop(result.key)
         work.result = result
         self.seconds["parse_s"] += result.parse_s
+        for n, (name, data) in enumerate(result.attachments):  # also those of a carrier without text
+            self._start_attachment(work, n, name, data)
         if result.status != "done":
             self._finish_doc(work, set(), 0, result.status, result.reason)
             return
-        for n, (name, data) in enumerate(result.attachments):
-            self._start_attachment(work, n, name, data)
         self.batch.append(work)
         self.batch_size += len(result.chunks)
         if self.batch_size >= self.ing.batch_chunks:
@@ -328,13 +331,18 @@ class SyncRun:
             self.on_file(outcome)
 
     # -- documents gone from the source --------------------------------------------------------
-    def delete_missing(self) -> None:
-        """Delete the points of every document of this source that this run did not see."""
+    def delete_missing(self, *, under: str = "") -> None:
+        """Delete the points of every document of this source that this run did not see.
+
+        Args:
+            under: only documents whose source-relative path starts with this prefix (`dir/`),
+                for a run over one sub-folder of the source; "" for the whole source.
+        """
         with self.res.db.session() as session:
             docs = session.scalars(
                 select(Document).where(Document.source_id == self.source_id, Document.deleted_at.is_(None))
             ).all()
-            gone = [(doc.id, doc.path, doc.uri) for doc in docs if doc.uri not in self.seen]
+            gone = [(doc.id, doc.path, doc.uri) for doc in docs if doc.uri not in self.seen and doc.path.startswith(under)]
         for n, (doc_id, rel, uri) in enumerate(gone):
             self.res.store.delete(sorted(self.res.store.scroll_ids(doc_id=doc_id)))
             with self.res.db.session() as session:

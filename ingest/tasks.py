@@ -19,7 +19,7 @@ from assistant.core.errors import AssistantError
 from assistant.core.jobs import get_celery, job_lease
 from assistant.core.resources import Resources
 from assistant.core.settings import get_settings
-from ingest.acl import AclManifest
+from assistant.core.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor
 
 log = logging.getLogger(__name__)
@@ -95,8 +95,8 @@ def run_sync_job(res: Resources, job_id: int) -> dict:
 def create_sync_jobs(res: Resources) -> list[int]:
     """A new queued sync job for every source that has been synced before and has none unfinished.
 
-    Each reuses the path of the source's latest sync job (a folder, or the single file that was
-    ingested); the ACL manifest is the one stored with the source.
+    Each syncs the whole source (its folder, or the single file of a file source), whatever part
+    of it the latest job covered; the ACL manifest is the one stored with the source.
 
     Returns:
         The new jobs' IDs.
@@ -109,7 +109,7 @@ def create_sync_jobs(res: Resources) -> list[int]:
             ).all()
             if not jobs or any(j.status in ("queued", "running") for j in jobs):
                 continue
-            job = Job(kind="sync", source_id=source.id, params={"path": jobs[0].params["path"], "scheduled": True})
+            job = Job(kind="sync", source_id=source.id, params={"path": str(source.path), "scheduled": True})
             session.add(job)
             new_jobs.append(job)
         session.flush()

@@ -10,7 +10,7 @@ import uuid
 import httpx
 
 from assistant.core.auth.audit import recent_events
-from ingest.acl import AclManifest
+from assistant.core.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor
 from tests.api.conftest import parse_sse
 from tests.api.live_server import RESTRICTED, LiveServer, new_key, serving  # noqa: F401

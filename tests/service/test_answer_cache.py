@@ -10,7 +10,7 @@ import yaml
 from assistant.answering.cache import AnswerCache, MemoryStore, RedisStore, index_version, normalise_question
 from assistant.core.document_versions import readable_versions
 from assistant.core.principals import Principal
-from ingest.acl import AclManifest
+from assistant.core.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor, document_id
 from tests.conftest import copy_subset, make_settings, open_resources
 from tests.corpus import HANDBOOK

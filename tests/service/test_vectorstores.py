@@ -6,7 +6,7 @@ import pytest
 
 from assistant.core.principals import ANONYMOUS, Principal
 from assistant.retrieval import Retriever
-from ingest.acl import AclManifest
+from assistant.core.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor
 from tests.conftest import make_settings, open_resources
 from tests.corpus import HANDBOOK

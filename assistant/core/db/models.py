@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -29,6 +31,11 @@ class Source(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_synced_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
     documents: Mapped[list["Document"]] = relationship(back_populates="source")
+
+    @property
+    def path(self) -> Path:
+        """The folder (kind `folder`) or file (kind `file`) on this machine that `uri` names."""
+        return Path(unquote(urlparse(self.uri).path))
 
 
 class Document(Base):
@@ -103,6 +110,19 @@ class User(Base):
     is_service: Mapped[bool] = mapped_column(Boolean, default=False)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AuthSession(Base):
+    """A browser session. The cookie holds a random token; this row, keyed by its SHA-256, says
+    whether it is still valid, so sign-out, a password change and disabling an account end it
+    on the server and a copied cookie stops working at once."""
+
+    __tablename__ = "auth_sessions"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
 
 
 class Group(Base):

@@ -1,0 +1,97 @@
+"""ACL manifests for folder sources: which principals may read each file."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from assistant.core.errors import InvalidRequestError
+from assistant.core.principals import EVERYONE, parse_acl
+
+
+def _entries(value: Any, where: str) -> list[str]:
+    """ACL entries from a list or a single string; refuses an empty list and non-string items."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
+        raise InvalidRequestError(f"{where} must be a list of principals such as [everyone, 'group:finance']")
+    if not items:
+        raise InvalidRequestError(f"{where} is empty: nobody could read these files; name at least one principal")
+    try:
+        return parse_acl(items)
+    except InvalidRequestError as exc:
+        raise InvalidRequestError(f"{where}: {exc.message}") from exc
+
+
+@dataclass(frozen=True)
+class AclRule:
+    pattern: str
+    allow: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AclManifest:
+    """`default` applies to every file; the last rule whose glob matches the relative path wins.
+
+    Globs use fnmatch semantics on POSIX relative paths (`*` also crosses `/`; `**` works too).
+    """
+
+    default: tuple[str, ...] = (EVERYONE,)
+    rules: tuple[AclRule, ...] = field(default_factory=tuple)
+
+    def acl_for(self, relative_path: str) -> list[str]:
+        """ACL entries for one file (relative to the source root, `/`-separated)."""
+        acl = self.default
+        for rule in self.rules:
+            if fnmatch.fnmatchcase(relative_path, rule.pattern):
+                acl = rule.allow
+        return list(acl)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"default": list(self.default), "rules": [{"path": r.pattern, "allow": list(r.allow)} for r in self.rules]}
+
+    @classmethod
+    def from_dict(cls, data: Any, *, origin: str = "ACL manifest") -> "AclManifest":
+        """Build from the YAML structure `{default: [...], rules: [{path, allow}]}`.
+
+        `default` and `allow` take a list of entries or a single entry (`default: everyone`).
+        Nothing is guessed: an empty manifest, an unknown key (a typo such as `defaults` would
+        otherwise leave a restricted folder open to everyone), an empty `default` or `allow` list
+        (nobody, admins included, could read the files) and a rule without `path` are refused.
+
+        Raises:
+            InvalidRequestError: naming the manifest (`origin`), the rule and the problem.
+        """
+        if data is None or data == {}:
+            raise InvalidRequestError(f"{origin} is empty: give at least 'default: [everyone]' or a list of principals")
+        if not isinstance(data, dict):
+            raise InvalidRequestError(f"{origin}: expected a mapping with the keys 'default' and 'rules', got {type(data).__name__}")
+        unknown = sorted(set(map(str, data)) - {"default", "rules"})
+        if unknown:
+            raise InvalidRequestError(f"{origin}: unknown key(s) {', '.join(unknown)}; the keys are 'default' and 'rules'")
+        default = (EVERYONE,) if "default" not in data else tuple(_entries(data["default"], f"{origin}: 'default'"))
+        raw_rules = data.get("rules") or []
+        if not isinstance(raw_rules, list):
+            raise InvalidRequestError(f"{origin}: 'rules' must be a list of {{path, allow}} mappings")
+        rules = []
+        for i, rule in enumerate(raw_rules, start=1):
+            if not isinstance(rule, dict) or not rule.get("path") or "allow" not in rule:
+                raise InvalidRequestError(f"{origin}: rule {i} needs 'path' and 'allow'")
+            extra = sorted(set(map(str, rule)) - {"path", "allow"})
+            if extra:
+                raise InvalidRequestError(f"{origin}: rule {i} ({rule['path']}) has unknown key(s) {', '.join(extra)}")
+            allow = _entries(rule["allow"], f"{origin}: rule {i} ({rule['path']}) 'allow'")
+            rules.append(AclRule(str(rule["path"]).lstrip("/"), tuple(allow)))
+        return cls(default=default, rules=tuple(rules))
+
+    @classmethod
+    def load(cls, path: Path) -> "AclManifest":
+        """Read a YAML manifest file."""
+        try:
+            data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise InvalidRequestError(f"ACL manifest {path}: {exc}") from exc
+        return cls.from_dict(data, origin=f"ACL manifest {path}")

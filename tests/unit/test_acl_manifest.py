@@ -1,0 +1,50 @@
+"""ACL manifests are read strictly: a typo or an empty list must never leave restricted files open."""
+
+import pytest
+
+from assistant.core.acl_manifest import AclManifest
+from assistant.core.errors import InvalidRequestError
+
+
+def test_rules_apply_last_match_wins_and_a_single_entry_is_one_principal():
+    manifest = AclManifest.from_dict({
+        "default": "group:staff",
+        "rules": [
+            {"path": "finance/**", "allow": ["group:finance"]},
+            {"path": "finance/public/*", "allow": "everyone"},
+        ],
+    })
+    assert manifest.acl_for("handbook.md") == ["group:staff"]
+    assert manifest.acl_for("finance/q3/report.pdf") == ["group:finance"]
+    assert manifest.acl_for("finance/public/prices.md") == ["everyone"]
+    assert AclManifest.from_dict({"rules": []}).acl_for("x") == ["everyone"]  # default named nowhere
+
+
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        (None, "empty"),
+        ({}, "empty"),
+        ({"default": []}, "'default' is empty"),
+        ({"defaults": ["group:finance"]}, "unknown key(s) defaults"),
+        ({"default": ["group:hr"], "rule": [{"path": "x", "allow": ["group:hr"]}]}, "unknown key(s) rule"),
+        ({"rules": [{"path": "a/**", "allow": []}]}, "'allow' is empty"),
+        ({"rules": [{"path": "a/**", "allow": ["group:hr"], "deny": ["everyone"]}]}, "unknown key(s) deny"),
+        ({"rules": [{"allow": ["group:hr"]}]}, "needs 'path' and 'allow'"),
+        ({"rules": {"path": "a", "allow": ["group:hr"]}}, "'rules' must be a list"),
+        ({"default": ["finance"]}, "not 'everyone'"),
+        ({"default": [["group:hr"]]}, "must be a list of principals"),
+        (["everyone"], "expected a mapping"),
+    ],
+)
+def test_bad_manifests_are_refused_naming_the_problem(data, words):
+    with pytest.raises(InvalidRequestError) as info:
+        AclManifest.from_dict(data, origin="acl.yaml")
+    assert "acl.yaml" in info.value.message and words in info.value.message
+
+
+def test_an_empty_manifest_file_is_refused(tmp_path):
+    path = tmp_path / "acl.yaml"
+    path.write_text("# nothing yet\n")
+    with pytest.raises(InvalidRequestError, match="is empty"):
+        AclManifest.load(path)
