@@ -60,7 +60,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     app.state.oauth = auth.build_oauth(settings)
     app.add_middleware(
         SessionMiddleware,
-        secret_key=settings.secret_key.get_secret_value(),
+        secret_key=settings.signing_key(),
         session_cookie=settings.session_cookie_name,
         max_age=settings.session_max_age_s,
         same_site="lax",  # sent on the top-level redirect back from the single sign-on issuer

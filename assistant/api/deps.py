@@ -1,6 +1,7 @@
 """Request-scoped dependencies as `Annotated` aliases: the composed assistant and the current principal.
 
-A caller is either a browser session (signed HttpOnly cookie holding the user id and a CSRF token) or a
+A caller is either a browser session (signed HttpOnly cookie holding a session token, checked against
+SQL on every request so that sign-out ends it on the server, and a CSRF token) or a
 service presenting `Authorization: Bearer KEY`. Cookie-authenticated requests that change state must
 echo the session's CSRF token in the `X-CSRF-Token` header (synchronizer token, OWASP CSRF cheat sheet):
 another site can make the browser send the cookie, but cannot read the token.
@@ -16,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from assistant.composition import Assistant
 from assistant.core.auth.api_keys import principal_for_api_key
+from assistant.core.auth.sessions import session_user_id
 from assistant.core.db.session import Database
 from assistant.core.errors import AuthenticationError, PermissionDeniedError
 from assistant.core.identity import load_principal_by_id
@@ -24,8 +26,7 @@ from assistant.core.principals import Principal
 
 CSRF_HEADER = "X-CSRF-Token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-SESSION_USER = "uid"
-SESSION_NAME = "name"
+SESSION_TOKEN = "sid"
 SESSION_CSRF = "csrf"
 
 
@@ -67,14 +68,14 @@ async def get_principal(request: Request) -> Principal:
         principal = await run_in_threadpool(principal_for_api_key, db, key.strip())
         request.state.auth_method = "api_key"
         return principal
-    user_id = request.session.get(SESSION_USER)
-    if not isinstance(user_id, int):
+    token = request.session.get(SESSION_TOKEN)
+    if not isinstance(token, str):
         raise _unauthenticated("sign in first: no session cookie and no 'Authorization: Bearer' API key")
-    principal = await run_in_threadpool(load_principal_by_id, db, user_id)
-    # The name guards against a deleted account's id being reused by a new one (SQLite may reuse ids).
-    if principal is None or principal.name != request.session.get(SESSION_NAME):
+    user_id = await run_in_threadpool(session_user_id, db, token)
+    principal = None if user_id is None else await run_in_threadpool(load_principal_by_id, db, user_id)
+    if principal is None:
         request.session.clear()
-        raise _unauthenticated("the session's account no longer exists or is disabled; sign in again")
+        raise _unauthenticated("the session has ended (signed out, expired, password changed or account disabled); sign in again")
     if request.method not in SAFE_METHODS:
         expected = request.session.get(SESSION_CSRF) or ""
         sent = request.headers.get(CSRF_HEADER) or ""

@@ -12,6 +12,7 @@ from typing import Iterator, List, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from assistant.core.db.session import Database
@@ -35,7 +36,7 @@ def account_db() -> Iterator[Database]:
         db.migrate()
         yield db
     except AssistantError as exc:
-        err.print(f"[red]error[/red] ({exc.code}): {exc.message}")
+        err.print(f"[red]error[/red] ({exc.code}): {escape(exc.message)}")
         raise typer.Exit(code=2) from exc
     finally:
         if db is not None:
@@ -90,6 +91,38 @@ def set_password_(name: str) -> None:
     with account_db() as db:
         set_password(db, name, password)
     out.print(f"password of {name} changed")
+
+
+@users_app.command("disable")
+def disable(name: str) -> None:
+    """Disable user NAME: its sessions end now, its sign-in and API keys stop working."""
+    from assistant.core.auth.accounts import set_disabled
+
+    with account_db() as db:
+        set_disabled(db, name, True)
+    out.print(f"user {escape(name)} disabled; its sessions were ended")
+
+
+@users_app.command("enable")
+def enable(name: str) -> None:
+    """Enable user NAME again."""
+    from assistant.core.auth.accounts import set_disabled
+
+    with account_db() as db:
+        set_disabled(db, name, False)
+    out.print(f"user {escape(name)} enabled")
+
+
+@users_app.command("remove")
+def remove(name: str, yes: bool = typer.Option(False, "--yes", help="do not ask for confirmation")) -> None:
+    """Delete user NAME with its groups memberships, sessions, API keys and conversations."""
+    from assistant.core.auth.accounts import remove_user
+
+    if not yes:
+        typer.confirm(f"delete user {name} and its conversations?", abort=True)
+    with account_db() as db:
+        remove_user(db, name)
+    out.print(f"user {escape(name)} removed")
 
 
 @groups_app.command("add")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -125,6 +126,11 @@ class Settings(BaseSettings):
     sync_interval_s: float = Field(
         default=3600.0, ge=0, description="seconds between periodic syncs of every source; 0 = never"
     )
+    source_roots: list[Path] = Field(
+        default_factory=list,
+        description="folders on the server under which admins may start syncs through the API (JSON list); "
+        "empty: the API starts none (the CLI is not limited)",
+    )
 
     # Ingestion limits and throughput
     parse_timeout_s: float = Field(
@@ -137,11 +143,19 @@ class Settings(BaseSettings):
     embedding_batch_chunks: int = Field(
         default=512, ge=1, description="chunks gathered across files before one embedding call"
     )
+    embedding_cache_max_vectors: int = Field(
+        default=1_000_000, ge=0,
+        description="most vectors the ingestion embedding cache keeps (oldest dropped first; 1M x 384-d is about 1.6 GB)",
+    )
 
     # HTTP
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
-    secret_key: SecretStr = SecretStr("dev-insecure-change-me")
+    secret_key: SecretStr | None = Field(
+        default=None,
+        description="signs session cookies; default: a random key generated once into data_dir/secret-key "
+        "(required in production, where several processes must share it)",
+    )
     environment: Literal["development", "production"] = "development"
 
     # Sign-in: browser sessions, the first admin, single sign-on (OpenID Connect)
@@ -189,9 +203,17 @@ class Settings(BaseSettings):
                 "ASSISTANT_VECTOR_STORE='qdrant' needs ASSISTANT_QDRANT_URL (a server) "
                 "or ASSISTANT_QDRANT_PATH (qdrant-client local mode)"
             )
-        if self.environment == "production" and self.secret_key.get_secret_value().startswith("dev-"):
+        if self.secret_key is not None and len(self.secret_key.get_secret_value()) < 16:
+            raise ConfigError("ASSISTANT_SECRET_KEY is shorter than 16 characters; use a random value of 32 or more")
+        if self.environment == "production" and self.secret_key is None:
             raise ConfigError(
-                "ASSISTANT_SECRET_KEY is the development placeholder; set a random value in production"
+                "ASSISTANT_SECRET_KEY must be set in production (a random value of 32 characters or more, "
+                "the same for every API process)"
+            )
+        if self.jobs_backend == "celery" and self.resolved_database_url.startswith("sqlite"):
+            raise ConfigError(
+                "ASSISTANT_JOBS_BACKEND='celery' needs a shared database: set ASSISTANT_DATABASE_URL to PostgreSQL; "
+                "Celery workers in other processes or machines cannot share the embedded SQLite file"
             )
         if self.environment == "production" and self.session_cookie_secure is False:
             raise ConfigError(
@@ -206,6 +228,25 @@ class Settings(BaseSettings):
         if self.oidc_issuer_url and not self.oidc_issuer_url.startswith(("https://", "http://")):
             raise ConfigError(f"ASSISTANT_OIDC_ISSUER_URL={self.oidc_issuer_url!r} is not an http(s) URL")
         return self
+
+    def signing_key(self) -> str:
+        """The key that signs session cookies: `secret_key`, else the one in `data_dir/secret-key`.
+
+        That file is created on first use with 256 random bits, readable by its owner only, so that a
+        machine without configuration never signs cookies with a key known to anyone else.
+        """
+        if self.secret_key is not None:
+            return self.secret_key.get_secret_value()
+        path = self.data_dir / "secret-key"
+        try:
+            return path.read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            pass
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_urlsafe(32))
+        return path.read_text(encoding="ascii").strip()
 
     @property
     def resolved_database_url(self) -> str:

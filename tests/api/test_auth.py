@@ -196,3 +196,40 @@ def test_a_session_never_passes_to_a_new_account_that_reuses_the_id(auth_res, cl
     with auth_res.db.session() as session:
         session.add(User(id=old_id, name=f"{name}-new"))
     assert client.get("/api/auth/me").status_code == 401
+
+
+def _copy_of_cookies(app, client: TestClient) -> TestClient:
+    """A second client holding a copy of `client`'s session cookie (a stolen or backed-up cookie)."""
+    thief = TestClient(app)
+    for name, value in client.cookies.items():
+        thief.cookies.set(name, value)
+    return thief
+
+
+def test_sign_out_ends_the_session_on_the_server_not_only_in_the_browser(app, auth_res, client):
+    name = new_user(auth_res)
+    token = login(client, name).json()["csrf_token"]
+    thief = _copy_of_cookies(app, client)
+    assert thief.get("/api/auth/me").json()["name"] == name
+    assert client.post("/api/auth/logout", headers={"X-CSRF-Token": token}).status_code == 204
+    r = thief.get("/api/auth/me")
+    assert r.status_code == 401 and "session has ended" in r.json()["error"]["message"]
+
+
+def test_a_password_change_or_disabling_ends_every_session_of_the_account(app, auth_res, client):
+    from assistant.core.auth.accounts import remove_user, set_disabled, set_password
+
+    name = new_user(auth_res)
+    login(client, name)
+    other_device = _copy_of_cookies(app, client)
+    set_password(auth_res.db, name, "another-long-password")
+    assert other_device.get("/api/auth/me").status_code == 401
+    assert client.get("/api/auth/me").status_code == 401
+    login(client, name, "another-long-password")
+    set_disabled(auth_res.db, name, True)
+    assert client.get("/api/auth/me").status_code == 401
+    set_disabled(auth_res.db, name, False)
+    assert login(client, name, "another-long-password").status_code == 200
+    remove_user(auth_res.db, name)
+    assert client.get("/api/auth/me").status_code == 401
+    assert login(client, name, "another-long-password").status_code == 401

@@ -24,7 +24,7 @@ FILES = [
 def jobs_app(tmp_path_factory):
     root = tmp_path_factory.mktemp("jobs")
     folder = copy_subset(HANDBOOK, root / "docs", FILES)
-    res = open_resources(make_settings(root / "var"))
+    res = open_resources(make_settings(root / "var", source_roots=[root / "docs"]))
     create_user(res.db, "jobs-admin", password=PASSWORD, is_admin=True)
     create_user(res.db, "jobs-reader", password=PASSWORD)
     app = create_app(res.settings, resources=res)
@@ -72,3 +72,17 @@ def test_readers_may_not_see_or_start_jobs(jobs_app):
         login(client, "jobs-reader")
         assert client.get("/api/jobs").status_code == 403
         assert client.post("/api/jobs/sync", json={"path": str(folder)}, headers=_csrf(client)).status_code == 403
+
+
+def test_the_api_syncs_only_under_the_source_roots_and_checks_the_manifest_first(jobs_app, tmp_path):
+    app, folder, res = jobs_app
+    with TestClient(app) as client:
+        login(client, "jobs-admin")
+        before = len(client.get("/api/jobs").json())
+        for outside in ("/etc", str(tmp_path), str(folder / ".." / "..")):
+            r = client.post("/api/jobs/sync", json={"path": outside}, headers=_csrf(client))
+            assert r.status_code == 400 and "source root" in r.json()["error"]["message"], r.text
+        bad = {"defaults": ["group:finance"]}  # a typo must not leave the folder open to everyone
+        r = client.post("/api/jobs/sync", json={"path": str(folder), "acl": bad}, headers=_csrf(client))
+        assert r.status_code == 400 and "defaults" in r.json()["error"]["message"], r.text
+        assert len(client.get("/api/jobs").json()) == before  # nothing was queued

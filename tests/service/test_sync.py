@@ -196,6 +196,22 @@ def test_email_attachments_become_documents_of_their_own(tmp_path):
         assert res.store.count() == 0
 
 
+def test_a_message_without_text_still_yields_its_attachments(tmp_path):
+    from email.message import EmailMessage
+
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    message = EmailMessage()  # no headers, an empty body: only the attachment carries text
+    message.set_content("")
+    message.add_attachment(b"The Q3 revenue grew by twelve percent.\n", maintype="text", subtype="plain", filename="q3.txt")
+    (folder / "bare.eml").write_bytes(bytes(message))
+    with ingesting(tmp_path) as (res, ingestor):
+        outcomes = {o.source: o for o in ingestor.sync(folder)}
+        assert outcomes["bare.eml"].status == "empty" and "1 attachment" in outcomes["bare.eml"].reason
+        assert outcomes["bare.eml#q3.txt"].status == "done" and outcomes["bare.eml#q3.txt"].chunks == 1
+        assert {o.status for o in ingestor.sync(folder)} == {"skipped"}
+
+
 def test_periodic_sync_of_every_source_makes_one_job_per_source(synced):
     folder, res, ingestor, first = synced
     resources_mod.set_current(res)  # the task functions use the process's resources
@@ -254,7 +270,7 @@ def test_a_leased_job_is_not_resumed_and_a_killed_holder_frees_it(tmp_path, pg_u
             session.add(job)
             session.flush()
             job_id = job.id
-        settings = make_settings(tmp_path / "var", jobs_backend="celery", vector_store="qdrant",
+        settings = make_settings(tmp_path / "var", database_url=pg_url, jobs_backend="celery", vector_store="qdrant",
                                  qdrant_path=tmp_path / "q", job_max_attempts=5)
         # Another process (a worker) holds the job's lease.
         holder = subprocess.Popen([sys.executable, "-c", HOLD_LEASE, pg_url, str(job_id)], cwd=REPO,

@@ -12,10 +12,11 @@ from fastapi.responses import RedirectResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from assistant.api.deps import SESSION_CSRF, SESSION_NAME, SESSION_USER, DatabaseDep, PrincipalDep
+from assistant.api.deps import SESSION_CSRF, SESSION_TOKEN, DatabaseDep, PrincipalDep, get_db
 from assistant.core.auth.accounts import authenticate_password
 from assistant.core.auth.audit import record_event
 from assistant.core.auth.oidc import sign_in_oidc_user
+from assistant.core.auth.sessions import open_session, revoke_session
 from assistant.core.errors import AuthenticationError, NotFoundError
 from assistant.core.identity import load_principal_by_id
 from assistant.core.principals import Principal
@@ -62,11 +63,13 @@ def build_oauth(settings: Settings) -> OAuth | None:
     return oauth
 
 
-def _start_session(request: Request, principal: Principal) -> str:
-    # A fresh session on every sign-in (no fixation): new content, new CSRF token.
+async def _start_session(request: Request, principal: Principal) -> str:
+    # A fresh session on every sign-in (no fixation): new server-side token, new CSRF token.
     request.session.clear()
+    settings = request.app.state.settings
+    token = await run_in_threadpool(open_session, get_db(request), principal.user_id, max_age_s=settings.session_max_age_s)
     csrf = secrets.token_urlsafe(32)
-    request.session.update({SESSION_USER: principal.user_id, SESSION_NAME: principal.name, SESSION_CSRF: csrf})
+    request.session.update({SESSION_TOKEN: token, SESSION_CSRF: csrf})
     return csrf
 
 
@@ -100,7 +103,7 @@ async def login(body: LoginRequest, request: Request, db: DatabaseDep) -> MePubl
         )
         raise
     principal = await run_in_threadpool(load_principal_by_id, db, user_id)
-    csrf = _start_session(request, principal)
+    csrf = await _start_session(request, principal)
     await run_in_threadpool(record_event, db, principal=principal, action="auth.login", details={"method": "password"})
     return _me(principal, request, csrf)
 
@@ -145,7 +148,7 @@ async def oidc_callback(request: Request, db: DatabaseDep) -> RedirectResponse:
         raise AuthenticationError("single sign-on returned no ID token (is 'openid' in ASSISTANT_OIDC_SCOPES?)")
     user_id = await run_in_threadpool(sign_in_oidc_user, db, dict(claims), settings=request.app.state.settings)
     principal = await run_in_threadpool(load_principal_by_id, db, user_id)
-    _start_session(request, principal)
+    await _start_session(request, principal)
     await run_in_threadpool(record_event, db, principal=principal, action="auth.login", details={"method": "oidc"})
     return RedirectResponse("/", status_code=303)
 
@@ -158,5 +161,8 @@ def me(principal: PrincipalDep, request: Request) -> MePublic:
 
 @router.post("/logout", status_code=204)
 def logout(principal: PrincipalDep, request: Request) -> None:
-    """End the browser session (clears the cookie)."""
+    """End the browser session on the server (a copy of the cookie stops working) and clear the cookie."""
+    token = request.session.get(SESSION_TOKEN)
+    if isinstance(token, str):
+        revoke_session(get_db(request), token)
     request.session.clear()

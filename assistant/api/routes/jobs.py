@@ -16,6 +16,7 @@ from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AdminDep, AssistantDep, DispatcherDep
+from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.models import Job, JobItem
 from assistant.core.errors import InvalidRequestError, NotFoundError
 from assistant.core.jobs import JOB_TASKS
@@ -98,12 +99,22 @@ async def get_job(job_id: int, assistant: AssistantDep, _admin: AdminDep) -> Job
 async def start_sync(body: SyncCreate, assistant: AssistantDep, dispatcher: DispatcherDep, _admin: AdminDep) -> JobPublic:
     """Queue a sync of a folder or file on the server; the job row is written before it is queued.
 
+    Only paths under one of `ASSISTANT_SOURCE_ROOTS` may be synced (symbolic links resolved first),
+    so that an admin account cannot publish arbitrary server files such as `/etc` to readers.
+
     Raises:
-        InvalidRequestError: the path does not exist on the server.
+        InvalidRequestError: the path is outside the source roots or does not exist on the server,
+            or the ACL manifest is invalid (checked here, before anything is queued).
     """
+    roots = [Path(r).expanduser().resolve() for r in assistant.resources.settings.source_roots]
     path = Path(body.path).expanduser().resolve()
+    if not any(path == root or root in path.parents for root in roots):
+        allowed = ", ".join(map(str, roots)) or "none: set ASSISTANT_SOURCE_ROOTS"
+        raise InvalidRequestError(f"path {body.path!r} is not under a source root the API may sync (allowed: {allowed})")
     if not path.exists():
         raise InvalidRequestError(f"path {body.path!r} does not exist on the server")
+    if body.acl is not None:
+        AclManifest.from_dict(body.acl, origin="the ACL manifest ('acl')")
 
     def create() -> JobPublic:
         with assistant.resources.db.session() as session:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from assistant.core.auth.sessions import revoke_user_sessions
 from assistant.core.auth.passwords import MIN_PASSWORD_CHARS, hash_password, needs_rehash, verify_password
 from assistant.core.db.models import Group, Membership, User
 from assistant.core.db.session import Database
@@ -158,7 +159,35 @@ def set_password(db: Database, user: str, password: str) -> None:
         NotFoundError: no such user. InvalidRequestError: the password breaks the policy.
     """
     with db.session() as session:
-        _user(session, user).password_hash = hash_password(password)
+        account = _user(session, user)
+        account.password_hash = hash_password(password)
+        revoke_user_sessions(session, account.id)  # a stolen session must not outlive the old password
+
+
+def set_disabled(db: Database, user: str, disabled: bool) -> UserPublic:
+    """Disable (or enable again) an account. Disabling ends its browser sessions at once; its API
+    keys stop working while it is disabled (they are checked against the account on every request).
+
+    Raises:
+        NotFoundError: no such user.
+    """
+    with db.session() as session:
+        account = _user(session, user)
+        account.disabled = disabled
+        if disabled:
+            revoke_user_sessions(session, account.id)
+        return _public(session, account)
+
+
+def remove_user(db: Database, user: str) -> None:
+    """Delete an account with its memberships, sessions, API keys and conversations; audit events
+    keep the name they recorded.
+
+    Raises:
+        NotFoundError: no such user.
+    """
+    with db.session() as session:
+        session.delete(_user(session, user))
 
 
 def authenticate_password(db: Database, name: str, password: str) -> int:

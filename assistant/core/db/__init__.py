@@ -3,6 +3,7 @@
 from assistant.core.db.models import (  # noqa: F401
     ApiKey,
     AuditEvent,
+    AuthSession,
     Base,
     Conversation,
     Document,
