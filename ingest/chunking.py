@@ -15,6 +15,10 @@ from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter
 
 from ingest.readers import ParsedDocument
 
+# Real text averages 3-5 characters per token in English and 1-2 in Chinese; a chunk with more
+# characters per token than this is one the tokenizer failed to see (a long run without spaces).
+MAX_CHARS_PER_TOKEN = 12
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -83,8 +87,10 @@ class Chunker:
     def _enforce_limit(self, text: str, budget: int) -> list[str]:
         # SentenceSplitter can exceed its budget on one unbreakable "sentence" (a long URL, a table
         # row without spaces); halve those (at a space near the middle when there is one) until each
-        # part fits, so that nothing is silently truncated by the embedding model.
-        if self.count(text) <= budget or len(text) < 2:
+        # part fits, so that nothing is silently truncated by the embedding model. WordPiece turns a
+        # word of over 100 characters into one [UNK] token, so a token count alone would let a
+        # megabyte without spaces through as one chunk: the character cap catches that.
+        if (len(text) <= budget * MAX_CHARS_PER_TOKEN and self.count(text) <= budget) or len(text) < 2:
             return [text] if text.strip() else []
         middle = len(text) // 2
         space = text.rfind(" ", middle // 2, middle + middle // 2)

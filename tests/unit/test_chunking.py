@@ -2,7 +2,7 @@
 
 import pytest
 
-from ingest.chunking import Chunker
+from ingest.chunking import MAX_CHARS_PER_TOKEN, Chunker
 from ingest.readers import ParsedDocument, Section
 from tests.conftest import shared_embedder
 
@@ -44,3 +44,12 @@ def test_chinese_chunks_end_at_sentence_boundaries(chunker):
     chunks = chunker.chunk(ParsedDocument("T", "text/plain", [Section(text)]))
     assert len(chunks) > 1
     assert all(c.text.rstrip().endswith("。") for c in chunks[:-1])
+
+
+def test_a_megabyte_without_spaces_is_cut_and_kept_whole(chunker):
+    # WordPiece reads any word over 100 characters as one [UNK] token: a token count alone would pass it.
+    word = "q" * 1_000_000
+    chunks = chunker.chunk(ParsedDocument("T", "text/plain", [Section(word)]))
+    assert len(chunks) > 100
+    assert max(len(c.text) for c in chunks) <= chunker.max_tokens * MAX_CHARS_PER_TOKEN
+    assert sum(len(c.text) for c in chunks) == len(word)
