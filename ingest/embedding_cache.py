@@ -2,7 +2,9 @@
 
 Identical text (the same file at two paths, or the unchanged paragraphs of an edited file) is then
 embedded once: later occurrences reuse the stored vector and only pay for a lookup. The key includes
-the model name and dimension, so a model change never serves stale vectors.
+the model name and dimension, so a model change never serves stale vectors. The file is bounded:
+past `max_vectors` the oldest insertions are dropped (first in, first out), which costs at most a
+re-embedding of their text later.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ class EmbeddingCache:
         path: the SQLite file (created if missing).
         model: the embedding model's name (part of every key).
         dim: the embedding dimension.
+        max_vectors: most vectors kept (each `dim * 4` bytes plus a 32-byte key; 1,000,000 of
+            384 dimensions take about 1.6 GB).
     """
 
-    def __init__(self, path: Path, *, model: str, dim: int):
+    def __init__(self, path: Path, *, model: str, dim: int, max_vectors: int = 1_000_000):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.dim = dim
@@ -37,6 +41,8 @@ class EmbeddingCache:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")  # a lost tail only costs a re-embedding
         self._conn.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL)")
+        self.max_vectors = max_vectors
+        self._count = self._conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
 
     def key(self, text: str) -> bytes:
         """The 32-byte key of one text as embedded (prefix included)."""
@@ -80,6 +86,22 @@ class EmbeddingCache:
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
+            self._count += len(rows)  # an upper bound: keys already present were ignored
+            if self._count > self.max_vectors:
+                self._trim()
+
+    def _trim(self) -> None:
+        # Another process may have added rows too: count for real, then drop the oldest rowids.
+        self._count = self._conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        excess = self._count - self.max_vectors
+        if excess > 0:
+            self._conn.execute("DELETE FROM vectors WHERE rowid IN (SELECT rowid FROM vectors ORDER BY rowid LIMIT ?)", (excess,))
+            self._count -= excess
+
+    def __len__(self) -> int:
+        """Vectors stored now."""
+        with self._lock:
+            return self._conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
 
     def close(self) -> None:
         """Close the SQLite connection."""

@@ -284,13 +284,13 @@ def _child_main() -> None:
             parsed = parse_file(Path(path))
             chunks = chunker.chunk(parsed)
             if not chunks:
-                raise IngestError(f"{name}: no text found", status="empty")
+                raise IngestError(f"{name}: no text found", status="empty", attachments=list(parsed.attachments or []))
             result = ParseResult(
                 None, "done", "", parsed.title, parsed.mime, parsed.page_count, chunks,
                 list(getattr(parsed, "attachments", None) or []),
             )
         except IngestError as exc:
-            result = ParseResult(None, exc.status, exc.message)
+            result = ParseResult(None, exc.status, exc.message, attachments=list(exc.attachments))
         except MemoryError:
             # The heap may stay fragmented or half-full: report, then let a fresh process go on.
             result = ParseResult(

@@ -80,11 +80,16 @@ class UpstreamUnavailableError(AssistantError):
 
 
 class IngestError(AssistantError):
-    """A document could not be ingested; `status` is the job status it maps to."""
+    """A document could not be ingested; `status` is the job status it maps to.
+
+    `attachments` ((file name, bytes) pairs) are files found inside the document before it failed,
+    e.g. the attachments of an e-mail without text: they are still ingested as their own documents.
+    """
 
     code = "ingest_failed"
     http_status = 422
 
-    def __init__(self, message: str, *, status: str = "failed"):
+    def __init__(self, message: str, *, status: str = "failed", attachments: list[tuple[str, bytes]] | None = None):
         super().__init__(message)
         self.status = status
+        self.attachments = attachments or []

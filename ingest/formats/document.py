@@ -86,7 +86,7 @@ def finish(doc: ParsedDocument, *, name: str) -> ParsedDocument:
     doc.sections = [s for s in doc.sections if s.text and s.text.strip()]
     if not doc.sections:
         extra = f" ({len(doc.attachments)} attachment(s) are ingested on their own)" if doc.attachments else ""
-        raise IngestError(f"{name}: the document contains no text{extra}", status="empty")
+        raise IngestError(f"{name}: the document contains no text{extra}", status="empty", attachments=doc.attachments)
     return doc
 
 
