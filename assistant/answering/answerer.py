@@ -18,6 +18,7 @@ from assistant.core.llm import LLM, ChatMessage
 from assistant.core.principals import Principal
 from assistant.retrieval import RetrievedChunk, Retriever
 from assistant.retrieval.abstention import AbstentionRule
+from assistant.retrieval.retriever import check_query
 
 # Room kept free in the context window beyond the answer: chat-template tokens and estimate error.
 TEMPLATE_MARGIN_TOKENS = 64
@@ -150,6 +151,7 @@ class Answerer:
         self, question: str, *, principal: Principal, history: Sequence[ChatMessage], ticket: Ticket | None
     ) -> AsyncIterator[dict]:
         """`stream`'s events, with a first internal `{"type": "sources"}`; `done` also holds the citations."""
+        check_query(question)
         ticket = ticket or self.admit(principal)
         history = list(history)
         try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from assistant.retrieval.retriever import MAX_QUERY_CHARS
+
 
 class ChatTurn(BaseModel):
     role: str = Field(pattern="^(user|assistant)$")
@@ -11,12 +13,12 @@ class ChatTurn(BaseModel):
 
 
 class ChatRequest(BaseModel):
-    question: str = Field(min_length=1, max_length=4_000)
+    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     history: list[ChatTurn] = Field(default_factory=list, max_length=50)
 
 
 class SearchRequest(BaseModel):
-    query: str = Field(min_length=1, max_length=4_000)
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     top_k: int = Field(default=10, ge=1, le=50)
 
 

@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -53,7 +54,7 @@ def _assistant_as(as_user: str | None):
 
 
 def _fail(exc: AssistantError) -> None:
-    console.print(f"[red]error[/red] ({exc.code}): {exc.message}")
+    console.print(f"[red]error[/red] ({exc.code}): {escape(exc.message)}")
     raise typer.Exit(code=2)
 
 
@@ -63,8 +64,12 @@ def ingest(
     acl: Optional[Path] = typer.Option(None, "--acl", help="YAML ACL manifest (default: everyone)"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per file on stdout"),
 ) -> None:
-    """Ingest PATH: parse, chunk, embed and index every file; unchanged files are skipped."""
-    from ingest.acl import AclManifest
+    """Ingest PATH: parse, chunk, embed and index every file; unchanged files are skipped.
+
+    Exit status: 0 when every file was ingested or skipped for a stated reason (needs_ocr,
+    encrypted, unsupported, empty), 1 when at least one file failed, 2 when the run could not start.
+    """
+    from assistant.core.acl_manifest import AclManifest
     from ingest.pipeline import Ingestor
 
     try:
@@ -101,7 +106,9 @@ def ingest(
         Console().print(table)
         problems = [o for o in outcomes if o.status not in ("done", "skipped", "deleted")]
         for o in problems[:50]:
-            Console().print(f"  [yellow]{o.status}[/yellow] {o.source}: {o.reason}")
+            Console().print(f"  [yellow]{o.status}[/yellow] {escape(o.source)}: {escape(o.reason)}")
+    if counts.get("failed"):
+        raise typer.Exit(code=1)  # scripts and CI notice; the other files were ingested all the same
 
 
 @app.command()

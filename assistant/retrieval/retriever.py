@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from assistant.core import sparse
+from assistant.core.errors import InvalidRequestError
 from assistant.core.embedder import Embedder
 from assistant.core.principals import Principal
 from assistant.core.vectorstore import SearchMode, VectorStore
@@ -70,6 +71,21 @@ class Retrieval:
     semantic: bool = True
     unknown_terms: list[str] = field(default_factory=list)
     query_terms: int = 0
+
+
+MAX_QUERY_CHARS = 4_000  # the API's request models use the same bound
+
+
+def check_query(query: str) -> None:
+    """Refuse a question or query that is blank or longer than `MAX_QUERY_CHARS` characters.
+
+    Raises:
+        InvalidRequestError: naming the problem, the same for the CLI and every API route.
+    """
+    if not query or not query.strip():
+        raise InvalidRequestError("the question is empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidRequestError(f"the question has {len(query)} characters; at most {MAX_QUERY_CHARS} are accepted")
 
 
 class Retriever:
@@ -136,6 +152,7 @@ class Retriever:
             The chunks, whether the embedding model covers the question's language, and the
             question's index terms that occur in no chunk the reader may open.
         """
+        check_query(query)
         dense = self.embedder.embed_query(query)
         query_terms = set(sparse.terms(query))
         mode = self.mode
