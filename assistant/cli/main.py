@@ -17,7 +17,7 @@ from rich.table import Table
 from assistant.cli import serve_model
 from assistant.cli.keys import keys_app
 from assistant.cli.users import groups_app, users_app
-from assistant.core.errors import AssistantError
+from assistant.core.errors import AssistantError, ConfigError
 from assistant.core.principals import ANONYMOUS, Principal
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Private RAG assistant.")
@@ -173,6 +173,10 @@ def ask(
 def serve(
     host: Optional[str] = typer.Option(None, "--host"),
     port: Optional[int] = typer.Option(None, "--port"),
+    workers: int = typer.Option(
+        1, "--workers", min=1, max=64,
+        help="API processes (needs a Qdrant server and PostgreSQL; the embedded default serves from one process)",
+    ),
 ) -> None:
     """Serve the API and the web UI."""
     import uvicorn
@@ -183,6 +187,12 @@ def serve(
     from assistant.core.settings import get_settings
 
     settings = get_settings()
+    if workers > 1 and (settings.vector_store == "edge" or settings.resolved_database_url.startswith("sqlite")):
+        _fail(ConfigError(
+            f"--workers {workers} needs ASSISTANT_VECTOR_STORE=qdrant with a server (ASSISTANT_QDRANT_URL) and "
+            "ASSISTANT_DATABASE_URL on PostgreSQL: the embedded Qdrant Edge folder and SQLite file belong to one process"
+        ))
+    settings.signing_key()  # generated here, once, before any worker reads it
     given = settings.bootstrap_admin_password
     with account_db() as db:
         password = ensure_bootstrap_admin(
@@ -199,7 +209,11 @@ def serve(
         console.print(
             f"first admin [bold]{settings.bootstrap_admin_name}[/bold] created with ASSISTANT_BOOTSTRAP_ADMIN_PASSWORD"
         )
-    uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.port, log_level="info")
+    address = {"host": host or settings.host, "port": port or settings.port, "log_level": "info"}
+    if workers > 1:  # each process builds its own app from the environment
+        uvicorn.run("assistant.api.app:create_app", factory=True, workers=workers, **address)
+    else:
+        uvicorn.run(create_app(settings), **address)
 
 
 @app.command()

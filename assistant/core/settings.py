@@ -243,9 +243,16 @@ class Settings(BaseSettings):
         except FileNotFoundError:
             pass
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        draft = path.with_name(f"secret-key.{os.getpid()}.tmp")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="ascii") as handle:
             handle.write(secrets.token_urlsafe(32))
+        try:
+            os.link(draft, path)  # atomic and exclusive: a process that lost the race reads the winner's key
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
         return path.read_text(encoding="ascii").strip()
 
     @property
