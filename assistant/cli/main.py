@@ -54,7 +54,7 @@ def _assistant_as(as_user: str | None):
 
 
 def _fail(exc: AssistantError) -> None:
-    console.print(f"[red]error[/red] ({exc.code}): {escape(exc.message)}")
+    console.print(f"[red]error[/red] ({exc.code}): {escape(exc.message)}", soft_wrap=True)
     raise typer.Exit(code=2)
 
 

@@ -36,7 +36,7 @@ def account_db() -> Iterator[Database]:
         db.migrate()
         yield db
     except AssistantError as exc:
-        err.print(f"[red]error[/red] ({exc.code}): {escape(exc.message)}")
+        err.print(f"[red]error[/red] ({exc.code}): {escape(exc.message)}", soft_wrap=True)
         raise typer.Exit(code=2) from exc
     finally:
         if db is not None:

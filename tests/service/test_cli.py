@@ -1,0 +1,55 @@
+"""The `assistant` command: ingest's JSON lines and exit status, error messages printed verbatim,
+refusals that name the setting."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from assistant.cli.main import app
+from assistant.core.settings import get_settings
+from tests.conftest import copy_subset
+from tests.corpus import HANDBOOK
+
+FILE = "departments/tech-ops/process/internal-security/passwords.md"
+
+
+@pytest.fixture
+def cli_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("ASSISTANT_DATA_DIR", str(tmp_path / "var"))
+    get_settings.cache_clear()
+    yield tmp_path
+    get_settings.cache_clear()
+
+
+def test_ingest_prints_json_lines_and_exits_1_when_a_file_failed(cli_env):
+    folder = copy_subset(HANDBOOK, cli_env / "docs", [FILE])
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7\n" + b"\x00garbage" * 100)
+    result = CliRunner().invoke(app, ["ingest", str(folder), "--json"])
+    rows = {r["source"]: r for r in map(json.loads, result.stdout.splitlines())}
+    assert rows[FILE]["status"] == "done" and rows[FILE]["chunks"] > 0
+    assert rows["broken.pdf"]["status"] == "failed" and rows["broken.pdf"]["reason"]
+    assert result.exit_code == 1  # the good file was ingested all the same
+    again = CliRunner().invoke(app, ["ingest", str(folder / FILE), "--json"])
+    assert again.exit_code == 0 and json.loads(again.stdout)["status"] == "skipped"
+
+
+def test_errors_keep_their_brackets_and_bad_manifests_stop_before_ingesting(cli_env):
+    folder = copy_subset(HANDBOOK, cli_env / "docs", [FILE])
+    manifest = cli_env / "acl.yaml"
+    manifest.write_text("defaults: [group:security]\n")
+    result = CliRunner().invoke(app, ["ingest", str(folder), "--acl", str(manifest)])
+    assert result.exit_code == 2
+    assert "unknown key(s) defaults" in result.output
+    bad = CliRunner().invoke(app, ["search", "x" * 4001, "--json"])
+    assert bad.exit_code == 2 and "at most 4000" in bad.output
+    manifest.write_text("default: [finance]\n")
+    result = CliRunner().invoke(app, ["ingest", str(folder), "--acl", str(manifest)])
+    assert "ACL entry 'finance'" in result.output  # Rich would have eaten "[...]" markup-like text
+
+
+def test_serve_refuses_several_workers_on_the_embedded_default(cli_env):
+    result = CliRunner().invoke(app, ["serve", "--workers", "2"])
+    assert result.exit_code == 2 and "ASSISTANT_VECTOR_STORE=qdrant" in result.output
