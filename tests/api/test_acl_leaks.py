@@ -228,6 +228,30 @@ def test_document_preview_and_download_are_not_found_for_outsiders(acl_app, acl_
     assert client.get(f"/api/documents/{public}").status_code == 200
 
 
+def test_a_public_file_replaced_by_a_link_to_a_restricted_one_is_not_served(acl_app, acl_corpus):
+    client, _ = acl_app
+    probe = PROBES[0]
+    public = "company-info-and-process/values/index.md"
+    path = acl_corpus.docs / public
+    original = path.read_bytes()
+    sign_in(client, "olivia")
+    url = f"/api/documents/{acl_corpus.doc_ids[public]}/content"
+    assert client.get(url).content == original
+    try:
+        path.unlink()
+        path.symlink_to(acl_corpus.docs / probe.file)  # someone with write access to the share
+        r = client.get(url)
+        assert r.status_code == 404 and leaked(r.text, probe) == []
+        path.unlink()
+        path.write_bytes(original + b"\nedited after indexing\n")  # the ACL was computed for other text
+        assert client.get(url).status_code == 404
+    finally:
+        if path.is_symlink() or path.exists():
+            path.unlink()
+        path.write_bytes(original)
+    assert client.get(url).content == original
+
+
 def test_membership_change_applies_to_the_next_request(acl_app, acl_corpus):
     client, _ = acl_app
     probe = BY_KEY["finance"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from fastapi import APIRouter
-from fastapi.responses import FileResponse
+from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import DatabaseDep, PrincipalDep
-from assistant.core.auth.access import DocumentPublic, readable_document
+from assistant.core.auth.access import DocumentPublic, read_original, readable_document
 from assistant.core.auth.audit import record_event
 from assistant.core.errors import NotFoundError
 
@@ -25,26 +27,26 @@ async def get_document(doc_id: str, principal: PrincipalDep, db: DatabaseDep) ->
 
 
 @router.get("/{doc_id}/content")
-async def get_document_content(doc_id: str, principal: PrincipalDep, db: DatabaseDep) -> FileResponse:
-    """The original file, as an attachment.
+async def get_document_content(doc_id: str, principal: PrincipalDep, db: DatabaseDep) -> Response:
+    """The original file, as an attachment, exactly as it was indexed (see `read_original`).
 
     Sent with `Content-Security-Policy: sandbox` and `nosniff` so that an HTML or SVG document cannot run
     script in the app's origin with the reader's session.
 
     Raises:
-        NotFoundError: as for the metadata, or the file is no longer at its source.
+        NotFoundError: as for the metadata, or the file is no longer at its source as it was indexed.
     """
-    doc = await run_in_threadpool(readable_document, db, doc_id, principal=principal)
-    path = doc.local_path
-    if path is None or not path.is_file():
-        raise NotFoundError(f"document '{doc_id}' not found: its file is no longer at its source")
+    doc, content = await run_in_threadpool(read_original, db, doc_id, principal=principal)
     await run_in_threadpool(
         record_event, db, principal=principal, action="document.read", details={"doc_id": doc.id, "source": doc.source}
     )
-    return FileResponse(
-        path,
+    name = doc.local_path.name
+    return Response(
+        content,
         media_type=doc.mime or "application/octet-stream",
-        filename=path.name,
-        content_disposition_type="attachment",
-        headers={"Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"},
+        headers={
+            "Content-Disposition": f"attachment; filename*=utf-8''{quote(name, safe='')}",
+            "Content-Security-Policy": "sandbox",
+            "X-Content-Type-Options": "nosniff",
+        },
     )
