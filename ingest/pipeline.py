@@ -44,6 +44,11 @@ def iter_files(root: Path) -> Iterable[Path]:
             yield path
 
 
+def _printable(name: str) -> str:
+    """`name` with the undecodable bytes of a non-UTF-8 file name (surrogate escapes) as `\\xNN`."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 class Ingestor:
     """Turns files into points for one process's resources. Call `close()` when done.
 
@@ -110,16 +115,19 @@ class Ingestor:
         path = Path(path).resolve()
         if not path.exists():
             raise InvalidRequestError(f"ingest path {path} does not exist")
+        if _printable(str(path)) != str(path):
+            raise InvalidRequestError(f"ingest path {_printable(str(path))} is not valid UTF-8: rename it first")
         files = list(iter_files(path)) if path.is_dir() else [path]
         root, source_uri, kind = self._source_of(path, acl)
         source_id, job_id, manifest = self._start_job(source_uri, kind, path, acl, job_id)
-        rels = [f.relative_to(root).as_posix() for f in files]
-        item_ids = self._create_items(job_id, rels)
-        if on_total:
-            on_total(len(files))
-
+        # A file name that is not UTF-8 keeps its bytes on disk and gets an escaped name (`bad\xffname.md`)
+        # in outcomes, SQL and payloads, so that it is ingested like any other instead of breaking the run.
+        rels = [_printable(f.relative_to(root).as_posix()) for f in files]
         run = SyncRun(self, job_id, source_id, on_file)
         try:
+            item_ids = self._create_items(job_id, rels)
+            if on_total:
+                on_total(len(files))
             with tempfile.TemporaryDirectory(prefix="assistant-attachments-") as scratch:
                 run.scratch = Path(scratch)
                 for index, (file, rel) in enumerate(zip(files, rels)):

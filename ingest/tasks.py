@@ -57,6 +57,15 @@ def ingestor_for(res: Resources) -> Ingestor:
     return _ingestor[1]
 
 
+def _newer_sync_of_same_source(session, job: Job) -> int | None:
+    """The ID of a sync job created after `job` for the same source (or the same path), if any."""
+    for other in session.scalars(select(Job).where(Job.kind == "sync", Job.id > job.id).order_by(Job.id.desc())):
+        same_source = job.source_id is not None and other.source_id == job.source_id
+        if same_source or (other.params or {}).get("path") == (job.params or {}).get("path"):
+            return other.id
+    return None
+
+
 def run_sync_job(res: Resources, job_id: int) -> dict:
     """Run the sync job `job_id` unless a live worker runs it already or it is done.
 
@@ -79,6 +88,12 @@ def run_sync_job(res: Resources, job_id: int) -> dict:
             if job.status == "done":  # a redelivered or resumed message of a finished job
                 return {"job_id": job_id, "status": "done"}
             params = dict(job.params)
+            newer = _newer_sync_of_same_source(session, job)
+            if newer is not None:
+                # Replaying it would re-apply what it carried (an older ACL manifest) over the newer run.
+                job.status, job.finished_at = "failed", datetime.now(timezone.utc)
+                job.reason = f"superseded by job {newer} of the same source, started after it; not run again"
+                return {"job_id": job_id, "status": "superseded"}
         try:
             manifest = AclManifest.from_dict(params["acl"]) if params.get("acl") else None
             outcomes = ingestor_for(res).sync(Path(params["path"]), acl=manifest, job_id=job_id)

@@ -15,7 +15,8 @@ import pytest
 from sqlalchemy import select
 
 from assistant.core import resources as resources_mod
-from assistant.core.db.models import Job, JobItem
+from assistant.core.acl_manifest import AclManifest
+from assistant.core.db.models import Document, Job, JobItem
 from assistant.core.db.session import Database
 from assistant.core.jobs import JobDispatcher, JobLease
 from assistant.core.resources import Resources
@@ -212,6 +213,20 @@ def test_a_message_without_text_still_yields_its_attachments(tmp_path):
         assert {o.status for o in ingestor.sync(folder)} == {"skipped"}
 
 
+def test_a_file_name_that_is_not_utf8_is_ingested_under_an_escaped_name(tmp_path):
+    folder = tmp_path / "names"
+    folder.mkdir()
+    with open(bytes(folder) + b"/bad\xffname.md", "w") as handle:
+        handle.write("# Parking\n\nThe parking garage opens at seven.\n")
+    (folder / "good.md").write_text("# Cafeteria\n\nThe cafeteria opens at eight.\n")
+    with ingesting(tmp_path) as (res, ingestor):
+        outcomes = {o.source: o.status for o in ingestor.sync(folder)}
+        assert outcomes == {"bad\\xffname.md": "done", "good.md": "done"}
+        assert {o.status for o in ingestor.sync(folder)} == {"skipped"}
+        with res.db.session() as session:
+            assert session.scalars(select(Job.status)).all() == ["done", "done"]
+
+
 def test_periodic_sync_of_every_source_makes_one_job_per_source(synced):
     folder, res, ingestor, first = synced
     resources_mod.set_current(res)  # the task functions use the process's resources
@@ -244,6 +259,34 @@ def test_unfinished_job_is_resumed_on_start(tmp_path):
             job = session.get(Job, job_id)
             assert (job.status, job.attempts, job.totals["done"]) == ("done", 2, 2)
         assert dispatcher.resume_unfinished(res.db) == []
+    finally:
+        resources_mod.set_current(None)
+        res.close()
+
+
+def test_a_stale_job_is_not_replayed_over_a_newer_sync_of_its_source(tmp_path):
+    folder = copy_subset(HANDBOOK, tmp_path / "docs", FILES[:2])
+    settings = make_settings(tmp_path / "var")
+    res = open_resources(settings)
+    resources_mod.set_current(res)
+    try:
+        open_manifest = {"default": ["everyone"]}
+        with res.db.session() as session:  # a sync that carried an open manifest, cut off mid-run
+            stale = Job(kind="sync", status="running", params={"path": str(folder), "acl": open_manifest}, attempts=1)
+            session.add(stale)
+            session.flush()
+            stale_id = stale.id
+        strict = AclManifest.from_dict({"default": ["group:hr"]})
+        ingestor = Ingestor(res)
+        assert {o.status for o in ingestor.sync(folder, acl=strict)} == {"done"}  # the admin's newer sync
+        ingestor.close()
+        dispatcher = JobDispatcher(settings)
+        assert dispatcher.resume_unfinished(res.db) == [stale_id]
+        assert dispatcher.join(600)
+        with res.db.session() as session:
+            job = session.get(Job, stale_id)
+            assert job.status == "failed" and "superseded by job" in job.reason
+            assert all(doc.acl == ["group:hr"] for doc in session.scalars(select(Document)))
     finally:
         resources_mod.set_current(None)
         res.close()

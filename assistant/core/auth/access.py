@@ -8,9 +8,9 @@ import stat
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
-from assistant.core.db.models import Document
+from assistant.core.db.models import Document, file_uri_path
 from assistant.core.db.session import Database
 from assistant.core.errors import NotFoundError
 from assistant.core.principals import Principal
@@ -34,7 +34,7 @@ class DocumentPublic:
     def local_path(self) -> Path | None:
         """The file behind a `file://` URI, else None."""
         parsed = urlparse(self.uri)
-        return Path(unquote(parsed.path)) if parsed.scheme == "file" else None
+        return file_uri_path(self.uri) if parsed.scheme == "file" else None
 
 
 def may_read(acl: list[str] | None, principal: Principal) -> bool:

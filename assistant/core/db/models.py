@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote_to_bytes, urlparse
 
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -14,6 +15,11 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 def utcnow() -> datetime:
     """Timezone-aware now (UTC)."""
     return datetime.now(timezone.utc)
+
+
+def file_uri_path(uri: str) -> Path:
+    """The local path a `file://` URI names, bytes of non-UTF-8 names included (os.fsdecode)."""
+    return Path(os.fsdecode(unquote_to_bytes(urlparse(uri).path)))
 
 
 class Base(DeclarativeBase):
@@ -35,7 +41,7 @@ class Source(Base):
     @property
     def path(self) -> Path:
         """The folder (kind `folder`) or file (kind `file`) on this machine that `uri` names."""
-        return Path(unquote(urlparse(self.uri).path))
+        return file_uri_path(self.uri)
 
 
 class Document(Base):
