@@ -4,8 +4,8 @@ PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-build.txt 2>/dev/null | sha1sum | cut -c1-12)
-HOST ?= 127.0.0.1
-PORT ?= 8000
+HOST ?= $(or $(ASSISTANT_HOST),127.0.0.1)
+PORT ?= $(or $(ASSISTANT_PORT),8000)
 
 .PHONY: install run test test-fast lint bench clean browser
 

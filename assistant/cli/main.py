@@ -107,6 +107,13 @@ def ingest(
         problems = [o for o in outcomes if o.status not in ("done", "skipped", "deleted")]
         for o in problems[:50]:
             Console().print(f"  [yellow]{o.status}[/yellow] {escape(o.source)}: {escape(o.reason)}")
+    if manifest is not None:
+        unmatched = manifest.unmatched([o.source for o in outcomes if "#" not in o.source])
+        if unmatched:  # a rule that matches nothing protects nothing: most likely a typo in its path
+            Console(stderr=True).print(
+                f"[yellow]warning[/yellow]: ACL rule path(s) {escape(', '.join(unmatched))} match no file of {escape(str(path))}; "
+                "paths are relative to it, e.g. 'finance/**' or 'finance'", soft_wrap=True,
+            )
     if counts.get("failed"):
         raise typer.Exit(code=1)  # scripts and CI notice; the other files were ingested all the same
 

@@ -28,8 +28,18 @@ def _entries(value: Any, where: str) -> list[str]:
 
 @dataclass(frozen=True)
 class AclRule:
+    """`allow` applies to the files `pattern` matches: a glob (`finance/**`, `*.xlsx`), or a plain
+    path without glob characters, which matches that file or everything under that folder."""
+
     pattern: str
     allow: tuple[str, ...]
+
+    def matches(self, relative_path: str) -> bool:
+        """Whether the rule covers one file (relative to the source root, `/`-separated)."""
+        if any(ch in self.pattern for ch in "*?["):
+            return fnmatch.fnmatchcase(relative_path, self.pattern)
+        folder = self.pattern.rstrip("/")
+        return relative_path == folder or relative_path.startswith(folder + "/")
 
 
 @dataclass(frozen=True)
@@ -46,9 +56,13 @@ class AclManifest:
         """ACL entries for one file (relative to the source root, `/`-separated)."""
         acl = self.default
         for rule in self.rules:
-            if fnmatch.fnmatchcase(relative_path, rule.pattern):
+            if rule.matches(relative_path):
                 acl = rule.allow
         return list(acl)
+
+    def unmatched(self, relative_paths: list[str]) -> list[str]:
+        """The rule paths that match none of `relative_paths` (likely typos: they protect nothing)."""
+        return [rule.pattern for rule in self.rules if not any(rule.matches(p) for p in relative_paths)]
 
     def to_dict(self) -> dict[str, Any]:
         return {"default": list(self.default), "rules": [{"path": r.pattern, "allow": list(r.allow)} for r in self.rules]}
@@ -84,7 +98,10 @@ class AclManifest:
             if extra:
                 raise InvalidRequestError(f"{origin}: rule {i} ({rule['path']}) has unknown key(s) {', '.join(extra)}")
             allow = _entries(rule["allow"], f"{origin}: rule {i} ({rule['path']}) 'allow'")
-            rules.append(AclRule(str(rule["path"]).lstrip("/"), tuple(allow)))
+            pattern = str(rule["path"]).strip()
+            while pattern.startswith(("./", "/")):
+                pattern = pattern[1:] if pattern.startswith("/") else pattern[2:]
+            rules.append(AclRule(pattern, tuple(allow)))
         return cls(default=default, rules=tuple(rules))
 
     @classmethod

@@ -53,3 +53,14 @@ def test_errors_keep_their_brackets_and_bad_manifests_stop_before_ingesting(cli_
 def test_serve_refuses_several_workers_on_the_embedded_default(cli_env):
     result = CliRunner().invoke(app, ["serve", "--workers", "2"])
     assert result.exit_code == 2 and "ASSISTANT_VECTOR_STORE=qdrant" in result.output
+
+
+def test_a_rule_that_matches_no_file_is_reported(cli_env):
+    folder = copy_subset(HANDBOOK, cli_env / "docs", [FILE])
+    manifest = cli_env / "acl.yaml"
+    manifest.write_text('rules:\n  - path: "departments/tech-ops/process/internal-security"\n    allow: [group:security]\n'
+                        '  - path: "finanse/**"\n    allow: [group:finance]\n')
+    result = CliRunner().invoke(app, ["ingest", str(folder), "--acl", str(manifest), "--json"])
+    assert result.exit_code == 0
+    assert "finanse/**" in result.stderr and "match no file" in result.stderr
+    assert "internal-security" not in result.stderr  # the plain folder path matched its files

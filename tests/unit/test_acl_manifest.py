@@ -48,3 +48,17 @@ def test_an_empty_manifest_file_is_refused(tmp_path):
     path.write_text("# nothing yet\n")
     with pytest.raises(InvalidRequestError, match="is empty"):
         AclManifest.load(path)
+
+
+def test_a_plain_folder_path_covers_everything_under_it_and_dot_slash_is_ignored():
+    manifest = AclManifest.from_dict({"rules": [
+        {"path": "finance", "allow": ["group:finance"]},
+        {"path": "./legal/**", "allow": ["group:legal"]},
+        {"path": "hr/salaries.xlsx", "allow": ["group:hr"]},
+    ]})
+    assert manifest.acl_for("finance/q3/report.pdf") == ["group:finance"]
+    assert manifest.acl_for("finance") == ["group:finance"]
+    assert manifest.acl_for("finance-public/menu.md") == ["everyone"]
+    assert manifest.acl_for("legal/nda.docx") == ["group:legal"]
+    assert manifest.acl_for("hr/salaries.xlsx") == ["group:hr"]
+    assert manifest.unmatched(["finance/a.md", "hr/salaries.xlsx"]) == ["legal/**"]
