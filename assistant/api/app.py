@@ -14,6 +14,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from assistant import __version__
 from assistant.api.deps import PrincipalDep, get_principal
 from assistant.api.errors import install_error_handlers
+from assistant.api.security_headers import SecurityHeadersMiddleware
 from assistant.api.routes import auth, chat, documents, health, helpdesk, jobs, openai_compat, search, users
 from assistant.composition import Assistant
 from assistant.core import resources as resources_mod
@@ -66,6 +67,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
         same_site="lax",  # sent on the top-level redirect back from the single sign-on issuer
         https_only=settings.cookie_secure,
     )
+    app.add_middleware(SecurityHeadersMiddleware)
     install_error_handlers(app)
     # Public: liveness and sign-in. Everything else refuses anonymous callers at the router level.
     app.include_router(health.router)

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from assistant.cli import serve_model
 from assistant.cli.keys import keys_app
-from assistant.cli.users import groups_app, users_app
+from assistant.cli.users import groups_app, note_new_data_dir, users_app
 from assistant.core.errors import AssistantError, ConfigError
 from assistant.core.principals import ANONYMOUS, Principal
 
@@ -31,7 +31,9 @@ console = Console(stderr=True)
 def _resources():
     from assistant.core import resources as resources_mod
     from assistant.core.resources import Resources
+    from assistant.core.settings import get_settings
 
+    note_new_data_dir(get_settings())
     res = Resources.open()
     resources_mod.set_current(res)
     return res
@@ -126,7 +128,10 @@ def search(
     as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
 ) -> None:
     """Search the chunks the caller may read, best first."""
+    from assistant.retrieval.retriever import check_query
+
     try:
+        check_query(query)
         assistant, principal = _assistant_as(as_user)
         chunks = assistant.retriever.retrieve(query, principal=principal, top_k=top_k)
     except AssistantError as exc:

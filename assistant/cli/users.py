@@ -25,13 +25,23 @@ out = Console()
 err = Console(stderr=True)
 
 
+def note_new_data_dir(settings) -> None:
+    """Create the data folder; say so on stderr when it did not exist (a command run from another
+    folder than usual would otherwise work silently on a new, empty database)."""
+    if settings.ensure_dirs():
+        err.print(
+            f"[yellow]note[/yellow]: created a new, empty data folder {escape(str(settings.data_dir.resolve()))}; "
+            "set ASSISTANT_DATA_DIR to use an existing one", soft_wrap=True,
+        )
+
+
 @contextmanager
 def account_db() -> Iterator[Database]:
     """Open (and migrate) the configured SQL database; an AssistantError exits with code 2 and its message."""
     db = None
     try:
         settings = get_settings()
-        settings.ensure_dirs()
+        note_new_data_dir(settings)
         db = Database(settings.resolved_database_url)
         db.migrate()
         yield db

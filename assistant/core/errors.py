@@ -69,6 +69,16 @@ class OverloadedError(AssistantError):
         super().__init__(message, headers={"Retry-After": str(retry_after_s)})
 
 
+class TooManyAttemptsError(AssistantError):
+    """Too many failed sign-ins for one account; retry after `retry_after_s`."""
+
+    code = "too_many_attempts"
+    http_status = 429
+
+    def __init__(self, message: str, *, retry_after_s: int = 60):
+        super().__init__(message, headers={"Retry-After": str(retry_after_s)})
+
+
 class UpstreamUnavailableError(AssistantError):
     """The LLM server (or another upstream) cannot be reached right now."""
 

@@ -165,6 +165,10 @@ class Settings(BaseSettings):
         description="Secure flag of the session cookie; default: on in production, off in development (http://127.0.0.1)",
     )
     session_max_age_s: int = Field(default=8 * 3600, ge=60, description="browser session lifetime in seconds")
+    login_max_failures: int = Field(
+        default=10, ge=1, description="failed sign-ins of one account within the window before it is refused (429)"
+    )
+    login_failure_window_s: int = Field(default=900, ge=1, description="the window, in seconds, failed sign-ins count in")
     bootstrap_admin_name: str = Field(default="admin", min_length=1, max_length=255)
     bootstrap_admin_password: SecretStr | None = Field(
         default=None,
@@ -239,9 +243,13 @@ class Settings(BaseSettings):
             return self.secret_key.get_secret_value()
         path = self.data_dir / "secret-key"
         try:
-            return path.read_text(encoding="ascii").strip()
+            key = path.read_text(encoding="ascii").strip()
         except FileNotFoundError:
             pass
+        else:
+            if len(key) < 16:
+                raise ConfigError(f"{path} holds a key of {len(key)} characters; delete the file to generate a new one")
+            return key
         path.parent.mkdir(parents=True, exist_ok=True)
         draft = path.with_name(f"secret-key.{os.getpid()}.tmp")
         fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -284,9 +292,14 @@ class Settings(BaseSettings):
         """CPU threads for the models: the configured count or every core."""
         return self.llm_threads or os.cpu_count() or 1
 
-    def ensure_dirs(self) -> None:
-        """Create `data_dir` if missing."""
+    def ensure_dirs(self) -> bool:
+        """Create `data_dir` if missing, readable by its owner only (it holds password hashes, the
+        audit log and the text of restricted chunks). Returns True when it was created now."""
+        created = not self.data_dir.exists()
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if created:
+            self.data_dir.chmod(0o700)
+        return created
 
 
 @lru_cache(maxsize=1)

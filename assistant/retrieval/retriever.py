@@ -152,7 +152,6 @@ class Retriever:
             The chunks, whether the embedding model covers the question's language, and the
             question's index terms that occur in no chunk the reader may open.
         """
-        check_query(query)
         dense = self.embedder.embed_query(query)
         query_terms = set(sparse.terms(query))
         mode = self.mode

@@ -233,3 +233,22 @@ def test_a_password_change_or_disabling_ends_every_session_of_the_account(app, a
     remove_user(auth_res.db, name)
     assert client.get("/api/auth/me").status_code == 401
     assert login(client, name, "another-long-password").status_code == 401
+
+
+def test_repeated_failed_sign_ins_lock_that_account_for_a_while(auth_res, client):
+    name, other = new_user(auth_res), new_user(auth_res)
+    limit = auth_res.settings.login_max_failures
+    for _ in range(limit):
+        assert login(client, name, "wrong-password-guess").status_code == 401
+    r = login(client, name)  # even the right password now waits
+    assert r.status_code == 429 and r.json()["error"]["code"] == "too_many_attempts"
+    assert int(r.headers["retry-after"]) == auth_res.settings.login_failure_window_s
+    assert login(client, other).status_code == 200  # other accounts are not affected
+
+
+def test_pages_and_api_answers_forbid_framing_and_foreign_script(client):
+    for path in ("/", "/healthz", "/api/auth/me"):
+        r = client.get(path)
+        assert r.headers["x-frame-options"] == "DENY", path
+        assert "frame-ancestors 'none'" in r.headers["content-security-policy"], path
+        assert r.headers["x-content-type-options"] == "nosniff"

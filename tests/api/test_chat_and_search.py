@@ -41,3 +41,18 @@ def test_errors_are_json_with_a_stable_code(client):
     assert r.json()["error"]["code"] == "invalid_request"
     r = client.get("/api/nothing-here")
     assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+
+
+def test_a_blank_question_is_refused_before_any_stream_starts(client):
+    for path, body in (("/api/chat", {"question": "   "}),
+                       ("/v1/chat/completions", {"model": "assistant-rag", "stream": True, "messages": [{"role": "user", "content": " \n "}]})):
+        r = client.post(path, json=body)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", (path, r.text)
+        assert "empty" in r.json()["error"]["message"]
+
+
+def test_a_long_earlier_turn_does_not_make_a_short_follow_up_too_long(client):
+    history = [{"role": "user", "content": "password policy " * 250}, {"role": "assistant", "content": "See [1]."}]
+    r = client.post("/api/chat", json={"question": "and how long must they be?", "history": history})
+    assert r.status_code == 200
+    assert "event: error" not in r.text and "event: done" in r.text

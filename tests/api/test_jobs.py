@@ -79,10 +79,24 @@ def test_the_api_syncs_only_under_the_source_roots_and_checks_the_manifest_first
     with TestClient(app) as client:
         login(client, "jobs-admin")
         before = len(client.get("/api/jobs").json())
-        for outside in ("/etc", str(tmp_path), str(folder / ".." / "..")):
+        for outside in ("/etc", str(tmp_path), str(folder / ".." / ".."), "docs", str(folder) + "\u0000/x"):
             r = client.post("/api/jobs/sync", json={"path": outside}, headers=_csrf(client))
-            assert r.status_code == 400 and "source root" in r.json()["error"]["message"], r.text
+            assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", r.text
         bad = {"defaults": ["group:finance"]}  # a typo must not leave the folder open to everyone
         r = client.post("/api/jobs/sync", json={"path": str(folder), "acl": bad}, headers=_csrf(client))
         assert r.status_code == 400 and "defaults" in r.json()["error"]["message"], r.text
         assert len(client.get("/api/jobs").json()) == before  # nothing was queued
+
+
+def test_a_manifest_for_a_path_inside_a_source_is_refused_before_queuing(jobs_app):
+    app, folder, res = jobs_app
+    from ingest.pipeline import Ingestor
+
+    ingestor = Ingestor(res)
+    ingestor.sync(folder)  # registers the folder source
+    ingestor.close()
+    inner = folder / FILES[0].rsplit("/", 1)[0]
+    with TestClient(app) as client:
+        login(client, "jobs-admin")
+        r = client.post("/api/jobs/sync", json={"path": str(inner), "acl": {"default": ["everyone"]}}, headers=_csrf(client))
+        assert r.status_code == 400 and "lies inside the source" in r.json()["error"]["message"], r.text

@@ -59,9 +59,11 @@ def test_account_rules(db):
     create_user(db, "bob")
     with pytest.raises(ConflictError):
         create_user(db, "bob")
-    for bad in ("has space", "a:b", ""):
+    for bad in ("has space", "a:b", "", "everyone", "Anonymous"):
         with pytest.raises(InvalidRequestError):
             create_user(db, bad)
+    with pytest.raises(ConflictError, match="differ only in case"):
+        create_user(db, "BOB")
     with pytest.raises(InvalidRequestError):
         create_user(db, "carol", password="short")
     with pytest.raises(AuthenticationError):  # no local password: single sign-on only

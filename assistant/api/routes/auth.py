@@ -14,10 +14,10 @@ from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import SESSION_CSRF, SESSION_TOKEN, DatabaseDep, PrincipalDep, get_db
 from assistant.core.auth.accounts import authenticate_password
-from assistant.core.auth.audit import record_event
+from assistant.core.auth.audit import count_events, record_event
 from assistant.core.auth.oidc import sign_in_oidc_user
 from assistant.core.auth.sessions import open_session, revoke_session
-from assistant.core.errors import AuthenticationError, NotFoundError
+from assistant.core.errors import AuthenticationError, NotFoundError, TooManyAttemptsError
 from assistant.core.identity import load_principal_by_id
 from assistant.core.principals import Principal
 from assistant.core.settings import Settings
@@ -94,6 +94,16 @@ async def login(body: LoginRequest, request: Request, db: DatabaseDep) -> MePubl
 
     The body must be JSON, which a cross-site HTML form cannot send (no login CSRF).
     """
+    settings = request.app.state.settings
+    name = body.username[:255]
+    failures = await run_in_threadpool(
+        count_events, db, principal=name, action="auth.login_failed", window_s=settings.login_failure_window_s
+    )
+    if failures >= settings.login_max_failures:  # password guessing: the account waits, the guesser too
+        raise TooManyAttemptsError(
+            f"too many failed sign-ins for '{name}' in the last {settings.login_failure_window_s // 60} minutes; try again later",
+            retry_after_s=settings.login_failure_window_s,
+        )
     try:
         user_id = await run_in_threadpool(authenticate_password, db, body.username, body.password)
     except AuthenticationError:

@@ -17,6 +17,7 @@ from assistant.answering import Answerer
 from assistant.composition import Assistant
 from assistant.core.auth.audit import record_event
 from assistant.core.errors import AssistantError
+from assistant.retrieval.retriever import check_query
 
 router = APIRouter(prefix="/api")
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalD
     Raises:
         OverloadedError: too many requests wait for the model (429 with Retry-After, before streaming).
     """
+    check_query(body.question)  # a blank question is a 400 here, not an error event inside a 200 stream
     ticket = assistant.answerer.admit(principal)
     history = [{"role": t.role, "content": t.content} for t in body.history]
     answerer = audited_answerer(assistant, request)

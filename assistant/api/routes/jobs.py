@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AdminDep, AssistantDep, DispatcherDep
 from assistant.core.acl_manifest import AclManifest
-from assistant.core.db.models import Job, JobItem
+from assistant.core.db.models import Job, JobItem, Source
 from assistant.core.errors import InvalidRequestError, NotFoundError
 from assistant.core.jobs import JOB_TASKS
 
@@ -49,6 +49,17 @@ class JobPublic(BaseModel):
 class SyncCreate(BaseModel):
     path: str = Field(min_length=1, max_length=4096, description="a folder or file on the server")
     acl: dict[str, Any] | None = Field(default=None, description="ACL manifest: {default, rules}")
+
+
+def _refuse_manifest_inside_a_source(db, path: Path) -> None:
+    """A manifest belongs to a whole folder source: refuse one sent for a path inside a source."""
+    with db.session() as session:
+        for source in session.scalars(select(Source).where(Source.kind == "folder")):
+            if source.path in path.parents:
+                raise InvalidRequestError(
+                    f"path {str(path)!r} lies inside the source {str(source.path)!r}, whose ACL manifest covers it; "
+                    "send the manifest with a sync of that folder instead"
+                )
 
 
 def _public(job: Job, *, with_items: bool) -> JobPublic:
@@ -106,8 +117,10 @@ async def start_sync(body: SyncCreate, assistant: AssistantDep, dispatcher: Disp
         InvalidRequestError: the path is outside the source roots or does not exist on the server,
             or the ACL manifest is invalid (checked here, before anything is queued).
     """
+    if "\x00" in body.path or not Path(body.path).is_absolute():
+        raise InvalidRequestError(f"path {body.path!r} must be an absolute path on the server, without NUL characters")
     roots = [Path(r).expanduser().resolve() for r in assistant.resources.settings.source_roots]
-    path = Path(body.path).expanduser().resolve()
+    path = Path(body.path).resolve()
     if not any(path == root or root in path.parents for root in roots):
         allowed = ", ".join(map(str, roots)) or "none: set ASSISTANT_SOURCE_ROOTS"
         raise InvalidRequestError(f"path {body.path!r} is not under a source root the API may sync (allowed: {allowed})")
@@ -115,6 +128,7 @@ async def start_sync(body: SyncCreate, assistant: AssistantDep, dispatcher: Disp
         raise InvalidRequestError(f"path {body.path!r} does not exist on the server")
     if body.acl is not None:
         AclManifest.from_dict(body.acl, origin="the ACL manifest ('acl')")
+        await run_in_threadpool(_refuse_manifest_inside_a_source, assistant.resources.db, path)
 
     def create() -> JobPublic:
         with assistant.resources.db.session() as session:

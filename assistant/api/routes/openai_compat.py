@@ -25,6 +25,7 @@ from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.errors import openai_error_body
 from assistant.api.routes.chat import audited_answerer
 from assistant.api.sse import SSE_HEADERS, paced_stream
+from assistant.retrieval.retriever import check_query
 from assistant.core.errors import AssistantError, AuthenticationError, InvalidRequestError, NotFoundError
 
 RAG_MODEL = "assistant-rag"
@@ -135,6 +136,7 @@ async def chat_completions(
         OverloadedError: too many requests wait for the model (429 with Retry-After).
     """
     question, history = _conversation(body)
+    check_query(question)  # before a stream starts: a 400, not an in-band error
     answerer = audited_answerer(assistant, request, endpoint="/v1/chat/completions")
     limit = body.max_completion_tokens or body.max_tokens
     if limit:

@@ -17,6 +17,8 @@ from assistant.core.errors import AuthenticationError, ConflictError, InvalidReq
 
 # Names end up in ACL tokens (`user:NAME`, `group:NAME`): no whitespace and no colon.
 _NAME = re.compile(r"^[^\s:]{1,255}$")
+# `everyone` is the ACL token of all readers and `anonymous` the CLI's principal without --as.
+RESERVED_NAMES = frozenset({"everyone", "anonymous"})
 
 
 @dataclass(frozen=True)
@@ -42,11 +44,13 @@ def check_name(kind: str, name: str) -> str:
     """Validate a user or group name; returns it stripped.
 
     Raises:
-        InvalidRequestError: empty, too long, or containing whitespace or ':'.
+        InvalidRequestError: empty, too long, containing whitespace or ':', or reserved.
     """
     name = name.strip()
     if not _NAME.match(name):
         raise InvalidRequestError(f"{kind} name {name!r} must be 1-255 characters without whitespace or ':'")
+    if name.casefold() in RESERVED_NAMES:
+        raise InvalidRequestError(f"{kind} name {name!r} is reserved (it names the built-in principals)")
     return name
 
 
@@ -103,8 +107,9 @@ def create_user(
     name = check_name("user", name)
     password_hash = hash_password(password) if password is not None else None
     with db.session() as session:
-        if session.scalar(select(User.id).where(User.name == name)) is not None:
-            raise ConflictError(f"user '{name}' already exists")
+        taken = session.scalar(select(User.name).where(func.lower(User.name) == name.lower()))
+        if taken is not None:  # `Alice` beside `alice` would invite impersonation by look-alike names
+            raise ConflictError(f"user '{name}' already exists" if taken == name else f"user '{taken}' already exists (names differ only in case)")
         user = User(name=name, display_name=display_name, password_hash=password_hash, is_admin=is_admin)
         session.add(user)
         session.flush()

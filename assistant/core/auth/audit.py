@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Any, Sequence
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from assistant.core.db.models import AuditEvent
 from assistant.core.db.session import Database
@@ -48,3 +49,14 @@ def recent_events(db: Database, *, principal: str | None = None, limit: int = 50
              "chunk_ids": list(e.chunk_ids or []), "details": dict(e.details or {})}
             for e in session.scalars(stmt)
         ]
+
+
+def count_events(db: Database, *, principal: str, action: str, window_s: float) -> int:
+    """How many `action` events `principal` has in the last `window_s` seconds (e.g. failed sign-ins)."""
+    since = datetime.now(timezone.utc) - timedelta(seconds=window_s)
+    with db.session() as session:
+        return session.scalar(
+            select(func.count()).select_from(AuditEvent).where(
+                AuditEvent.principal == principal, AuditEvent.action == action, AuditEvent.at >= since
+            )
+        ) or 0
