@@ -14,6 +14,7 @@ path, unchanged paragraphs of an edited file) reuses its vector from the `Embedd
 from __future__ import annotations
 
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable
@@ -146,6 +147,11 @@ class Ingestor:
                 job.status, job.finished_at, job.reason = "failed", utcnow(), f"{type(exc).__name__}: {exc}"
             raise
         outcomes = [run.outcomes[k] for k in sorted(run.outcomes)]
+        written = sum(o.chunks for o in outcomes if o.status == "done") + sum(o.status == "deleted" for o in outcomes)
+        if written >= self.res.settings.optimize_min_points:
+            started = time.perf_counter()
+            self.res.store.optimize()
+            run.seconds["optimize_s"] += time.perf_counter() - started
         with self.res.db.session() as session:
             job = session.get(Job, job_id)
             totals: dict[str, float] = {}

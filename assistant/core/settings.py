@@ -143,6 +143,10 @@ class Settings(BaseSettings):
     embedding_batch_chunks: int = Field(
         default=512, ge=1, description="chunks gathered across files before one embedding call"
     )
+    optimize_min_points: int = Field(
+        default=1000, ge=1,
+        description="a sync that writes at least this many points optimises the Qdrant Edge collection after it",
+    )
     embedding_cache_max_vectors: int = Field(
         default=1_000_000, ge=0,
         description="most vectors the ingestion embedding cache keeps (oldest dropped first; 1M x 384-d is about 1.6 GB)",

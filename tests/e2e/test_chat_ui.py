@@ -69,9 +69,9 @@ def test_sign_in_ask_and_see_cited_answer(server):
         page.click("#send")
         answer = page.locator("[data-testid=answer]").last
         # The answer streams in: text appears before the citations do.
-        expect(answer).not_to_be_empty(timeout=120_000)
+        expect(answer).not_to_be_empty(timeout=240_000)
         citations = page.locator("[data-testid=citations]").last
-        expect(citations).to_be_visible(timeout=120_000)
+        expect(citations).to_be_visible(timeout=240_000)
         expect(citations).to_contain_text("getting-started.md")
         assert len(answer.inner_text().strip()) > 10
         browser.close()

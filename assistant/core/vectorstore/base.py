@@ -121,6 +121,10 @@ class VectorStore(abc.ABC):
     def close(self) -> None:
         """Release the store (and its folder lock, if any)."""
 
+    def optimize(self) -> None:
+        """Merge segments and build the search indexes after a large write (default: nothing to do;
+        a Qdrant server's optimiser runs on its own)."""
+
     def query(
         self,
         *,
