@@ -32,7 +32,8 @@ class Assistant:
 
             reranker = Reranker(settings.reranker_model)
         retriever = Retriever(
-            store=resources.store, embedder=QueryBatcher(resources.embedder), reranker=reranker, prefetch_k=settings.prefetch_k
+            store=resources.store, embedder=QueryBatcher(resources.embedder), reranker=reranker, prefetch_k=settings.prefetch_k,
+            fusion=settings.fusion,
         )
         answerer = Answerer(
             retriever=retriever,

@@ -62,14 +62,16 @@ def configs(reranker) -> list[tuple[str, dict, bool]]:
         ("dense only (baseline: plain MiniLM)", {"mode": "dense", **old}, True),
         ("sparse only (baseline: BM25-jieba)", {"mode": "sparse", **old}, True),
         ("plain RRF k=60 1:1, prefetch 40 (baseline: before issue 5)",
-         {"mode": "hybrid", "rrf_weights": (1.0, 1.0), "prefetch_k": 40, **old}, True),
+         {"mode": "hybrid", "fusion": "rrf", "rrf_weights": (1.0, 1.0), "prefetch_k": 40, **old}, True),
         ("weighted RRF 2:1, no language routing",
-         {"mode": "hybrid", "rrf_weights": DEFAULT_RRF_WEIGHTS, "prefetch_k": DEFAULT_PREFETCH_K, **old}, False),
-        ("hybrid, tuned (ours: weighted RRF + language routing + new abstention)",
-         {"mode": "hybrid", "rrf_weights": DEFAULT_RRF_WEIGHTS, "prefetch_k": DEFAULT_PREFETCH_K}, False),
+         {"mode": "hybrid", "fusion": "rrf", "rrf_weights": DEFAULT_RRF_WEIGHTS, "prefetch_k": DEFAULT_PREFETCH_K, **old}, False),
+        ("weighted RRF 2:1 + language routing + new abstention",
+         {"mode": "hybrid", "fusion": "rrf", "rrf_weights": DEFAULT_RRF_WEIGHTS, "prefetch_k": DEFAULT_PREFETCH_K}, False),
+        ("hybrid, tuned (ours: DBSF + language routing + new abstention)",
+         {"mode": "hybrid", "fusion": "dbsf", "prefetch_k": DEFAULT_PREFETCH_K}, False),
     ]
     if reranker is not None:
-        out.append(("ours + cross-encoder reranker", {"mode": "hybrid", "rrf_weights": DEFAULT_RRF_WEIGHTS,
+        out.append(("ours + cross-encoder reranker", {"mode": "hybrid", "fusion": "dbsf",
                                                        "prefetch_k": DEFAULT_PREFETCH_K, "reranker": reranker}, False))
     return out
 

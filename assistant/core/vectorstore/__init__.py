@@ -2,6 +2,7 @@
 
 from assistant.core.vectorstore.base import (  # noqa: F401
     ChunkPoint,
+    FusionMethod,
     ScoredChunk,
     SearchMode,
     SparseEmbedding,

@@ -9,6 +9,9 @@ from typing import Any, Literal, Sequence
 from assistant.core.errors import ConflictError, InvalidRequestError
 
 SearchMode = Literal["hybrid", "dense", "sparse"]
+# How hybrid mode fuses its dense and sparse lists: weighted reciprocal rank fusion, or Qdrant's
+# distribution-based score fusion (each list's scores normalised by mean +- 3 standard deviations, summed).
+FusionMethod = Literal["rrf", "dbsf"]
 
 DENSE = "dense"
 SPARSE = "sparse"
@@ -114,6 +117,7 @@ class VectorStore(abc.ABC):
         doc_ids: list[str] | None,
         with_dense: bool,
         rrf_weights: tuple[float, float],
+        fusion: FusionMethod,
     ) -> list[ScoredChunk]:
         """Implementation of `query`, after argument checks."""
 
@@ -137,6 +141,7 @@ class VectorStore(abc.ABC):
         doc_ids: Sequence[str] | None = None,
         with_dense: bool = False,
         rrf_weights: Sequence[float] = RRF_WEIGHTS,
+        fusion: FusionMethod = "rrf",
     ) -> list[ScoredChunk]:
         """Best chunks first, among those whose `acl` shares a principal with `acl_any`.
 
@@ -151,6 +156,7 @@ class VectorStore(abc.ABC):
             with_dense: return each hit's dense vector (for relevance scoring and diversity).
             rrf_weights: (dense, sparse) weights of weighted reciprocal rank fusion in hybrid mode
                 (Cormack, Clarke & Buettcher, SIGIR 2009, with per-list weights); both positive.
+            fusion: `rrf`, or `dbsf` (Qdrant's distribution-based score fusion, unweighted).
 
         Raises:
             InvalidRequestError: no principals, the vector the mode needs is missing, or a weight
@@ -166,6 +172,8 @@ class VectorStore(abc.ABC):
         weights = tuple(float(w) for w in rrf_weights)
         if len(weights) != 2 or min(weights) <= 0:
             raise InvalidRequestError(f"rrf_weights must be two positive numbers (dense, sparse), not {weights}")
+        if fusion not in ("rrf", "dbsf"):
+            raise InvalidRequestError(f"fusion must be 'rrf' or 'dbsf', not {fusion!r}")
         if mode == "hybrid" and sparse is not None and not sparse.indices:
             mode = "dense"  # a question with no indexable term: fusion with an empty list is dense alone
         if mode == "sparse" and sparse is not None and not sparse.indices:
@@ -180,6 +188,7 @@ class VectorStore(abc.ABC):
             doc_ids=list(doc_ids) if doc_ids else None,
             with_dense=with_dense,
             rrf_weights=(weights[0], weights[1]),
+            fusion=fusion,
         )
 
     @staticmethod

@@ -19,6 +19,7 @@ from assistant.core.vectorstore.base import (
     RRF_K,
     SPARSE,
     ChunkPoint,
+    FusionMethod,
     ScoredChunk,
     SearchMode,
     SparseEmbedding,
@@ -170,6 +171,7 @@ class EdgeVectorStore(VectorStore):
         doc_ids: list[str] | None,
         with_dense: bool,
         rrf_weights: tuple[float, float],
+        fusion: FusionMethod,
     ) -> list[ScoredChunk]:
         if self._shard is None:
             return []
@@ -191,7 +193,7 @@ class EdgeVectorStore(VectorStore):
                     qe.Prefetch(limit=prefetch_limit, query=dense_q, filter=flt),
                     qe.Prefetch(limit=prefetch_limit, query=sparse_q, filter=flt),
                 ],
-                query=qe.Fusion.Rrf(k=RRF_K, weights=list(rrf_weights)),
+                query=qe.Fusion.Rrf(k=RRF_K, weights=list(rrf_weights)) if fusion == "rrf" else qe.Fusion.Dbsf(),
                 filter=flt,
                 with_payload=True,
                 with_vector=with_vector,

@@ -16,6 +16,7 @@ from assistant.core.vectorstore.base import (
     RRF_K,
     SPARSE,
     ChunkPoint,
+    FusionMethod,
     ScoredChunk,
     SearchMode,
     SparseEmbedding,
@@ -173,6 +174,7 @@ class QdrantServerStore(VectorStore):
         doc_ids: list[str] | None,
         with_dense: bool,
         rrf_weights: tuple[float, float],
+        fusion: FusionMethod,
     ) -> list[ScoredChunk]:
         if not self._collection_exists():
             return []
@@ -190,7 +192,11 @@ class QdrantServerStore(VectorStore):
                     qm.Prefetch(query=dense_q, using=DENSE, filter=flt, limit=prefetch_limit),
                     qm.Prefetch(query=sparse_q, using=SPARSE, filter=flt, limit=prefetch_limit),
                 ],
-                query=qm.RrfQuery(rrf=qm.Rrf(k=RRF_K, weights=list(rrf_weights))),
+                query=(
+                    qm.RrfQuery(rrf=qm.Rrf(k=RRF_K, weights=list(rrf_weights)))
+                    if fusion == "rrf"
+                    else qm.FusionQuery(fusion=qm.Fusion.DBSF)
+                ),
                 query_filter=flt,
                 limit=limit,
                 with_payload=True,
