@@ -14,7 +14,7 @@ from assistant.answering.stops import StopFilter
 from assistant.answering.packing import pack_context
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, format_source, question_lang
 from assistant.answering.rewrite import rewrite_query
-from assistant.core.llm import LLM, ChatMessage
+from assistant.core.llm import LLM, ChatMessage, FinishReason, StreamResult, Usage
 from assistant.core.principals import Principal
 from assistant.retrieval import RetrievedChunk, Retriever
 from assistant.retrieval.abstention import AbstentionRule
@@ -26,18 +26,26 @@ TEMPLATE_MARGIN_TOKENS = 64
 
 @dataclass
 class Answer:
-    """A finished answer. `abstained` is True when the documents did not contain it."""
+    """A finished answer. `abstained` is True when the documents did not contain it.
+
+    `finish_reason` is "length" when the answer was cut at `max_tokens`, else "stop"; `usage` holds
+    the tokens its generation used (`Answerer.stream`'s `done` event says which are counted).
+    """
 
     answer: str
     citations: list[Citation]
     chunks: list[RetrievedChunk] = field(default_factory=list)
     abstained: bool = False
+    finish_reason: FinishReason = "stop"
+    usage: Usage = field(default_factory=Usage)
 
     def to_dict(self) -> dict:
         return {
             "answer": self.answer,
             "abstained": self.abstained,
             "citations": [c.to_dict() for c in self.citations],
+            "finish_reason": self.finish_reason,
+            "usage": self.usage.to_dict(),
         }
 
 
@@ -120,7 +128,13 @@ class Answerer:
         self, question: str, *, principal: Principal, history: Sequence[ChatMessage] = (), ticket: Ticket | None = None
     ) -> AsyncIterator[dict]:
         """Events: `{"type": "token", "text"}` as generated, then `{"type": "citations", "citations"}`,
-        then `{"type": "done", "answer", "abstained", "cached"}`.
+        then `{"type": "done", "answer", "abstained", "cached", "finish_reason", "usage"}`.
+
+        `finish_reason` is "length" when the answer was cut at `max_tokens` (a cached answer keeps the
+        one it was generated with), else "stop" (the model ended it, a stop sequence did, or no model
+        ran). `usage` is `{"prompt_tokens", "completion_tokens", "total_tokens"}` of this request's
+        answer generation, as the backend reports or counts them (`LLM.stream`): all zeros for a
+        cached answer or an abstention (no generation); an LLM rewrite of a follow-up is not included.
 
         Args:
             ticket: this request's admission (`admit`); default: admitted here. Closed at the end.
@@ -145,7 +159,10 @@ class Answerer:
             elif event["type"] == "done":
                 done = event
         citations = [Citation(**c) for c in done["citations"]]
-        return Answer(done["answer"], citations, sources, abstained=done["abstained"])
+        return Answer(
+            done["answer"], citations, sources, abstained=done["abstained"], finish_reason=done["finish_reason"],
+            usage=Usage(done["usage"]["prompt_tokens"], done["usage"]["completion_tokens"]),
+        )
 
     async def _events(
         self, question: str, *, principal: Principal, history: Sequence[ChatMessage], ticket: Ticket | None
@@ -166,7 +183,7 @@ class Answerer:
                     yield {"type": "token", "text": hit.answer}
                     yield {"type": "citations", "citations": hit.citations}
                     yield {"type": "done", "answer": hit.answer, "abstained": False, "cached": True,
-                           "citations": hit.citations}
+                           "finish_reason": hit.finish_reason, "usage": Usage().to_dict(), "citations": hit.citations}
                     return
             query = question
             if history:
@@ -182,12 +199,14 @@ class Answerer:
                 text = NO_ANSWER[question_lang(question)]
                 yield {"type": "token", "text": text}
                 yield {"type": "citations", "citations": []}
-                yield {"type": "done", "answer": text, "abstained": True, "cached": False, "citations": []}
+                yield {"type": "done", "answer": text, "abstained": True, "cached": False, "finish_reason": "stop",
+                       "usage": Usage().to_dict(), "citations": []}
                 return
             if ticket is not None:
                 await ticket.acquire()
             parts: list[str] = []
-            async for text in self._generate(messages):
+            generated = StreamResult()
+            async for text in self._generate(messages, generated):
                 parts.append(text)
                 yield {"type": "token", "text": text}
             if ticket is not None:
@@ -197,18 +216,23 @@ class Answerer:
             if self.cache is not None and not history and answer:
                 await asyncio.to_thread(
                     self.cache.put, question, principal=principal, answer=answer, citations=citations,
-                    doc_ids=[s.doc_id for s in sources],
+                    doc_ids=[s.doc_id for s in sources], finish_reason=generated.finish_reason,
                 )
             yield {"type": "citations", "citations": citations}
-            yield {"type": "done", "answer": answer, "abstained": False, "cached": False, "citations": citations}
+            yield {"type": "done", "answer": answer, "abstained": False, "cached": False,
+                   "finish_reason": generated.finish_reason, "usage": generated.usage.to_dict(), "citations": citations}
         finally:
             if ticket is not None:
                 ticket.close()
 
-    async def _generate(self, messages: list[ChatMessage]) -> AsyncIterator[str]:
-        """The model's deltas up to the first stop sequence; the upstream stream is closed there."""
+    async def _generate(self, messages: list[ChatMessage], result: StreamResult) -> AsyncIterator[str]:
+        """The model's deltas up to the first stop sequence; the upstream stream is closed there.
+
+        `result` is filled in once the deltas are exhausted: its `finish_reason` is "stop" when a stop
+        sequence ended the answer or the backend did not say, else the backend's.
+        """
         stops = StopFilter()
-        stream = self.llm.stream(messages, max_tokens=self.max_tokens, temperature=self.temperature)
+        stream = self.llm.stream(messages, max_tokens=self.max_tokens, temperature=self.temperature, result=result)
         try:
             async for delta in stream:
                 text = stops.push(delta)
@@ -221,3 +245,5 @@ class Answerer:
                 yield tail
         finally:
             await stream.aclose()
+            if stops.stopped or result.finish_reason is None:
+                result.finish_reason = "stop"

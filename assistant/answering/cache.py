@@ -39,12 +39,14 @@ def normalise_question(question: str) -> str:
 
 @dataclass
 class CachedAnswer:
-    """A cached answer: its text, citations (as `Citation.to_dict()`), and the versions it rests on."""
+    """A cached answer: its text, citations (as `Citation.to_dict()`), the versions it rests on, and
+    its `finish_reason` ("length" when it was cut at `max_tokens`; entries from before it say "stop")."""
 
     answer: str
     citations: list[dict]
     doc_versions: dict[str, str]
     created_at: float
+    finish_reason: str = "stop"
 
 
 class CacheStore(Protocol):
@@ -174,8 +176,12 @@ class AnswerCache:
         self.hits += 1
         return entry
 
-    def put(self, question: str, *, principal: Principal, answer: str, citations: list[dict], doc_ids: Iterable[str]) -> bool:
-        """Cache an answer generated from the documents `doc_ids` (all sources in its prompt).
+    def put(
+        self, question: str, *, principal: Principal, answer: str, citations: list[dict], doc_ids: Iterable[str],
+        finish_reason: str = "stop",
+    ) -> bool:
+        """Cache an answer generated from the documents `doc_ids` (all sources in its prompt), and why its
+        generation ended (`finish_reason`, "stop" or "length"), which a hit reports again.
 
         Returns:
             True if stored; False when no document backs it (nothing could ever invalidate it) or one
@@ -185,7 +191,10 @@ class AnswerCache:
         versions = self._versions(ids, principal)
         if not ids or set(versions) != set(ids):
             return False
-        entry = CachedAnswer(answer=answer, citations=citations, doc_versions=versions, created_at=time.time())
+        entry = CachedAnswer(
+            answer=answer, citations=citations, doc_versions=versions, created_at=time.time(),
+            finish_reason=finish_reason,
+        )
         self.store.set(self.key(question, principal), json.dumps(asdict(entry)).encode("utf-8"), self.ttl_s)
         return True
 

@@ -1,6 +1,9 @@
 """Contract of `/v1` with the official `openai` client against the real app under uvicorn (vLLM's
-`RemoteOpenAIServer` pattern): models, completions with citations (plain and streamed), errors in
-OpenAI's shape, API-key auth, answers under the caller's ACL."""
+`RemoteOpenAIServer` pattern): models, completions with citations (plain and streamed), `finish_reason`
+and `usage`, errors in OpenAI's shape, API-key auth, answers under the caller's ACL.
+
+The app's model is llama_cpp.server (vLLM's stand-in; `serving` caps answers at 24 tokens), which
+reports no usage when streaming: the counts checked here are the backend's own."""
 
 from __future__ import annotations
 
@@ -13,6 +16,14 @@ from tests.conftest_llm_server import llm_server  # noqa: F401
 
 MODEL = "assistant-rag"
 QUESTION = "How long should my password be?"
+ANSWER_LIMIT = 24  # llm_max_tokens of the `serving` fixture
+
+
+def assert_usage(usage, *, max_completion: int) -> None:
+    """`usage` counts a real prompt, 1..max_completion generated tokens, and adds up."""
+    assert usage.prompt_tokens > 0
+    assert 1 <= usage.completion_tokens <= max_completion
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
 
 
 def client_for(server, headers: dict) -> openai.OpenAI:
@@ -36,6 +47,7 @@ def test_completion_answers_with_citations_under_the_callers_acl(serving):
     )
     assert inside.object == "chat.completion" and inside.choices[0].message.content
     assert inside.choices[0].finish_reason == "stop"
+    assert_usage(inside.usage, max_completion=ANSWER_LIMIT)
     assert any(c["source"].endswith("passwords.md") for c in inside.model_extra["citations"])
     outside = client_for(server, plain).chat.completions.create(
         model=MODEL, messages=[{"role": "user", "content": QUESTION}]
@@ -43,11 +55,27 @@ def test_completion_answers_with_citations_under_the_callers_acl(serving):
     assert not any(c["source"].endswith("passwords.md") for c in outside.model_extra["citations"])
 
 
+def test_a_completion_cut_at_max_tokens_says_length_and_counts_its_tokens(serving):
+    server, res, *_ = serving
+    _, headers = new_key(res, "secops")
+    cut = client_for(server, headers).chat.completions.create(
+        model=MODEL, max_tokens=3, messages=[{"role": "user", "content": QUESTION}]
+    )
+    assert cut.choices[0].message.content.strip()
+    assert cut.choices[0].finish_reason == "length"
+    assert_usage(cut.usage, max_completion=3)
+    # The cut answer was not cached for this caller's later requests made with the server's settings.
+    full = client_for(server, headers).chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": QUESTION}]
+    )
+    assert full.choices[0].finish_reason == "stop" and full.usage.completion_tokens > 0
+
+
 def test_streamed_completion_ends_with_a_citations_chunk(serving):
     server, res, *_ = serving
     _, secops = new_key(res, "secops")
     stream = client_for(server, secops).chat.completions.create(
-        model=MODEL, stream=True, max_tokens=16,
+        model=MODEL, stream=True, max_tokens=3,
         messages=[
             {"role": "user", "content": "What are the password requirements?"},
             {"role": "assistant", "content": "Use a password manager [1]."},
@@ -59,9 +87,27 @@ def test_streamed_completion_ends_with_a_citations_chunk(serving):
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text.strip()
     last = chunks[-1]
-    assert last.choices[0].finish_reason == "stop"
+    assert last.choices[0].finish_reason == "length"  # cut at max_tokens=3
     assert any(c["source"].endswith("passwords.md") for c in last.model_extra["citations"])
     assert all(c.object == "chat.completion.chunk" and c.model == MODEL for c in chunks)
+    assert all(c.choices and c.usage is None for c in chunks), "usage only when stream_options asks for it"
+
+
+def test_streamed_completion_sends_a_usage_chunk_when_asked(serving):
+    server, res, *_ = serving
+    _, secops = new_key(res, "secops")
+    chunks = list(
+        client_for(server, secops).chat.completions.create(
+            model=MODEL, stream=True, stream_options={"include_usage": True},
+            messages=[{"role": "user", "content": QUESTION}],
+        )
+    )
+    *answer, finish, usage = chunks
+    assert "".join(c.choices[0].delta.content or "" for c in answer).strip()
+    assert all(c.choices[0].finish_reason is None for c in answer)
+    assert finish.choices[0].finish_reason == "stop" and finish.usage is None
+    assert usage.choices == [] and usage.object == "chat.completion.chunk"
+    assert_usage(usage.usage, max_completion=ANSWER_LIMIT)
 
 
 @pytest.mark.parametrize(

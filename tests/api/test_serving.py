@@ -47,10 +47,13 @@ def test_cached_answers_are_never_shared_across_acl_scopes(serving):
 
     _, first = chat(server.url, secops, question)
     assert done_of(first)["cached"] is False
+    assert done_of(first)["usage"]["prompt_tokens"] > 0 and done_of(first)["finish_reason"] in ("stop", "length")
     assert any(s.endswith("passwords.md") for s in cited_sources(first)), first
     _, again = chat(server.url, secops, question.upper() + "  ")  # normalised: case and spaces
     assert done_of(again)["cached"] is True
     assert cited_sources(again) == cited_sources(first)
+    assert done_of(again)["finish_reason"] == done_of(first)["finish_reason"]
+    assert done_of(again)["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}  # no model call
 
     for headers in (plain, twin):
         _, other = chat(server.url, headers, question)
@@ -154,10 +157,12 @@ def test_helpdesk_answers_a_ticket_with_citations_or_abstains(serving):
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["ticket_id"] == "HD-1" and body["abstained"] is False and body["answer"]
+    assert body["finish_reason"] in ("stop", "length") and body["usage"]["completion_tokens"] > 0
     assert any(c["source"].endswith("application_access_request.md") for c in body["citations"])
     # The same ticket again is served from the cache, and audited as such.
     again = httpx.post(f"{server.url}/api/helpdesk/answer", json=ticket, headers=headers, timeout=300).json()
     assert again["answer"] == body["answer"] and again["citations"] == body["citations"]
+    assert again["finish_reason"] == body["finish_reason"] and again["usage"]["total_tokens"] == 0
     audited = recent_events(res.db, principal=name)
     assert any(e["details"].get("cached") and e["details"].get("endpoint") == "helpdesk" for e in audited)
     r = httpx.post(

@@ -52,3 +52,25 @@ def test_stream_is_tokens_then_citations_then_done(assistant):
     kinds = [e["type"] for e in events]
     assert kinds[-2:] == ["citations", "done"] and set(kinds[:-2]) == {"token"} and len(kinds) > 3
     assert "".join(e["text"] for e in events if e["type"] == "token").strip() == events[-1]["answer"]
+    done = events[-1]
+    assert done["finish_reason"] == "stop", done  # the model (or a stop sequence) ended it
+    assert_usage(done["usage"], max_completion=assistant.answerer.max_tokens)
+
+
+def test_an_answer_cut_at_max_tokens_says_length_and_counts_its_tokens(assistant):
+    """Both backends report why generation ended and its tokens; a cached answer keeps its finish
+    reason and counts no tokens (none were generated)."""
+    assistant.answerer.max_tokens = 3
+    cut = asyncio.run(assistant.answerer.answer(QUESTION, principal=ANONYMOUS))
+    assert cut.answer and cut.finish_reason == "length"
+    assert_usage(cut.usage.to_dict(), max_completion=3)
+    again = asyncio.run(assistant.answerer.answer(QUESTION, principal=ANONYMOUS))
+    assert (again.answer, again.finish_reason) == (cut.answer, "length")
+    assert again.usage.to_dict() == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+def assert_usage(usage: dict, *, max_completion: int) -> None:
+    """`usage` counts a real prompt, 1..max_completion generated tokens, and adds up."""
+    assert usage["prompt_tokens"] > 0
+    assert 1 <= usage["completion_tokens"] <= max_completion
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from assistant.core.errors import UpstreamUnavailableError
+from assistant.core.llm.base import StreamResult
 from assistant.core.llm.breaker import CircuitBreaker
 from assistant.core.llm.openai_compat import OpenAICompatLLM
 
@@ -28,20 +29,26 @@ async def _wait_for_log(server, text: str, *, after: int, timeout_s: float = 60.
     return False
 
 
-def test_stream_yields_text_deltas(llm_server):
-    async def scenario() -> tuple[list[str], str]:
+def test_stream_yields_text_deltas_then_says_why_it_ended(llm_server):
+    async def scenario() -> tuple[list[str], str, StreamResult, StreamResult]:
         llm = OpenAICompatLLM(llm_server.base_url, "assistant", read_timeout_s=120)
         try:
-            deltas = [d async for d in llm.stream(STORY, max_tokens=24, temperature=0.0)]
-            return deltas, llm.breaker.state
+            story, hello = StreamResult(), StreamResult()
+            deltas = [d async for d in llm.stream(STORY, max_tokens=24, temperature=0.0, result=story)]
+            await llm.complete(HELLO, max_tokens=200, temperature=0.0, result=hello)
+            return deltas, llm.breaker.state, story, hello
         finally:
             await llm.aclose()
 
-    deltas, breaker_state = asyncio.run(scenario())
+    deltas, breaker_state, story, hello = asyncio.run(scenario())
     assert len(deltas) > 1, "the answer must arrive in pieces, not as one blob"
     assert all(isinstance(d, str) and d for d in deltas)
     assert "".join(deltas).strip()
     assert breaker_state == "closed"
+    # llama_cpp.server sends no usage when streaming: the backend counts (an over-estimate, capped).
+    assert story.finish_reason == "length"
+    assert story.usage.prompt_tokens > 0 and 1 <= story.usage.completion_tokens <= 24
+    assert hello.finish_reason == "stop" and 1 <= hello.usage.completion_tokens < 200
 
 
 def test_closing_the_stream_stops_the_generation_upstream(llm_server):
@@ -53,13 +60,16 @@ def test_closing_the_stream_stops_the_generation_upstream(llm_server):
         llm = OpenAICompatLLM(llm_server.base_url, "assistant", read_timeout_s=120)
         try:
             log_start = len(llm_server.log_text())
-            stream = llm.stream(STORY, max_tokens=1000, temperature=0.0)
+            closed = StreamResult()
+            stream = llm.stream(STORY, max_tokens=1000, temperature=0.0, result=closed)
             received: list[str] = []
             async for delta in stream:
                 received.append(delta)
                 if len(received) == 3:
                     break
             await stream.aclose()
+            # Closed before the end: no finish reason, and the tokens of the text received.
+            assert closed.finish_reason is None and 1 <= closed.usage.completion_tokens < 1000
             disconnected = await _wait_for_log(llm_server, DISCONNECT_LINE, after=log_start)
             second = await asyncio.wait_for(llm.complete(HELLO, max_tokens=8, temperature=0.0), 60)
             return received, disconnected, second

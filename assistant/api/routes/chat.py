@@ -79,6 +79,9 @@ def audited_answerer(assistant: Assistant, request: Request, **details) -> Answe
 async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalDep, request: Request) -> StreamingResponse:
     """Answer `question` from the documents the caller may read, as server-sent events; audited.
 
+    The events are `Answerer.stream`'s: `token` (`text`)..., `citations`, then `done` with `answer`,
+    `abstained`, `cached`, `finish_reason` ("length" when the answer was cut) and `usage` (tokens).
+
     Raises:
         OverloadedError: too many requests wait for the model (429 with Retry-After, before streaming).
     """

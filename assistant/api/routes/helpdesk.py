@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
@@ -21,12 +23,17 @@ class HelpdeskTicket(BaseModel):
 
 
 class HelpdeskAnswerPublic(BaseModel):
-    """The suggested answer. `abstained` is True when the documents the caller may read hold none."""
+    """The suggested answer. `abstained` is True when the documents the caller may read hold none;
+    `finish_reason` is "length" when the answer was cut at the server's answer length limit (review it
+    before sending), else "stop"; `usage` is the tokens its generation used, as in `/v1/chat/completions`
+    (`{"prompt_tokens", "completion_tokens", "total_tokens"}`, zeros when served from the cache)."""
 
     ticket_id: str
     answer: str
     citations: list[dict]
     abstained: bool
+    finish_reason: Literal["stop", "length"] = "stop"
+    usage: dict[str, int] = Field(default_factory=dict)
 
 
 def ticket_question(ticket: HelpdeskTicket) -> str:
@@ -52,5 +59,5 @@ async def answer_ticket(
     result = await answerer.answer(question, principal=principal, ticket=ticket)
     return HelpdeskAnswerPublic(
         ticket_id=body.ticket_id, answer=result.answer, citations=[c.to_dict() for c in result.citations],
-        abstained=result.abstained,
+        abstained=result.abstained, finish_reason=result.finish_reason, usage=result.usage.to_dict(),
     )

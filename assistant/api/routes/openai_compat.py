@@ -6,6 +6,18 @@ messages from the client are ignored, so the product's stable system prompt stay
 and a client cannot talk the model out of citing. Citations come in the non-standard `citations`
 field: of the completion, or of the last streamed chunk (the one with `finish_reason`). Errors use
 OpenAI's shape `{"error": {"message", "type", "code"}}` (see `assistant.api.errors`).
+
+`finish_reason` is "length" when the answer was cut at `max_tokens` (the request's, capped at the
+server's `ASSISTANT_LLM_MAX_TOKENS`), else "stop". `usage` (`prompt_tokens`, `completion_tokens`,
+`total_tokens`) is the tokens this request's answer generation used. Their source depends on the
+backend: llama.cpp in process gives the prompt's exact count and the answer's counted with the model's
+tokenizer; an OpenAI-compatible server gives its own figures (vLLM), except where it reports none
+(llama_cpp.server) or the answer ended at one of our stop sequences (the stream is closed before the
+server's usage chunk): then both are over-estimates counted here. An answer from the answer cache, or an
+abstention (no model call), reports zeros; an LLM rewrite of a follow-up question is not counted.
+Streamed, usage comes as OpenAI sends it: when the request sets `stream_options.include_usage`, in a
+last chunk with empty `choices`. A request that sets its own `max_tokens` or `temperature` bypasses the
+answer cache, which holds answers made with the server's settings.
 """
 
 from __future__ import annotations
@@ -66,6 +78,11 @@ class Message(BaseModel):
         return self.content or ""
 
 
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    include_usage: bool = False
+
+
 class ChatCompletionRequest(BaseModel):
     """The fields we use of OpenAI's chat completion request; others (tools, n, stop...) are ignored."""
 
@@ -76,6 +93,7 @@ class ChatCompletionRequest(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    stream_options: StreamOptions | None = None
 
 
 @router.get("/models")
@@ -143,6 +161,8 @@ async def chat_completions(
         answerer.max_tokens = min(answerer.max_tokens, limit)
     if body.temperature is not None:
         answerer.temperature = body.temperature
+    if (answerer.max_tokens, answerer.temperature) != (assistant.answerer.max_tokens, assistant.answerer.temperature):
+        answerer.cache = None  # its answers were made with the server's settings: neither served nor stored
     ticket = answerer.admit(principal)
     base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": RAG_MODEL}
     if not body.stream:
@@ -151,9 +171,12 @@ async def chat_completions(
             **base,
             "object": "chat.completion",
             "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": result.answer}, "finish_reason": "stop"}
+                {
+                    "index": 0, "message": {"role": "assistant", "content": result.answer},
+                    "finish_reason": result.finish_reason,
+                }
             ],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            "usage": result.usage.to_dict(),
             "citations": [c.to_dict() for c in result.citations],
             "abstained": result.abstained,
         }
@@ -168,7 +191,9 @@ async def chat_completions(
                 elif event["type"] == "citations":
                     citations = event["citations"]
                 elif event["type"] == "done":
-                    yield _chunk(base, {}, "stop", citations=citations, abstained=event["abstained"])
+                    yield _chunk(base, {}, event["finish_reason"], citations=citations, abstained=event["abstained"])
+                    if body.stream_options is not None and body.stream_options.include_usage:
+                        yield {**base, "object": "chat.completion.chunk", "choices": [], "usage": event["usage"]}
         except AssistantError as exc:
             yield openai_error_body(exc.code, exc.message, exc.http_status)
         except Exception as exc:  # the stream has started: report in-band, never hang the client

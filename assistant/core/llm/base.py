@@ -3,12 +3,56 @@
 from __future__ import annotations
 
 import abc
-from typing import AsyncIterator, TypedDict
+from dataclasses import dataclass, field
+from typing import AsyncIterator, Literal, TypedDict
+
+FinishReason = Literal["stop", "length"]
 
 
 class ChatMessage(TypedDict):
     role: str  # "system" | "user" | "assistant"
     content: str
+
+
+@dataclass
+class Usage:
+    """Tokens one generation used, in the served model's tokens (OpenAI's `usage` fields).
+
+    Attributes:
+        prompt_tokens: tokens of the prompt (the chat template applied).
+        completion_tokens: tokens generated.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """`prompt_tokens + completion_tokens`."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        """`{"prompt_tokens", "completion_tokens", "total_tokens"}`, as OpenAI's `usage` object."""
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+
+@dataclass
+class StreamResult:
+    """How a `LLM.stream()` ended; the backend fills it in as the stream ends (exhausted or closed).
+
+    Attributes:
+        finish_reason: "stop" (the model ended its answer), "length" (cut at `max_tokens` or by the
+            context window), or None while the stream runs, when the caller closed it first, or when
+            the server did not say.
+        usage: the tokens used; when the caller closed the stream early, those of the text it received.
+    """
+
+    finish_reason: FinishReason | None = None
+    usage: Usage = field(default_factory=Usage)
 
 
 class LLM(abc.ABC):
@@ -28,18 +72,36 @@ class LLM(abc.ABC):
 
     @abc.abstractmethod
     def stream(
-        self, messages: list[ChatMessage], *, max_tokens: int, temperature: float
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int,
+        temperature: float,
+        result: StreamResult | None = None,
     ) -> AsyncIterator[str]:
         """Yield the answer as text deltas. Closing the iterator cancels the generation.
+
+        Args:
+            messages: the chat, system message first.
+            max_tokens: answer length limit, in tokens.
+            temperature: sampling temperature (0 = greedy).
+            result: filled in when the stream ends (why, and the tokens used); None = not wanted.
 
         Raises:
             UpstreamUnavailableError: the model server cannot be reached.
         """
 
-    async def complete(self, messages: list[ChatMessage], *, max_tokens: int, temperature: float) -> str:
-        """The whole answer as one string."""
-        parts = [d async for d in self.stream(messages, max_tokens=max_tokens, temperature=temperature)]
-        return "".join(parts)
+    async def complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int,
+        temperature: float,
+        result: StreamResult | None = None,
+    ) -> str:
+        """The whole answer as one string; arguments and errors as `stream`."""
+        stream = self.stream(messages, max_tokens=max_tokens, temperature=temperature, result=result)
+        return "".join([d async for d in stream])
 
     async def aclose(self) -> None:
         """Release the model or connection pool."""

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import AsyncIterator
 
 from assistant.core.errors import ConfigError
-from assistant.core.llm.base import LLM, ChatMessage
+from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # Small models loop on a phrase without a firmer penalty than llama.cpp's default of 1.1.
@@ -53,11 +53,34 @@ class LlamaCppLLM(LLM):
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     async def stream(
-        self, messages: list[ChatMessage], *, max_tokens: int, temperature: float
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int,
+        temperature: float,
+        result: StreamResult | None = None,
     ) -> AsyncIterator[str]:
+        """Yield the answer as text deltas, generated in a worker thread; closing the iterator stops
+        the generation at its next token.
+
+        Args:
+            messages: the chat, system message first.
+            max_tokens: answer length limit, in tokens.
+            temperature: sampling temperature (0 = greedy).
+            result: filled in as the stream ends: llama.cpp's finish reason, and the usage: the prompt's
+                tokens exactly as llama.cpp evaluated them (chat template included), and the answer's
+                tokens counted with the model's tokenizer (llama.cpp reports no usage when streaming).
+
+        Yields:
+            Non-empty text deltas, in order.
+
+        Raises:
+            ValueError: the prompt does not fit the context window (from llama.cpp).
+        """
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
         cancelled = threading.Event()
+        prompt_tokens: list[int] = []  # set by the worker before its first delta
 
         def send(kind: str, value: object) -> None:
             # The consumer may be gone (a stop sequence ended the answer, the client disconnected and
@@ -68,34 +91,53 @@ class LlamaCppLLM(LLM):
                 except RuntimeError:
                     cancelled.set()
 
+        def observe_prompt(input_ids, logits):
+            # A logits processor that changes nothing: llama.cpp calls it before sampling each token
+            # with the tokens evaluated so far, so its first call sees exactly the prompt's tokens.
+            if not prompt_tokens:
+                prompt_tokens.append(len(input_ids))
+            return logits
+
         def produce() -> None:
+            finish_reason = None
             try:
                 with self._lock:
                     chunks = self._llama.create_chat_completion(
                         messages=list(messages), max_tokens=max_tokens, temperature=temperature,
-                        repeat_penalty=REPEAT_PENALTY, stream=True,
+                        repeat_penalty=REPEAT_PENALTY, stream=True, logits_processor=[observe_prompt],
                     )
                     for chunk in chunks:
                         if cancelled.is_set():
                             chunks.close()
                             break
-                        delta = chunk["choices"][0].get("delta", {}).get("content")
+                        choice = chunk["choices"][0]
+                        finish_reason = choice.get("finish_reason") or finish_reason
+                        delta = choice.get("delta", {}).get("content")
                         if delta:
                             send("delta", delta)
-                send("end", None)
+                send("end", finish_reason)
             except Exception as exc:  # handed to the consumer, raised there
                 send("error", exc)
 
         worker = threading.Thread(target=produce, name="llama-cpp-generate", daemon=True)
         worker.start()
+        parts: list[str] = []
         try:
             while True:
                 kind, value = await queue.get()
                 if kind == "delta":
+                    parts.append(str(value))
                     yield str(value)
                 elif kind == "error":
                     raise value  # type: ignore[misc]
                 else:
+                    if result is not None and value in ("stop", "length"):
+                        result.finish_reason = value  # type: ignore[assignment]
                     return
         finally:
             cancelled.set()
+            if result is not None:
+                result.usage = Usage(
+                    prompt_tokens=prompt_tokens[0] if prompt_tokens else 0,
+                    completion_tokens=min(self.count_tokens("".join(parts)), max_tokens) if parts else 0,
+                )

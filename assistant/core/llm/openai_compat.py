@@ -37,7 +37,7 @@ from assistant.core.errors import (
     OverloadedError,
     UpstreamUnavailableError,
 )
-from assistant.core.llm.base import LLM, ChatMessage
+from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage
 from assistant.core.llm.breaker import CircuitBreaker
 
 if TYPE_CHECKING:
@@ -133,7 +133,12 @@ class OpenAICompatLLM(LLM):
         return cjk + (len(text) - cjk) // 3 + 1
 
     async def stream(
-        self, messages: list[ChatMessage], *, max_tokens: int, temperature: float
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int,
+        temperature: float,
+        result: StreamResult | None = None,
     ) -> AsyncIterator[str]:
         """Yield the answer as text deltas; `aclose()` on the iterator closes the HTTP stream.
 
@@ -141,6 +146,10 @@ class OpenAICompatLLM(LLM):
             messages: the chat, system message first.
             max_tokens: answer length limit, in tokens.
             temperature: sampling temperature (0 = greedy).
+            result: filled in as the stream ends: the server's `finish_reason`, and its `usage` (asked
+                for with `stream_options.include_usage`; vLLM sends it in a last chunk). A server that
+                sends no usage (llama_cpp.server when streaming), or a stream closed before its end,
+                gets usage counted here with `count_tokens`: an over-estimate, not the server's figure.
 
         Yields:
             Non-empty text deltas, in order.
@@ -155,6 +164,9 @@ class OpenAICompatLLM(LLM):
         """
         raw = await self._open_stream(messages, max_tokens=max_tokens, temperature=temperature)
         http = raw.http_response
+        parts: list[str] = []
+        finish_reason = None
+        usage: dict | None = None
         try:
             # The SSE lines are read and decoded here rather than through `openai.AsyncStream`,
             # which builds a pydantic object per token: at hundreds of concurrent streams that
@@ -168,9 +180,14 @@ class OpenAICompatLLM(LLM):
                 chunk = json.loads(data)
                 if chunk.get("error"):
                     raise self._unavailable("reported an error mid-answer", RuntimeError(str(chunk["error"])))
+                usage = chunk.get("usage") or usage
                 choices = chunk.get("choices") or ()
-                content = (choices[0].get("delta") or {}).get("content") if choices else None
+                if not choices:
+                    continue
+                finish_reason = choices[0].get("finish_reason") or finish_reason
+                content = (choices[0].get("delta") or {}).get("content")
                 if content:
+                    parts.append(content)
                     yield content
         except _http.TimeoutException as exc:
             raise self._unavailable(f"sent no chunk within {self._read_timeout_s} s", exc) from exc
@@ -181,6 +198,23 @@ class OpenAICompatLLM(LLM):
             # Runs on exhaustion, on error and on `aclose()` (GeneratorExit): closing the response
             # closes its connection, which is how the server learns to stop generating.
             await http.aclose()
+            if result is not None:
+                if finish_reason in ("stop", "length"):
+                    result.finish_reason = finish_reason
+                result.usage = self._usage(usage, messages, "".join(parts), max_tokens=max_tokens)
+
+    def _usage(self, reported: dict | None, messages: list[ChatMessage], answer: str, *, max_tokens: int) -> Usage:
+        """The server's `usage` when it sent one; else a count with `count_tokens` (an over-estimate
+        of the prompt without its chat template, and of the answer capped at `max_tokens`)."""
+        if reported:
+            return Usage(
+                prompt_tokens=int(reported.get("prompt_tokens") or 0),
+                completion_tokens=int(reported.get("completion_tokens") or 0),
+            )
+        return Usage(
+            prompt_tokens=sum(self.count_tokens(m["content"]) for m in messages),
+            completion_tokens=min(self.count_tokens(answer), max_tokens) if answer else 0,
+        )
 
     async def aclose(self) -> None:
         """Close the connection pool."""
@@ -197,6 +231,8 @@ class OpenAICompatLLM(LLM):
                 response = await self._client.chat.completions.with_raw_response.create(
                     model=self.name, messages=list(messages), max_tokens=max_tokens,
                     temperature=temperature, stream=True,
+                    # vLLM then ends the stream with a chunk that holds the usage and no choices.
+                    stream_options={"include_usage": True},
                 )
             except openai.APIConnectionError as exc:
                 if not _is_connection_failure(exc):
