@@ -33,7 +33,7 @@ class Assistant:
             reranker = Reranker(settings.reranker_model)
         retriever = Retriever(
             store=resources.store, embedder=QueryBatcher(resources.embedder), reranker=reranker, prefetch_k=settings.prefetch_k,
-            fusion=settings.fusion,
+            fusion=settings.fusion, translate=_translator() if settings.query_translation else None,
         )
         answerer = Answerer(
             retriever=retriever,
@@ -48,6 +48,13 @@ class Assistant:
             else ("llm" if settings.llm_backend == "openai" else "rules"),
         )
         return cls(resources=resources, retriever=retriever, answerer=answerer)
+
+
+def _translator():
+    from assistant.retrieval import crosslingual
+
+    crosslingual.preload()
+    return crosslingual.translate
 
 
 def _answer_cache(resources: Resources) -> AnswerCache | None:

@@ -38,6 +38,7 @@ from assistant.core.vectorstore.edge import EdgeVectorStore  # noqa: E402
 from assistant.evaluation.dataset import load_questions  # noqa: E402
 from assistant.evaluation.runner import run_eval  # noqa: E402
 from assistant.retrieval.abstention import AbstentionRule  # noqa: E402
+from assistant.retrieval.crosslingual import translate  # noqa: E402
 from assistant.retrieval.retriever import DEFAULT_PREFETCH_K, DEFAULT_RRF_WEIGHTS, Retrieval, Retriever  # noqa: E402
 
 DEV_SET = REPO / "tests" / "data" / "dev_questions.jsonl"
@@ -67,11 +68,13 @@ def configs(reranker) -> list[tuple[str, dict, bool]]:
          {"mode": "hybrid", "fusion": "rrf", "rrf_weights": DEFAULT_RRF_WEIGHTS, "prefetch_k": DEFAULT_PREFETCH_K, **old}, False),
         ("weighted RRF 2:1 + language routing + new abstention",
          {"mode": "hybrid", "fusion": "rrf", "rrf_weights": DEFAULT_RRF_WEIGHTS, "prefetch_k": DEFAULT_PREFETCH_K}, False),
-        ("hybrid, tuned (ours: DBSF + language routing + new abstention)",
+        ("DBSF + language routing + new abstention",
          {"mode": "hybrid", "fusion": "dbsf", "prefetch_k": DEFAULT_PREFETCH_K}, False),
+        ("hybrid, tuned (ours: DBSF + language routing + dictionary query translation + new abstention)",
+         {"mode": "hybrid", "fusion": "dbsf", "prefetch_k": DEFAULT_PREFETCH_K, "translate": translate}, False),
     ]
     if reranker is not None:
-        out.append(("ours + cross-encoder reranker", {"mode": "hybrid", "fusion": "dbsf",
+        out.append(("ours + cross-encoder reranker", {"mode": "hybrid", "fusion": "dbsf", "translate": translate,
                                                        "prefetch_k": DEFAULT_PREFETCH_K, "reranker": reranker}, False))
     return out
 

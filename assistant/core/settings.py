@@ -64,6 +64,11 @@ class Settings(BaseSettings):
     fusion: Literal["dbsf", "rrf"] = Field(
         default="dbsf", description="how hybrid search fuses its dense and sparse lists (measured in docs/benchmarks.md)"
     )
+    query_translation: bool = Field(
+        default=True,
+        description="translate questions between Chinese and English with CC-CEDICT for keyword search "
+        "(finds pages in the other language; measured in docs/benchmarks.md)",
+    )
     min_relevance: float = Field(
         default=0.25, description="dense cosine below which a question counts as unanswered"
     )

@@ -14,7 +14,7 @@ import re
 import unicodedata
 import zlib
 from collections import Counter
-from typing import Collection
+from typing import Collection, Mapping
 from functools import lru_cache
 
 import jieba
@@ -35,7 +35,7 @@ _STOP_EN = frozenset(
     "its may me my no not of on or our should so than that the their them then there these they this to "
     "was we were what when where which who why will with would you your".split()
 )
-_STOP_ZH = frozenset("的 了 是 在 和 与 及 或 有 我 你 他 她 它 们 这 那 吗 呢 吧 啊 怎么 什么 如何 为什么 哪些 一个 可以 需要 应该".split())
+STOP_ZH = frozenset("的 了 是 在 和 与 及 或 有 我 你 他 她 它 们 这 那 吗 呢 吧 啊 怎么 什么 如何 为什么 哪些 一个 可以 需要 应该".split())
 _stemmer = snowballstemmer.stemmer("english")
 
 
@@ -45,7 +45,8 @@ def _term_index(term: str) -> int:
 
 
 @lru_cache(maxsize=200_000)
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """Snowball (Porter 2) English stem of a lower-case word, as index terms carry it."""
     return _stemmer.stemWord(word)
 
 
@@ -61,7 +62,7 @@ def terms(text: str) -> list[str]:
     pos = 0
     for match in _CJK.finditer(text):
         out.extend(_latin_terms(text[pos : match.start()]))
-        out.extend(w for w in jieba.cut_for_search(match.group()) if w.strip() and w not in _STOP_ZH)
+        out.extend(w for w in jieba.cut_for_search(match.group()) if w.strip() and w not in STOP_ZH)
         pos = match.end()
     out.extend(_latin_terms(text[pos:]))
     return out
@@ -74,9 +75,9 @@ def _latin_terms(text: str) -> list[str]:
             continue  # single letters are the `s` of "browser's", initials, list markers
         if any(sep in raw for sep in "._-"):  # keep `skip-grant-table` whole, and its parts
             words.append(raw)
-            words.extend(_stem(p) for p in re.split(r"[._-]", raw) if p and p not in _STOP_EN)
+            words.extend(stem(p) for p in re.split(r"[._-]", raw) if p and p not in _STOP_EN)
         else:
-            words.append(_stem(raw))
+            words.append(stem(raw))
     return words
 
 
@@ -97,9 +98,16 @@ def encode_document(text: str) -> SparseEmbedding:
     return _merge(counts, lambda tf: tf * (K1 + 1) / (tf + norm))
 
 
-def encode_query(text: str) -> SparseEmbedding:
-    """Sparse vector of a question: weight 1 per distinct term (IDF is Qdrant's)."""
-    return _merge(Counter(set(terms(text))), lambda _tf: 1.0)
+def encode_query(text: str, *, extra: Mapping[str, float] | None = None) -> SparseEmbedding:
+    """Sparse vector of a question: weight 1 per distinct term (IDF is Qdrant's).
+
+    Args:
+        extra: more index terms with their weights (e.g. the question's translations); a term that
+            is also the question's own keeps weight 1.
+    """
+    weights = dict(extra or {})
+    weights.update((t, 1.0) for t in terms(text))
+    return _merge(Counter(weights), lambda w: float(w))
 
 
 def found_terms(query_terms: Collection[str], text: str) -> set[str]:

@@ -23,7 +23,8 @@ from assistant.retrieval.retriever import RetrievedChunk, Retrieval
 class AbstentionRule:
     """Answer only when some chunk among the first `top_n` supports the question.
 
-    A chunk supports it when, with a semantic embedding (the model covers the question's language),
+    A chunk supports it when, with a semantic embedding (the model covers the question's language
+    and the chunk's),
     `relevance >= confident_relevance`, or `relevance >= min_relevance` and
     `coverage >= min_coverage`; otherwise (e.g. MiniLM and a Chinese question) when
     `coverage >= lexical_min_coverage`. When the question has terms found in no document the reader
@@ -59,7 +60,9 @@ class AbstentionRule:
         """
         if not isinstance(retrieval, Retrieval):
             retrieval = Retrieval(chunks=list(retrieval))
-        support = [c for c in retrieval.chunks[: self.top_n] if self.supports(c, semantic=retrieval.semantic)]
+        support = [
+            c for c in retrieval.chunks[: self.top_n] if self.supports(c, semantic=retrieval.semantic and c.semantic)
+        ]
         if retrieval.unknown_terms and self._unknown_share(retrieval) >= self.unknown_min_share:
             support = [c for c in support if c.coverage >= self.unknown_min_coverage]
         return not support

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -27,7 +27,14 @@ DEFAULT_PREFETCH_K = 40
 DEFAULT_FUSION: FusionMethod = "dbsf"
 
 if TYPE_CHECKING:
+    from assistant.retrieval.crosslingual import Translation
     from assistant.retrieval.reranker import Reranker
+
+# Weight of a translated term in the keyword query against the question's own terms (1.0 each);
+# each source word's translations share it (`Translation.weights`).
+DEFAULT_TRANSLATION_WEIGHT = 1.5
+# Translations of one unknown question term looked up in the store before calling the term unknown.
+MAX_TRANSLATION_LOOKUPS = 4
 
 
 @dataclass
@@ -39,7 +46,10 @@ class RetrievedChunk:
         relevance: cosine similarity between question and chunk embeddings, in [-1, 1]; used to
             decide whether the documents answer the question at all.
         coverage: share of the question's distinct index terms (`sparse.terms`) found in the chunk's
-            title, heading and text, in [0, 1]: lexical evidence for abstention.
+            title, heading and text, in [0, 1]: lexical evidence for abstention. With query
+            translation, the share of the question's words found in either language, when larger.
+        semantic: the embedding model covers the chunk's language, so `relevance` means something
+            (False for a Chinese chunk found through translation with an English-only model).
     """
 
     chunk_id: str
@@ -55,6 +65,7 @@ class RetrievedChunk:
     score: float
     relevance: float
     coverage: float = 0.0
+    semantic: bool = True
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -105,6 +116,10 @@ class Retriever:
         route_by_language: in hybrid mode, search by keywords alone when the embedding model does
             not cover the question's language (its `languages`), instead of fusing a noisy ranking.
         unknown_terms_min_chunks: collection size from which `search` reports unknown terms.
+        translate: dictionary translation of a question into the other language
+            (`crosslingual.translate`); its terms join the keyword query with `translation_weight`,
+            so that an English question finds Chinese pages and the reverse. None: off.
+        translation_weight: weight of a word's translations against the word itself (1.0).
     """
 
     def __init__(
@@ -119,6 +134,8 @@ class Retriever:
         fusion: FusionMethod = DEFAULT_FUSION,
         route_by_language: bool = True,
         unknown_terms_min_chunks: int = UNKNOWN_TERMS_MIN_CHUNKS,
+        translate: "Callable[[str], Translation] | None" = None,
+        translation_weight: float = DEFAULT_TRANSLATION_WEIGHT,
     ):
         self.store = store
         self.embedder = embedder
@@ -129,6 +146,8 @@ class Retriever:
         self.fusion = fusion
         self.route_by_language = route_by_language
         self.unknown_terms_min_chunks = unknown_terms_min_chunks
+        self.translate = translate
+        self.translation_weight = translation_weight
         self._size: tuple[float, int] | None = None  # (monotonic time, chunks in the collection)
 
     def retrieve(self, query: str, *, principal: Principal, top_k: int = 5) -> list[RetrievedChunk]:
@@ -168,9 +187,13 @@ class Retriever:
             # its ranking is noise that fusion would mix in, so the keyword ranking decides alone.
             mode = "sparse"
         limit = max(top_k, self.prefetch_k // 2) if self.reranker else top_k
+        translation = self.translate(query) if self.translate else None
+        extra = (
+            {t: w * self.translation_weight for t, w in translation.weights().items()} if translation else None
+        )
         query_kwargs = dict(
             dense=dense.tolist(),
-            sparse=sparse.encode_query(query),
+            sparse=sparse.encode_query(query, extra=extra),
             acl_any=principal.acl_tokens,
             limit=limit,
             prefetch_limit=self.prefetch_k,
@@ -187,6 +210,10 @@ class Retriever:
         for hit in hits:
             p = hit.payload
             relevance = float(np.dot(dense, np.asarray(hit.dense, dtype=np.float32))) if hit.dense else 0.0
+            evidence_text = " ".join(str(p.get(k) or "") for k in ("title", "heading", "text"))
+            coverage = sparse.term_coverage(query_terms, evidence_text)
+            if translation:
+                coverage = max(coverage, translation.coverage(evidence_text))
             chunks.append(
                 RetrievedChunk(
                     chunk_id=hit.id,
@@ -201,16 +228,15 @@ class Retriever:
                     lang=str(p.get("lang", "")),
                     score=hit.score,
                     relevance=relevance,
-                    coverage=sparse.term_coverage(
-                        query_terms, " ".join(str(p.get(k) or "") for k in ("title", "heading", "text"))
-                    ),
+                    coverage=coverage,
+                    semantic=languages is None or str(p.get("lang") or "en") in languages,
                 )
             )
         if self.reranker and chunks:
             chunks = self.reranker.rerank(query, chunks)
         chunks = chunks[:top_k]
         unknown = (
-            self._unknown_terms(query_terms, chunks, principal)
+            self._unknown_terms(query_terms, chunks, principal, translation)
             if evidence and self._collection_chunks() >= self.unknown_terms_min_chunks
             else []
         )
@@ -222,11 +248,18 @@ class Retriever:
             self._size = (now, self.store.count())
         return self._size[1]
 
-    def _unknown_terms(self, query_terms: set[str], chunks: list[RetrievedChunk], principal: Principal) -> list[str]:
+    def _unknown_terms(
+        self, query_terms: set[str], chunks: list[RetrievedChunk], principal: Principal, translation: "Translation | None"
+    ) -> list[str]:
         # Terms absent from every hit may still be elsewhere in the collection: ask the store, with
         # the reader's ACL (a term found only in documents they may not open counts as unknown,
         # so the answer reveals nothing about those documents). Compounds (`new-hire`) are skipped:
-        # their parts are terms of their own.
+        # their parts are terms of their own. A term whose translation occurs as a whole is known
+        # (both words of "dining hall" in one chunk, not "hall" alone).
+        translations: dict[str, tuple[tuple[str, ...], ...]] = {}
+        for group in translation.groups if translation else ():
+            for term in group.source:
+                translations[term] = translations.get(term, ()) + group.alternatives[:MAX_TRANSLATION_LOOKUPS]
         seen: set[str] = set()
         for c in chunks:
             seen |= sparse.found_terms(query_terms - seen, " ".join((c.title, c.heading, c.text)))
@@ -234,13 +267,19 @@ class Retriever:
         for term in sorted(query_terms - seen):
             if any(sep in term for sep in "._-"):
                 continue
-            hit = self.store.query(
-                dense=None, sparse=sparse.term_vector(term), acl_any=principal.acl_tokens, limit=1, mode="sparse"
-            )
-            if not hit:
+            if not any(self._occurs(terms, principal) for terms in ((term,), *translations.get(term, ()))):
                 unknown.append(term)
         return unknown
 
+    def _occurs(self, terms: tuple[str, ...], principal: Principal) -> bool:
+        # One ACL-filtered keyword query; the best chunk must hold every term.
+        vector = sparse.encode_query("", extra=dict.fromkeys(terms, 1.0))
+        hits = self.store.query(dense=None, sparse=vector, acl_any=principal.acl_tokens, limit=1, mode="sparse")
+        if not hits or len(terms) == 1:
+            return bool(hits)
+        p = hits[0].payload
+        text = " ".join(str(p.get(k) or "") for k in ("title", "heading", "text"))
+        return sparse.found_terms(terms, text) == set(terms)
 
 
 def query_language(text: str) -> str:

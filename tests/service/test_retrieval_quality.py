@@ -1,5 +1,6 @@
 """Retrieval quality on a small real subset of both corpora: the eval runner and command, abstention,
-cross-lingual search with the multilingual embedder, and the cross-encoder reranker path."""
+cross-lingual search (dictionary query translation with MiniLM, and the multilingual embedder), and the
+cross-encoder reranker path."""
 
 from __future__ import annotations
 
@@ -186,6 +187,33 @@ def test_terms_only_in_documents_the_reader_may_not_open_count_as_unknown(minilm
     finally:
         res.store.set_payload(doc_id=doc_id, payload={"acl": ["everyone"]})
         res.close()
+
+
+@pytest.mark.parametrize(
+    "question, answer_file",
+    [
+        ("因公出差订机票和酒店必须用哪个平台？", "benefits-pay-perks/benefits-perks/travel/Navan.md"),
+        ("为什么 Yubikey 硬件密钥比手机推送通知或验证码更安全？", "departments/security/knowledge-base/yubikey-faq.md"),
+        ("How do I stop TiDB logs from printing sensitive user data?", "log-redaction.md"),
+    ],
+)
+def test_dictionary_translation_finds_pages_in_the_other_language_with_minilm(minilm_index, question, answer_file):
+    res = open_resources(minilm_index)
+    try:
+        assistant = Assistant.build(res)  # the default: query translation on
+        retrieval = assistant.retriever.search(question, principal=ANONYMOUS, top_k=5)
+        untranslated = Retriever(store=res.store, embedder=res.embedder).retrieve(question, principal=ANONYMOUS, top_k=5)
+    finally:
+        res.close()
+    def rank(sources: list[str]) -> float:
+        return sources.index(answer_file) if answer_file in sources else float("inf")
+
+    translated = [c.source for c in retrieval.chunks]
+    assert rank(translated) <= 2, translated
+    assert not assistant.answerer.abstention.abstains(retrieval), retrieval
+    # Without translation the page ranks lower: the test measures the translation, not the subset.
+    plain = [c.source for c in untranslated]
+    assert rank(plain) > rank(translated), (plain, translated)
 
 
 @pytest.mark.parametrize("mode", ["dense", "hybrid"])

