@@ -11,7 +11,7 @@ Reported per level: the time to first token the service adds (client TTFT minus 
 configured TTFT; p50/p95/p99), errors, chats, mean and peak CPU of the app process (percent of one
 core), its peak RSS, and the stand-in's own first-token lateness (its share of "added").
 
-Usage: .venv/bin/python bench/bench_load.py [--streams 50,200,500] [--duration-s 90] [--ramp-s 60]
+Usage: .venv/bin/python bench/bench_load.py [--streams 50,200,500] [--duration-s 90] [--ramp-s 60] [--chunk-tokens 1]
 """
 
 from __future__ import annotations
@@ -189,6 +189,8 @@ def main() -> None:
     parser.add_argument("--ttft-ms", type=float, default=200.0)
     parser.add_argument("--tokens", type=int, default=300)
     parser.add_argument("--rate", type=float, default=30.0)
+    parser.add_argument("--chunk-tokens", type=int, default=1,
+                        help="tokens per upstream chunk after the first, as `vllm serve --stream-interval N` sends them")
     args = parser.parse_args()
     levels = [int(s) for s in args.streams.split(",")]
 
@@ -197,7 +199,7 @@ def main() -> None:
     llm_port, app_port = free_port(), free_port()
     standin = subprocess.Popen(
         [sys.executable, str(REPO / "bench" / "standin_llm.py"), "--port", str(llm_port), "--ttft-ms",
-         str(args.ttft_ms), "--tokens", str(args.tokens), "--rate", str(args.rate)],
+         str(args.ttft_ms), "--tokens", str(args.tokens), "--rate", str(args.rate), "--chunk-tokens", str(args.chunk_tokens)],
         stdout=subprocess.PIPE, text=True,
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}
@@ -232,7 +234,8 @@ def main() -> None:
         app.wait(30)
         out, _ = standin.communicate(timeout=30)
     standin_stats = json.loads(out.strip().splitlines()[-1])
-    print(f"\nstand-in: ttft {args.ttft_ms:.0f} ms, {args.tokens} tokens at {args.rate:.0f} tokens/s; "
+    print(f"\nstand-in: ttft {args.ttft_ms:.0f} ms, {args.tokens} tokens at {args.rate:.0f} tokens/s, "
+          f"{args.chunk_tokens} per chunk; "
           f"{standin_stats}; {os.cpu_count()} cores\n")
     print("| streams | chats | errors | added TTFT p50 / p95 / p99 (ms) | app CPU mean / peak (% of a core) | app RSS peak (MiB) |")
     print("|---|---|---|---|---|---|")

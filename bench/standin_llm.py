@@ -1,11 +1,12 @@
 """A tiny OpenAI-compatible streaming server standing in for vLLM in load benchmarks: fixed time to first
 token and token rate, no model, so that what a benchmark measures is the service in front of it.
 
-    python bench/standin_llm.py --port 8011 --ttft-ms 200 --tokens 300 --rate 30
+    python bench/standin_llm.py --port 8011 --ttft-ms 200 --tokens 300 --rate 30 [--chunk-tokens 1]
 
 Serves `GET /v1/models` and `POST /v1/chat/completions` (streamed or not) over plain asyncio streams,
 HTTP/1.1 with keep-alive. The answer cites source [1] so that the service's citation path runs too.
-Each streamed chunk is one token, as vLLM sends them by default. On SIGTERM (or SIGINT) it prints one
+Each streamed chunk is one token, as vLLM sends them by default; `--chunk-tokens K` sends K tokens per
+chunk after the first, as `vllm serve --stream-interval K` does. On SIGTERM (or SIGINT) it prints one
 JSON line of statistics: requests, and how late its own first tokens were against `--ttft-ms`.
 """
 
@@ -27,12 +28,14 @@ class Standin:
         ttft_s: seconds from a request to its first token.
         tokens: tokens per answer (capped by the request's `max_tokens`).
         rate: tokens per second after the first.
+        chunk_tokens: tokens per streamed chunk after the first token (vLLM's `--stream-interval`).
     """
 
-    def __init__(self, *, ttft_s: float, tokens: int, rate: float):
+    def __init__(self, *, ttft_s: float, tokens: int, rate: float, chunk_tokens: int = 1):
         self.ttft_s = ttft_s
         self.tokens = tokens
         self.interval_s = 1.0 / rate
+        self.chunk_tokens = max(1, chunk_tokens)
         self.requests = 0
         self.active = 0
         self.peak_active = 0
@@ -87,16 +90,19 @@ class Standin:
                 b"Transfer-Encoding: chunked\r\n\r\n"
             )
             first_at = start + self.ttft_s
-            for i in range(n):
-                delta = {"content": WORDS[i % len(WORDS)]}
-                if i == 0:
+            # The first token alone, then `chunk_tokens` per chunk, each sent when its last token is due.
+            bounds = [0, *range(1, n, self.chunk_tokens), n] if n else []
+            for lo, hi in zip(bounds, bounds[1:]):
+                delta = {"content": "".join(WORDS[i % len(WORDS)] for i in range(lo, hi))}
+                if lo == 0:
                     delta["role"] = "assistant"
                     self.lateness_s.append(time.monotonic() - first_at)
                 self._chunk(writer, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
                 await writer.drain()
                 # Paced against the clock, not by sleeping a fixed interval, so that a busy loop does not
                 # slow the token rate down.
-                await asyncio.sleep(max(0.0, first_at + (i + 1) * self.interval_s - time.monotonic()))
+                next_hi = min(n, hi + self.chunk_tokens)
+                await asyncio.sleep(max(0.0, first_at + (next_hi - 1) * self.interval_s - time.monotonic()))
             self._chunk(writer, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
             payload = b"data: [DONE]\n\n"
             writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(payload), payload))
@@ -122,7 +128,7 @@ class Standin:
 
 async def serve(args: argparse.Namespace) -> None:
     """Serve until SIGTERM/SIGINT, then print the statistics as one JSON line."""
-    standin = Standin(ttft_s=args.ttft_ms / 1000, tokens=args.tokens, rate=args.rate)
+    standin = Standin(ttft_s=args.ttft_ms / 1000, tokens=args.tokens, rate=args.rate, chunk_tokens=args.chunk_tokens)
     server = await asyncio.start_server(standin.handle, args.host, args.port, backlog=4096)
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -141,6 +147,7 @@ def main() -> None:
     parser.add_argument("--ttft-ms", type=float, default=200.0, help="time to first token, milliseconds")
     parser.add_argument("--tokens", type=int, default=300, help="tokens per answer")
     parser.add_argument("--rate", type=float, default=30.0, help="tokens per second per stream")
+    parser.add_argument("--chunk-tokens", type=int, default=1, help="tokens per chunk after the first (vLLM --stream-interval)")
     args = parser.parse_args()
     try:
         import uvloop
