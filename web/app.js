@@ -106,6 +106,13 @@ function renderCitations(turn, citations) {
   turn.append(list);
 }
 
+// A quiet line under an answer that the model stopped at its length limit, mid-sentence perhaps.
+function noteCut(answer) {
+  const note = el("div", "note", "The answer was cut at the length limit.");
+  note.setAttribute("data-testid", "answer-note");
+  answer.after(note);
+}
+
 async function ask(question) {
   thread.append(el("div", "turn user", question));
   const turn = el("div", "turn assistant");
@@ -133,6 +140,7 @@ async function ask(question) {
     for await (const { event, data } of readEvents(response)) {
       if (event === "token") { text += data.text; answer.textContent = text; }
       else if (event === "citations") renderCitations(turn, data.citations);
+      else if (event === "done" && data.finish_reason === "length") noteCut(answer);
       else if (event === "error") throw new Error(data.message);
       thread.scrollTop = thread.scrollHeight;
     }

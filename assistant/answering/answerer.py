@@ -10,7 +10,7 @@ from assistant.answering.admission import FairLimiter, Ticket
 from assistant.answering.budget import plan_budget
 from assistant.answering.cache import AnswerCache
 from assistant.answering.citations import Citation, make_citations
-from assistant.answering.stops import StopFilter
+from assistant.answering.stops import STOP_SEQUENCES, StopFilter
 from assistant.answering.packing import pack_context
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, format_source, question_lang
 from assistant.answering.rewrite import rewrite_query
@@ -226,13 +226,21 @@ class Answerer:
                 ticket.close()
 
     async def _generate(self, messages: list[ChatMessage], result: StreamResult) -> AsyncIterator[str]:
-        """The model's deltas up to the first stop sequence; the upstream stream is closed there.
+        """The model's deltas up to the first stop sequence (`STOP_SEQUENCES`).
+
+        The backend gets the stop sequences and ends the generation there itself, so that the server
+        stops generating at once and reports its own finish reason and usage. `StopFilter` applies
+        them once more as a safety net, for a server that ignores `stop` or does not cut exactly
+        before it: the upstream stream is then closed at the stop sequence (usage is the backend's
+        count of the text received, see `LLM.stream`).
 
         `result` is filled in once the deltas are exhausted: its `finish_reason` is "stop" when a stop
         sequence ended the answer or the backend did not say, else the backend's.
         """
-        stops = StopFilter()
-        stream = self.llm.stream(messages, max_tokens=self.max_tokens, temperature=self.temperature, result=result)
+        stops = StopFilter(STOP_SEQUENCES)
+        stream = self.llm.stream(
+            messages, max_tokens=self.max_tokens, temperature=self.temperature, result=result, stop=STOP_SEQUENCES
+        )
         try:
             async for delta in stream:
                 text = stops.push(delta)

@@ -1,5 +1,6 @@
 """The same answering tests for both generation backends: llama.cpp in process (embedded default) and
-the OpenAI-compatible HTTP backend (vLLM in production), here against a real llama.cpp server."""
+the OpenAI-compatible HTTP backend (vLLM in production), here against a real llama.cpp server; and the
+answerer's stop sequences against a scripted HTTP server, which can ignore `stop` as some servers do."""
 
 from __future__ import annotations
 
@@ -7,17 +8,27 @@ import asyncio
 
 import pytest
 
+from assistant.answering.stops import STOP_SEQUENCES
 from assistant.composition import Assistant
+from assistant.core.llm.base import LLM, StreamResult
+from assistant.core.llm.llama_cpp import LlamaCppLLM
+from assistant.core.llm.openai_compat import OpenAICompatLLM
 from assistant.core.principals import ANONYMOUS
 from ingest.pipeline import Ingestor
 from tests.conftest import copy_subset, make_settings, open_resources
 from tests.corpus import HANDBOOK
+from tests.standin_openai import ScriptedOpenAIServer
 
 FILES = [
     "departments/tech-ops/process/internal-security/passwords.md",
     "departments/tech-ops/process/application_access_request.md",
 ]
 QUESTION = "How long should my passwords be?"
+# SmolLM2-135M answers this greedily with "1. Bananas\n2. Apples\n3. ..." past 24 tokens.
+FRUITS = [{"role": "user", "content": "List ten fruits as a numbered list, one per line."}]
+# Five stop sequences, the one that matters last: OpenAI's own API takes at most 4, vLLM and
+# llama_cpp.server take more, and the backend must pass them all on.
+STOPS = ["<never-1>", "<never-2>", "<never-3>", "<never-4>", "2."]
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +85,64 @@ def assert_usage(usage: dict, *, max_completion: int) -> None:
     assert usage["prompt_tokens"] > 0
     assert 1 <= usage["completion_tokens"] <= max_completion
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+
+
+@pytest.mark.parametrize("backend", ["llama_cpp", "openai"])
+def test_a_stop_sequence_ends_the_generation_before_it(backend, request):
+    """The backend itself stops at a stop sequence (llama.cpp in process, or the server through the
+    request's `stop`): the text ends exactly before it, and the model says finish_reason "stop"."""
+
+    def open_llm() -> LLM:
+        if backend == "llama_cpp":
+            return LlamaCppLLM(context_tokens=1024)
+        return OpenAICompatLLM(request.getfixturevalue("llm_server").base_url, "assistant", read_timeout_s=120)
+
+    async def generate(llm: LLM, stop: list[str]) -> tuple[str, StreamResult]:
+        result = StreamResult()
+        deltas = [d async for d in llm.stream(FRUITS, max_tokens=24, temperature=0.0, result=result, stop=stop)]
+        return "".join(deltas), result
+
+    async def scenario() -> tuple[tuple[str, StreamResult], tuple[str, StreamResult]]:
+        llm = open_llm()
+        try:
+            return await generate(llm, []), await generate(llm, STOPS)
+        finally:
+            await llm.aclose()
+
+    (whole, whole_result), (cut, cut_result) = asyncio.run(scenario())
+    assert "2." in whole and whole_result.finish_reason == "length", whole  # the list goes on
+    # Greedy, so the same text up to the stop sequence, which is not yielded; nothing after it either.
+    assert cut.strip() and cut == whole[: whole.index("2.")], (cut, whole)
+    assert cut_result.finish_reason == "stop"
+    assert 1 <= cut_result.usage.completion_tokens < whole_result.usage.completion_tokens
+
+
+# A small model's habit: it echoes the prompt's next source block after its answer.
+ECHOING = "Use at least 12 characters [1].\n\n[2] departments/tech-ops/process/application_access_request.md"
+
+
+@pytest.mark.parametrize("honour_stop", [True, False], ids=["server-stops", "server-ignores-stop"])
+def test_the_answerer_sends_its_stop_sequences_and_still_cuts_where_they_are_ignored(folder, tmp_path, honour_stop):
+    """The answerer passes `STOP_SEQUENCES` to the backend, which sends them as the request's `stop`.
+    A server that honours them (vLLM) ends the answer itself and sends its own usage; where one ignores
+    them, the answerer still cuts the answer at the stop sequence (its usage is then counted here)."""
+    with ScriptedOpenAIServer(ECHOING, honour_stop=honour_stop, usage=(321, 9)) as server:
+        settings = make_settings(
+            tmp_path / "var", llm_backend="openai", llm_context_tokens=2048,
+            openai_base_url=server.base_url, openai_model="assistant",
+        )
+        res = open_resources(settings)
+        try:
+            Ingestor(res).sync(folder)
+            answer = asyncio.run(Assistant.build(res).answerer.answer(QUESTION, principal=ANONYMOUS))
+        finally:
+            asyncio.run(res.llm.aclose())
+            res.close()
+
+    assert len(server.requests) == 1 and server.requests[0]["stop"] == list(STOP_SEQUENCES)
+    assert (answer.answer, answer.finish_reason) == ("Use at least 12 characters [1].", "stop")
+    served = (answer.usage.prompt_tokens, answer.usage.completion_tokens)
+    if honour_stop:
+        assert served == (321, 9), "the server's own usage: it reached its last chunk"
+    else:
+        assert served != (321, 9) and answer.usage.completion_tokens >= 1, "closed at the stop: counted"

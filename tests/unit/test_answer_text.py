@@ -3,7 +3,8 @@
 import pytest
 
 from assistant.answering.citations import cited_numbers, make_citations
-from assistant.answering.stops import StopFilter
+from assistant.answering.stops import STOP_SEQUENCES, StopFilter
+from assistant.core.llm.base import stop_list
 from assistant.retrieval import RetrievedChunk
 
 
@@ -20,6 +21,14 @@ def test_stop_filter(deltas, expected):
     f = StopFilter()
     out = "".join(f.push(d) for d in deltas) + f.flush()
     assert out == expected
+
+
+def test_stop_sequences_travel_to_the_backend_as_a_list():
+    assert stop_list(STOP_SEQUENCES) == list(STOP_SEQUENCES)
+    assert stop_list("\nQuestion:") == ["\nQuestion:"]  # one sequence, not its characters
+    assert stop_list(()) == []
+    with pytest.raises(ValueError):
+        stop_list(["\n\n[", ""])  # a server would stop before the first token
 
 
 def _chunk(n: int) -> RetrievedChunk:

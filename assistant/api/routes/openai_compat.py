@@ -11,13 +11,15 @@ OpenAI's shape `{"error": {"message", "type", "code"}}` (see `assistant.api.erro
 server's `ASSISTANT_LLM_MAX_TOKENS`), else "stop". `usage` (`prompt_tokens`, `completion_tokens`,
 `total_tokens`) is the tokens this request's answer generation used. Their source depends on the
 backend: llama.cpp in process gives the prompt's exact count and the answer's counted with the model's
-tokenizer; an OpenAI-compatible server gives its own figures (vLLM), except where it reports none
-(llama_cpp.server) or the answer ended at one of our stop sequences (the stream is closed before the
-server's usage chunk): then both are over-estimates counted here. An answer from the answer cache, or an
-abstention (no model call), reports zeros; an LLM rewrite of a follow-up question is not counted.
-Streamed, usage comes as OpenAI sends it: when the request sets `stream_options.include_usage`, in a
-last chunk with empty `choices`. A request that sets its own `max_tokens` or `temperature` bypasses the
-answer cache, which holds answers made with the server's settings.
+tokenizer; an OpenAI-compatible server gives its own figures (vLLM: our stop sequences go in its
+request's `stop`, so it ends the answer itself and still sends them), except where it reports none
+(llama_cpp.server) or where it ignored `stop` and the answer ended at one of our stop sequences (the
+stream is closed before the server's usage chunk): then both are over-estimates counted here. An answer
+from the answer cache, or an abstention (no model call), reports zeros; an LLM rewrite of a follow-up
+question is not counted. Streamed, usage comes as OpenAI sends it: when the request sets
+`stream_options.include_usage`, in a last chunk with empty `choices`. A request that sets its own
+`max_tokens` or `temperature` bypasses the answer cache, which holds answers made with the server's
+settings.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Literal, TypedDict
+from typing import AsyncIterator, Literal, Sequence, TypedDict
 
 FinishReason = Literal["stop", "length"]
 
@@ -55,6 +55,24 @@ class StreamResult:
     usage: Usage = field(default_factory=Usage)
 
 
+def stop_list(stop: Sequence[str]) -> list[str]:
+    """`stop` as the list the model servers take (`stop` of OpenAI's chat request, llama.cpp's `stop=`).
+
+    Args:
+        stop: stop sequences, in order; a single `str` counts as one sequence, not as its characters.
+
+    Returns:
+        A new list of the sequences ([] for none).
+
+    Raises:
+        ValueError: a sequence is empty (a server would stop before the first token, or refuse it).
+    """
+    stops = [stop] if isinstance(stop, str) else list(stop)
+    if any(not s for s in stops):
+        raise ValueError(f"empty stop sequence in {stops!r}")
+    return stops
+
+
 class LLM(abc.ABC):
     """A chat model that streams text deltas.
 
@@ -78,6 +96,7 @@ class LLM(abc.ABC):
         max_tokens: int,
         temperature: float,
         result: StreamResult | None = None,
+        stop: Sequence[str] = (),
     ) -> AsyncIterator[str]:
         """Yield the answer as text deltas. Closing the iterator cancels the generation.
 
@@ -86,9 +105,14 @@ class LLM(abc.ABC):
             max_tokens: answer length limit, in tokens.
             temperature: sampling temperature (0 = greedy).
             result: filled in when the stream ends (why, and the tokens used); None = not wanted.
+            stop: stop sequences: the model server ends the generation where the first of them
+                appears, yields none of its text, and says finish_reason "stop". A remote server
+                may ignore them (an OpenAI-compatible one that does not implement `stop`): callers
+                that must not show them check the text too.
 
         Raises:
             UpstreamUnavailableError: the model server cannot be reached.
+            ValueError: a stop sequence is empty.
         """
 
     async def complete(
@@ -98,9 +122,10 @@ class LLM(abc.ABC):
         max_tokens: int,
         temperature: float,
         result: StreamResult | None = None,
+        stop: Sequence[str] = (),
     ) -> str:
         """The whole answer as one string; arguments and errors as `stream`."""
-        stream = self.stream(messages, max_tokens=max_tokens, temperature=temperature, result=result)
+        stream = self.stream(messages, max_tokens=max_tokens, temperature=temperature, result=result, stop=stop)
         return "".join([d async for d in stream])
 
     async def aclose(self) -> None:

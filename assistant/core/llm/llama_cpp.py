@@ -6,10 +6,10 @@ import asyncio
 import importlib.util
 import threading
 from pathlib import Path
-from typing import AsyncIterator
+from typing import AsyncIterator, Sequence
 
 from assistant.core.errors import ConfigError
-from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage
+from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage, stop_list
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # Small models loop on a phrase without a firmer penalty than llama.cpp's default of 1.1.
@@ -59,6 +59,7 @@ class LlamaCppLLM(LLM):
         max_tokens: int,
         temperature: float,
         result: StreamResult | None = None,
+        stop: Sequence[str] = (),
     ) -> AsyncIterator[str]:
         """Yield the answer as text deltas, generated in a worker thread; closing the iterator stops
         the generation at its next token.
@@ -70,20 +71,25 @@ class LlamaCppLLM(LLM):
             result: filled in as the stream ends: llama.cpp's finish reason, and the usage: the prompt's
                 tokens exactly as llama.cpp evaluated them (chat template included), and the answer's
                 tokens counted with the model's tokenizer (llama.cpp reports no usage when streaming).
+            stop: stop sequences, passed to llama.cpp (`create_chat_completion(stop=...)`): it holds
+                back text that may begin one, cuts the answer exactly before the first that appears,
+                and ends with finish_reason "stop"; the answer's usage counts the text yielded.
 
         Yields:
             Non-empty text deltas, in order.
 
         Raises:
-            ValueError: the prompt does not fit the context window (from llama.cpp).
+            ValueError: the prompt does not fit the context window (from llama.cpp), or a stop
+                sequence is empty.
         """
+        stops = stop_list(stop)  # a list: llama.cpp appends the chat template's own stops to it
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
         cancelled = threading.Event()
         prompt_tokens: list[int] = []  # set by the worker before its first delta
 
         def send(kind: str, value: object) -> None:
-            # The consumer may be gone (a stop sequence ended the answer, the client disconnected and
+            # The consumer may be gone (it closed the stream early, the client disconnected and
             # its event loop closed): the rest of the generation is discarded.
             if not loop.is_closed():
                 try:
@@ -105,6 +111,7 @@ class LlamaCppLLM(LLM):
                     chunks = self._llama.create_chat_completion(
                         messages=list(messages), max_tokens=max_tokens, temperature=temperature,
                         repeat_penalty=REPEAT_PENALTY, stream=True, logits_processor=[observe_prompt],
+                        stop=stops,
                     )
                     for chunk in chunks:
                         if cancelled.is_set():

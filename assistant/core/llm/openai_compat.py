@@ -12,7 +12,9 @@ Failure handling, in the order a request meets it:
   `breaker_failure_threshold` in a row, calls fail fast with `UpstreamUnavailableError` (Retry-After)
   for `breaker_cooldown_s`, then one probe call decides whether service resumes;
 - cancellation: closing the iterator returned by `stream()` closes the HTTP response, so the server
-  sees the disconnect and stops generating (vLLM aborts the request).
+  sees the disconnect and stops generating (vLLM aborts the request). Stop sequences are not a reason
+  to close it: they travel in the request's `stop`, so the server ends the answer itself and still
+  sends its last chunks (finish_reason, and vLLM's usage).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from typing import TYPE_CHECKING, AsyncIterator
+from typing import TYPE_CHECKING, AsyncIterator, Sequence
 
 import openai
 from openai._legacy_response import LegacyAPIResponse
@@ -37,7 +39,7 @@ from assistant.core.errors import (
     OverloadedError,
     UpstreamUnavailableError,
 )
-from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage
+from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage, stop_list
 from assistant.core.llm.breaker import CircuitBreaker
 
 if TYPE_CHECKING:
@@ -139,6 +141,7 @@ class OpenAICompatLLM(LLM):
         max_tokens: int,
         temperature: float,
         result: StreamResult | None = None,
+        stop: Sequence[str] = (),
     ) -> AsyncIterator[str]:
         """Yield the answer as text deltas; `aclose()` on the iterator closes the HTTP stream.
 
@@ -150,6 +153,11 @@ class OpenAICompatLLM(LLM):
                 for with `stream_options.include_usage`; vLLM sends it in a last chunk). A server that
                 sends no usage (llama_cpp.server when streaming), or a stream closed before its end,
                 gets usage counted here with `count_tokens`: an over-estimate, not the server's figure.
+            stop: stop sequences, sent as the request's `stop` (a list, all of them: vLLM and
+                llama_cpp.server take more than the 4 OpenAI's own API allows; none = no `stop`
+                field). The server ends the answer before the first that appears, with
+                finish_reason "stop". They are not looked for in the text here: a server that
+                ignores `stop` streams past them.
 
         Yields:
             Non-empty text deltas, in order.
@@ -161,8 +169,9 @@ class OpenAICompatLLM(LLM):
             OverloadedError: the server answered 429.
             InvalidRequestError: the server refused the request (400/422, e.g. prompt too long).
             ConfigError: the server does not serve the model (404) or refuses the API key (401/403).
+            ValueError: a stop sequence is empty (raised before any request).
         """
-        raw = await self._open_stream(messages, max_tokens=max_tokens, temperature=temperature)
+        raw = await self._open_stream(messages, max_tokens=max_tokens, temperature=temperature, stop=stop_list(stop))
         http = raw.http_response
         parts: list[str] = []
         finish_reason = None
@@ -221,9 +230,10 @@ class OpenAICompatLLM(LLM):
         await self._client.close()
 
     async def _open_stream(
-        self, messages: list[ChatMessage], *, max_tokens: int, temperature: float
+        self, messages: list[ChatMessage], *, max_tokens: int, temperature: float, stop: list[str]
     ) -> "LegacyAPIResponse":
-        """Send the request; return the raw response (body unread) once the server sent headers."""
+        """Send the request (`stop` omitted when empty); return the raw response (body unread) once
+        the server sent headers."""
         retries = 0
         while True:
             self.breaker.before_call()
@@ -233,6 +243,7 @@ class OpenAICompatLLM(LLM):
                     temperature=temperature, stream=True,
                     # vLLM then ends the stream with a chunk that holds the usage and no choices.
                     stream_options={"include_usage": True},
+                    stop=stop or openai.omit,
                 )
             except openai.APIConnectionError as exc:
                 if not _is_connection_failure(exc):
