@@ -132,6 +132,29 @@ def term_coverage(query_terms: Collection[str], text: str) -> float:
     return len(found_terms(wanted, text)) / len(wanted) if wanted else 0.0
 
 
+def hyphenations(text: str, *, min_length: int = 5) -> dict[str, list[str]]:
+    """Hyphenated spellings of the closed compound words of `text`, by the index term of each word.
+
+    "autofill" -> {"autofil": ["a-utofill", "au-tofill", "aut-ofill", "auto-fill", "autof-ill", ...]}:
+    every split with a first part of at least one letter and a second of at least two. The index
+    keeps a hyphenated word whole as a term of its own (`_latin_terms`), so one keyword lookup per
+    spelling tells whether the documents write the word that way ("e-mail", "auto-fill").
+
+    Args:
+        text: a question (Latin words are considered; CJK runs are not).
+        min_length: shortest word considered, in characters.
+
+    Returns:
+        index term -> hyphenated spellings (lower case), for words without a separator.
+    """
+    out: dict[str, list[str]] = {}
+    for raw in _WORD.findall(_CJK.sub(" ", unicodedata.normalize("NFKC", text)).lower()):
+        if len(raw) < min_length or raw in STOP_EN or not raw.isalpha():
+            continue
+        out.setdefault(stem(raw), []).extend(f"{raw[:i]}-{raw[i:]}" for i in range(1, len(raw) - 1))
+    return out
+
+
 def term_vector(term: str) -> SparseEmbedding:
     """The query vector of one index term (to ask the store whether any chunk contains it)."""
     return SparseEmbedding(indices=[_term_index(term)], values=[1.0])

@@ -236,7 +236,7 @@ class Retriever:
             chunks = self.reranker.rerank(query, chunks)
         chunks = chunks[:top_k]
         unknown = (
-            self._unknown_terms(query_terms, chunks, principal, translation)
+            self._unknown_terms(query, query_terms, chunks, principal, translation)
             if evidence and self._collection_chunks() >= self.unknown_terms_min_chunks
             else []
         )
@@ -249,7 +249,12 @@ class Retriever:
         return self._size[1]
 
     def _unknown_terms(
-        self, query_terms: set[str], chunks: list[RetrievedChunk], principal: Principal, translation: "Translation | None"
+        self,
+        query: str,
+        query_terms: set[str],
+        chunks: list[RetrievedChunk],
+        principal: Principal,
+        translation: "Translation | None",
     ) -> list[str]:
         # Terms absent from every hit may still be elsewhere in the collection: ask the store, with
         # the reader's ACL (a term found only in documents they may not open counts as unknown,
@@ -264,10 +269,12 @@ class Retriever:
         for c in chunks:
             seen |= sparse.found_terms(query_terms - seen, " ".join((c.title, c.heading, c.text)))
         unknown = []
+        spellings = sparse.hyphenations(query)
         for term in sorted(query_terms - seen):
             if any(sep in term for sep in "._-"):
                 continue
-            if not any(self._occurs(terms, principal) for terms in ((term,), *translations.get(term, ()))):
+            candidates = ((term,), *translations.get(term, ()), *((h,) for h in spellings.get(term, ())))
+            if not any(self._occurs(terms, principal) for terms in candidates):
                 unknown.append(term)
         return unknown
 

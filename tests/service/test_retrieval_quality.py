@@ -105,7 +105,8 @@ def test_eval_runner_scores_the_subset(minilm_index):
         res.close()
     groups = report.groups
     assert set(groups) == {"en", "zh", "all"}
-    assert groups["all"]["questions"] == len(questions) and groups["all"]["no_answer"] == 10
+    assert groups["all"]["questions"] == len(questions)
+    assert groups["all"]["no_answer"] == sum(not q.answerable for q in questions) >= 10
     for g in groups.values():
         assert 0.0 <= g["recall@1"] <= g["recall@5"] <= g["recall@10"] <= 1.0
         assert g["latency_p50_ms"] <= g["latency_p95_ms"]
@@ -157,6 +158,10 @@ def test_abstains_on_questions_the_subset_cannot_answer(minilm_index):
             retrieval = strict.search(question, principal=ANONYMOUS, top_k=answerer.top_k)
             assert retrieval.unknown_terms, question
             assert answerer.abstention.abstains(retrieval), (question, retrieval)
+        # passwords.md writes "auto-fill": the closed spelling is a variant, not an unknown word.
+        autofill = strict.search("May I use the browser's password autofill?", principal=ANONYMOUS)
+        assert autofill.unknown_terms == [], autofill.unknown_terms
+        assert not answerer.abstention.abstains(autofill)
         for question in ("What do I have to set up on my laptop before I access company data?",
                          "TiDB 的用户名最长可以有多少个字符？"):
             retrieval = assistant.retriever.search(question, principal=ANONYMOUS, top_k=answerer.top_k)

@@ -56,3 +56,12 @@ def test_term_coverage_counts_query_terms_found_in_a_text():
     assert sparse.term_coverage(terms, "Redis 持久化的配置 and the policy") == 1.0
     assert 0 < sparse.term_coverage(terms, "只谈配置") < 0.5
     assert sparse.term_coverage(set(), "anything") == 0.0
+
+
+def test_closed_compounds_get_their_hyphenated_spellings_by_index_term():
+    spellings = sparse.hyphenations("May I use password autofill or e.g. e-mail? 自动填充")
+    assert "auto-fill" in spellings[sparse.stem("autofill")]
+    assert "a-utofill" in spellings[sparse.stem("autofill")] and "autofil-l" not in spellings[sparse.stem("autofill")]
+    # Already hyphenated or dotted words, short words, stop words and Chinese get none.
+    assert set(spellings) == {sparse.stem("password"), sparse.stem("autofill")}
+    assert sparse.hyphenations("use it") == {}  # short and stop words are skipped
