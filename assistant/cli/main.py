@@ -230,13 +230,14 @@ def serve(
 
 @app.command()
 def jobs(limit: int = typer.Option(20, "--limit"), as_json: bool = typer.Option(False, "--json")) -> None:
-    """Recent ingestion jobs and their outcome."""
+    """Recent ingestion jobs and their outcome (reads the SQL database only, so it works while the
+    server holds the embedded vector store)."""
     from sqlalchemy import select
 
+    from assistant.cli.users import account_db
     from assistant.core.db.models import Job
 
-    res = _resources()
-    with res.db.session() as session:
+    with account_db() as db, db.session() as session:
         rows = [
             {"id": j.id, "kind": j.kind, "status": j.status, "reason": j.reason, "totals": j.totals,
              "created_at": j.created_at.isoformat(), "finished_at": j.finished_at.isoformat() if j.finished_at else None}
@@ -247,7 +248,7 @@ def jobs(limit: int = typer.Option(20, "--limit"), as_json: bool = typer.Option(
         return
     table = Table("id", "kind", "status", "totals", "reason")
     for r in rows:
-        table.add_row(str(r["id"]), r["kind"], r["status"], json.dumps(r["totals"]), r["reason"][:60])
+        table.add_row(str(r["id"]), r["kind"], r["status"], json.dumps(r["totals"]), (r["reason"] or "")[:60])
     Console().print(table)
 
 

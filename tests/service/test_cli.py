@@ -64,3 +64,24 @@ def test_a_rule_that_matches_no_file_is_reported(cli_env):
     assert result.exit_code == 0
     assert "finanse/**" in result.stderr and "match no file" in result.stderr
     assert "internal-security" not in result.stderr  # the plain folder path matched its files
+
+
+def test_jobs_lists_while_another_process_holds_the_embedded_store(cli_env):
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "from assistant.core.resources import Resources\n"
+         "r = Resources.open(); r.store.ensure_collection(384); print('held', flush=True); input()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        busy = CliRunner().invoke(app, ["search", "password", "--json"])
+        assert busy.exit_code == 2 and "error (config_invalid)" in busy.output  # the store is held
+        result = CliRunner().invoke(app, ["jobs", "--json"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout) == []
+    finally:
+        holder.communicate("\n", timeout=60)
