@@ -14,6 +14,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from assistant import __version__
 from assistant.api.deps import PrincipalDep, get_principal
 from assistant.api.errors import install_error_handlers
+from assistant.api.body_limit import BodyLimitMiddleware
 from assistant.api.security_headers import SecurityHeadersMiddleware
 from assistant.api.routes import auth, chat, documents, health, helpdesk, jobs, openai_compat, search, users
 from assistant.composition import Assistant
@@ -67,7 +68,8 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
         same_site="lax",  # sent on the top-level redirect back from the single sign-on issuer
         https_only=settings.cookie_secure,
     )
-    app.add_middleware(SecurityHeadersMiddleware)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
+    app.add_middleware(SecurityHeadersMiddleware)  # outermost: refusals get the headers too
     install_error_handlers(app)
     # Public: liveness and sign-in. Everything else refuses anonymous callers at the router level.
     app.include_router(health.router)

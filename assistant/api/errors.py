@@ -18,7 +18,7 @@ def error_body(code: str, message: str) -> dict:
 # OpenAI's error `type` per HTTP status (the `openai` client picks its exception class by status).
 OPENAI_ERROR_TYPES = {
     400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-    404: "not_found_error", 409: "invalid_request_error", 429: "rate_limit_error",
+    404: "not_found_error", 409: "invalid_request_error", 413: "invalid_request_error", 429: "rate_limit_error",
 }
 OPENAI_PREFIX = "/v1/"
 
@@ -36,23 +36,40 @@ def _error(request: Request, code: str, message: str, status: int, headers: dict
     return JSONResponse(error_body(code, message), status_code=status, headers=headers)
 
 
+def error_response(request: Request, exc: AssistantError) -> JSONResponse:
+    """The JSON response of one of our errors, in the shape the request's path expects."""
+    return _error(request, exc.code, exc.message, exc.http_status, exc.headers)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Register handlers for our errors, validation errors and plain HTTP errors."""
 
     @app.exception_handler(AssistantError)
     async def _assistant_error(request: Request, exc: AssistantError) -> JSONResponse:
-        return _error(request, exc.code, exc.message, exc.http_status, exc.headers)
+        return error_response(request, exc)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'body'}: {e.get('msg')}" for e in exc.errors()
-        )
+        problems = "; ".join(_problem(e) for e in exc.errors())
         return _error(request, "invalid_request", problems, 422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed", 401: "unauthenticated", 403: "permission_denied"}.get(
+        code = {
+            404: "not_found", 405: "method_not_allowed", 401: "unauthenticated", 403: "permission_denied",
+            413: "payload_too_large",
+        }.get(
             exc.status_code, "http_error"
         )
         return _error(request, code, str(exc.detail), exc.status_code, exc.headers)
+
+
+def _problem(error: dict) -> str:
+    # Pydantic's error as one phrase; a body that is not JSON at all gets a sentence of its own
+    # (its `loc` is the character position, which alone reads like a field name).
+    loc = error.get("loc", ())
+    if error.get("type") == "json_invalid":
+        reason = (error.get("ctx") or {}).get("error", "")
+        at = f" at character {loc[1]}" if len(loc) > 1 else ""
+        return f"the request body is not valid JSON ({reason}{at})"
+    return f"{'.'.join(str(p) for p in loc[1:]) or 'body'}: {error.get('msg')}"

@@ -24,6 +24,13 @@ class ConfigError(AssistantError, ValueError):
     http_status = 500
 
 
+class PayloadTooLargeError(AssistantError):
+    """The request body is larger than the server accepts (`ASSISTANT_MAX_REQUEST_BYTES`)."""
+
+    code = "payload_too_large"
+    http_status = 413
+
+
 class NotFoundError(AssistantError):
     """The thing does not exist, or the reader may not see it (never 'forbidden')."""
 

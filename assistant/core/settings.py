@@ -163,6 +163,9 @@ class Settings(BaseSettings):
     # HTTP
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
+    max_request_bytes: int = Field(
+        default=1 << 20, ge=1024, description="largest request body accepted, in bytes; beyond: 413 payload_too_large"
+    )
     secret_key: SecretStr | None = Field(
         default=None,
         description="signs session cookies; default: a random key generated once into data_dir/secret-key "

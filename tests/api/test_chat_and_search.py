@@ -41,10 +41,33 @@ def test_errors_are_json_with_a_stable_code(client):
     assert r.json()["error"]["code"] == "invalid_request"
     r = client.get("/api/nothing-here")
     assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+    r = client.post("/api/search", content=b'{"query": oops}', headers={"Content-Type": "application/json"})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_request"
+    assert r.json()["error"]["message"].startswith("the request body is not valid JSON"), r.text
 
 
-def test_a_blank_question_is_refused_before_any_stream_starts(client):
-    for path, body in (("/api/chat", {"question": "   "}),
+def test_a_body_over_the_limit_is_refused_with_413(client):
+    limit = client.app.state.settings.max_request_bytes
+    big = {"query": "password", "padding": "x" * limit}
+    r = client.post("/api/search", json=big)  # declared Content-Length over the cap
+    assert r.status_code == 413 and r.json()["error"]["code"] == "payload_too_large", r.text
+    assert r.headers["x-content-type-options"] == "nosniff"
+
+    def chunks():  # no Content-Length: counted as it arrives
+        yield b'{"query": "password", "padding": "'
+        for _ in range(limit // 65536 + 2):
+            yield b"x" * 65536
+        yield b'"}'
+
+    r = client.post("/api/search", content=chunks(), headers={"Content-Type": "application/json"})
+    assert r.status_code == 413 and r.json()["error"]["code"] == "payload_too_large", r.text
+    r = client.post("/v1/chat/completions", json={"model": "assistant-rag", "messages": [{"role": "user", "content": "x" * limit}]})
+    assert r.status_code == 413 and r.json()["error"]["type"] == "invalid_request_error", r.text
+    assert client.post("/api/search", json={"query": "password"}).status_code == 200  # still serving
+
+
+def test_a_blank_question_or_query_is_refused_before_any_work(client):
+    for path, body in (("/api/chat", {"question": "   "}), ("/api/search", {"query": " \t "}),
                        ("/v1/chat/completions", {"model": "assistant-rag", "stream": True, "messages": [{"role": "user", "content": " \n "}]})):
         r = client.post(path, json=body)
         assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", (path, r.text)

@@ -6,6 +6,7 @@ from starlette.concurrency import run_in_threadpool
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.schemas import SearchHitPublic, SearchRequest
 from assistant.core.auth.audit import record_event
+from assistant.retrieval.retriever import check_query
 
 router = APIRouter(prefix="/api")
 
@@ -15,6 +16,7 @@ async def search(
     body: SearchRequest, assistant: AssistantDep, principal: PrincipalDep, request: Request
 ) -> list[SearchHitPublic]:
     """The `top_k` chunks best matching `query` among those the caller may read."""
+    check_query(body.query)  # a blank query is a 400, as for chat
     chunks = await run_in_threadpool(assistant.retriever.retrieve, body.query, principal=principal, top_k=body.top_k)
     await run_in_threadpool(
         record_event, assistant.resources.db, principal=principal, action="search", query=body.query,
