@@ -13,8 +13,8 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from assistant import __version__
 from assistant.api.deps import PrincipalDep, get_principal
-from assistant.api.errors import install_error_handlers
 from assistant.api.body_limit import BodyLimitMiddleware
+from assistant.api.errors import install_error_handlers
 from assistant.api.security_headers import SecurityHeadersMiddleware
 from assistant.api.routes import auth, chat, documents, health, helpdesk, jobs, openai_compat, search, users
 from assistant.composition import Assistant

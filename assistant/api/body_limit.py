@@ -9,8 +9,10 @@ the product's JSON error (`payload_too_large`), OpenAI's shape under `/v1/`.
 from __future__ import annotations
 
 from fastapi import HTTPException
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from assistant.api.errors import error_response
 from assistant.core.errors import PayloadTooLargeError
 
 
@@ -53,10 +55,6 @@ class BodyLimitMiddleware:
         await self.app(scope, counting_receive, send)
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
-        from starlette.requests import Request
-
-        from assistant.api.errors import error_response
-
         response = error_response(Request(scope), self._error())
         await response(scope, self._drain, send)
 

@@ -21,6 +21,11 @@ OPENAI_ERROR_TYPES = {
     404: "not_found_error", 409: "invalid_request_error", 413: "invalid_request_error", 429: "rate_limit_error",
 }
 OPENAI_PREFIX = "/v1/"
+# Our stable code for an HTTP error raised by the framework (unknown route, wrong method...).
+HTTP_ERROR_CODES = {
+    401: "unauthenticated", 403: "permission_denied", 404: "not_found", 405: "method_not_allowed",
+    413: "payload_too_large",
+}
 
 
 def openai_error_body(code: str, message: str, status: int) -> dict:
@@ -55,12 +60,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {
-            404: "not_found", 405: "method_not_allowed", 401: "unauthenticated", 403: "permission_denied",
-            413: "payload_too_large",
-        }.get(
-            exc.status_code, "http_error"
-        )
+        code = HTTP_ERROR_CODES.get(exc.status_code, "http_error")
         return _error(request, code, str(exc.detail), exc.status_code, exc.headers)
 
 

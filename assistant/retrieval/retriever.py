@@ -269,8 +269,9 @@ class Retriever:
         for c in chunks:
             seen |= sparse.found_terms(query_terms - seen, " ".join((c.title, c.heading, c.text)))
         unknown = []
-        spellings = sparse.hyphenations(query)
-        for term in sorted(query_terms - seen):
+        missing = query_terms - seen
+        spellings = sparse.hyphenations(query) if missing else {}
+        for term in sorted(missing):
             if any(sep in term for sep in "._-"):
                 continue
             candidates = ((term,), *translations.get(term, ()), *((h,) for h in spellings.get(term, ())))
