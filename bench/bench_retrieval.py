@@ -5,6 +5,7 @@ Usage (an index built by `assistant ingest` of the handbook and docs-zh; one pro
 
     ASSISTANT_DATA_DIR=/tmp/index .venv/bin/python bench/bench_retrieval.py quality [--json out.json]
     ASSISTANT_DATA_DIR=/tmp/index .venv/bin/python bench/bench_retrieval.py scale --scales 1,10,100
+    ASSISTANT_DATA_DIR=/tmp/index .venv/bin/python bench/bench_retrieval.py latency [--rounds 5]
 
 `quality` prints recall@1/5/10, MRR@10, nDCG@10 per language, abstention (the rule that runs before
 generation) and search latency for: plain dense (MiniLM or whatever model built the index), BM25-jieba
@@ -12,7 +13,9 @@ sparse only, plain RRF (unweighted, k=60), the product's tuned hybrid, and hybri
 reranker (`--reranker DIR`; without one, a MiniLM with an untrained head measures the cost only).
 `scale` copies the index's points (dense vectors jittered so copies are not exact ties) into a scratch
 Edge shard at each scale and times hybrid queries with the dev questions (embedding excluded and
-included).
+included). `latency` times question embedding and the product's whole search (embedding, hybrid
+query, abstention evidence) with the question embedded by PyTorch (baseline) and by ONNX Runtime
+(the default), interleaved question by question in one process so both see the same load.
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ def quality(args) -> dict:
     from assistant.composition import Assistant
 
     res = Resources.open()
+    res.prepare_query_runtime()  # search latency with the product's question engine
     assistant = Assistant.build(res)
     new_rule = assistant.answerer.abstention
     questions = load_questions(Path(args.questions))
@@ -192,6 +196,50 @@ def scale(args) -> dict:
     return out
 
 
+def latency(args) -> dict:
+    import resource
+
+    from assistant.core.embedder import Embedder
+
+    res = Resources.open()
+    baseline = res.embedder  # PyTorch
+    onnx = Embedder(res.settings.embedding_model)
+    if onnx.prepare_query_runtime(res.settings.onnx_cache_dir or Path(tempfile.mkdtemp())) != "onnx":
+        raise SystemExit(f"no ONNX graph: {getattr(onnx, 'query_runtime_error', '')}")
+    questions = [q.question for q in load_questions(Path(args.questions))]
+    engines = {"torch": baseline, "onnx": onnx}
+    retrievers = {k: Retriever(store=res.store, embedder=e, translate=translate) for k, e in engines.items()}
+    embed_ms: dict[str, list[float]] = {k: [] for k in engines}
+    search_ms: dict[str, list[float]] = {k: [] for k in engines}
+    for k in engines:  # warm-up: first calls allocate
+        for q in questions[:5]:
+            retrievers[k].search(q, principal=ANONYMOUS, top_k=5)
+    for _ in range(args.rounds):
+        for q in questions:
+            for k, e in engines.items():
+                started = time.perf_counter()
+                e.embed_query(q)
+                embed_ms[k].append((time.perf_counter() - started) * 1e3)
+                sparse.clear_lookup_cache()  # no engine profits from the other's search of the same question
+                started = time.perf_counter()
+                retrievers[k].search(q, principal=ANONYMOUS, top_k=5)
+                search_ms[k].append((time.perf_counter() - started) * 1e3)
+    out = {
+        "questions": len(questions), "rounds": args.rounds,
+        "embed_ms": {k: _pcts(v) for k, v in embed_ms.items()},
+        "search_ms": {k: _pcts(v) for k, v in search_ms.items()},
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
+    for what in ("embed_ms", "search_ms"):
+        t, o = out[what]["torch"], out[what]["onnx"]
+        out[what]["ratio_onnx_over_torch_p50"] = round(o["p50"] / t["p50"], 2)
+        print(f"{what[:-3]:>6}: torch p50 {t['p50']:.1f} p95 {t['p95']:.1f} ms | onnx p50 {o['p50']:.1f} "
+              f"p95 {o['p95']:.1f} ms | onnx/torch p50 {o['p50'] / t['p50']:.2f}, p95 {o['p95'] / t['p95']:.2f}", flush=True)
+    print(f"peak RSS {out['peak_rss_mib']} MiB (two copies of the model: one per engine)")
+    res.close()
+    return out
+
+
 def _all_points(store) -> list[ChunkPoint]:
     import qdrant_edge as qe
 
@@ -213,7 +261,7 @@ def _pcts(values) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=["quality", "scale"])
+    parser.add_argument("what", choices=["quality", "scale", "latency"])
     parser.add_argument("--questions", default=str(DEV_SET))
     parser.add_argument("--with-reranker", action="store_true", help="add the hybrid + reranker configuration")
     parser.add_argument("--reranker", default=None, help="a local CrossEncoder folder (default: untrained stand-in)")
@@ -221,7 +269,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     args = parser.parse_args()
-    out = quality(args) if args.what == "quality" else scale(args)
+    out = {"quality": quality, "scale": scale, "latency": latency}[args.what](args)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, ensure_ascii=False))
 

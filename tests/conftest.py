@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Iterator
@@ -13,6 +14,9 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Exported question-embedding graphs (ONNX) depend on the model only: one export serves the whole
+# session, in-process and in the servers that tests start as subprocesses.
+os.environ.setdefault("ASSISTANT_MODEL_CACHE_DIR", tempfile.mkdtemp(prefix="assistant-test-models-"))
 
 from assistant.core import resources as resources_mod  # noqa: E402
 from assistant.core.resources import Resources  # noqa: E402

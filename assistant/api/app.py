@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -45,6 +46,9 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
         res = resources or Resources.open(settings)
         resources_mod.set_current(res)
         app.state.assistant = Assistant.build(res)
+        # Questions move to ONNX Runtime once its graph is exported (first start: ~12 s of one core)
+        # and checked; until then, and if that fails, PyTorch embeds them.
+        threading.Thread(target=res.prepare_query_runtime, name="query-runtime", daemon=True).start()
         app.state.dispatcher = JobDispatcher(settings)
         app.state.dispatcher.resume_unfinished(res.db)
         try:

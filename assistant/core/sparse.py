@@ -119,10 +119,22 @@ def found_terms(query_terms: Collection[str], text: str) -> set[str]:
     wanted = set(query_terms)
     if not wanted:
         return set()
-    text = unicodedata.normalize("NFKC", text)
-    latin = set(_latin_terms(_CJK.sub(" ", text)))
-    lowered = text.lower()
+    latin, lowered = _lookup_forms(text)
     return {t for t in wanted if (t in lowered if _CJK.search(t) else t in latin)}
+
+
+@lru_cache(maxsize=64)
+def _lookup_forms(text: str) -> tuple[frozenset[str], str]:
+    # One search asks about the same few hits several times (coverage of the question, of its
+    # translation, unknown terms): stem each hit's words once. Keyed by the text itself; a search
+    # touches about ten texts, so 64 serve concurrent searches without keeping a corpus in memory.
+    text = unicodedata.normalize("NFKC", text)
+    return frozenset(_latin_terms(_CJK.sub(" ", text))), text.lower()
+
+
+def clear_lookup_cache() -> None:
+    """Forget the stemmed forms `found_terms` keeps of recent texts (benchmarks: each search cold)."""
+    _lookup_forms.cache_clear()
 
 
 def term_coverage(query_terms: Collection[str], text: str) -> float:

@@ -54,6 +54,7 @@ def eval_command(
             from assistant.core.identity import load_principal
 
             principal = load_principal(res.db, as_user)
+        res.prepare_query_runtime()  # latency as the server measures it (ONNX Runtime when configured)
         assistant = Assistant.build(res)
         if mode:
             assistant.retriever.mode = mode  # type: ignore[assignment]

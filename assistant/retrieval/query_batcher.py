@@ -12,7 +12,6 @@ from __future__ import annotations
 import queue
 import threading
 from concurrent.futures import Future
-from contextlib import nullcontext
 
 import numpy as np
 
@@ -21,8 +20,8 @@ class QueryBatcher:
     """Wraps an embedder; `embed_query` may be called from many threads at once. Other attributes pass through.
 
     Args:
-        embedder: a sentence-transformers `Embedder` (batched through its `model.encode`); any other
-            embedder is called one question at a time, still from one thread.
+        embedder: an `Embedder`; a batch goes through its `embed_queries` (one forward pass for
+            sentence-transformers models, on PyTorch or ONNX Runtime).
         max_batch: most questions per forward pass.
     """
 
@@ -68,21 +67,6 @@ class QueryBatcher:
                 future.set_result(vector)
 
     def _embed(self, texts: list[str]) -> list[np.ndarray]:
-        embedder = self._embedder
-        model = getattr(embedder, "model", None)
-        if len(texts) == 1 or not hasattr(model, "encode"):
-            return [embedder.embed_query(t) for t in texts]
-        import torch
-
-        # The embedder's own lock: its thread setting is process-wide (see `Embedder.embed_query`).
-        with getattr(embedder, "_lock", None) or nullcontext():
-            threads = torch.get_num_threads()
-            torch.set_num_threads(getattr(embedder, "query_threads", 1))
-            try:
-                vectors = model.encode(
-                    [embedder.query_prefix + t for t in texts], normalize_embeddings=True,
-                    convert_to_numpy=True, show_progress_bar=False, batch_size=len(texts),
-                )
-            finally:
-                torch.set_num_threads(threads)
-        return list(vectors.astype(np.float32, copy=False))
+        if len(texts) == 1:
+            return [self._embedder.embed_query(texts[0])]
+        return list(self._embedder.embed_queries(texts))
