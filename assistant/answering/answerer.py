@@ -92,6 +92,8 @@ class Answerer:
         self.limiter = limiter
         self.cache = cache
         self.rewrite = rewrite
+        # Where the answer ends: the product's own stops, plus any a caller adds for its request.
+        self.stop_sequences: tuple[str, ...] = STOP_SEQUENCES
 
     def prepare(
         self, question: str, *, principal: Principal, history: Sequence[ChatMessage] = (), query: str | None = None
@@ -226,7 +228,7 @@ class Answerer:
                 ticket.close()
 
     async def _generate(self, messages: list[ChatMessage], result: StreamResult) -> AsyncIterator[str]:
-        """The model's deltas up to the first stop sequence (`STOP_SEQUENCES`).
+        """The model's deltas up to the first stop sequence (`stop_sequences`: `STOP_SEQUENCES` and a caller's).
 
         The backend gets the stop sequences and ends the generation there itself, so that the server
         stops generating at once and reports its own finish reason and usage. `StopFilter` applies
@@ -237,9 +239,10 @@ class Answerer:
         `result` is filled in once the deltas are exhausted: its `finish_reason` is "stop" when a stop
         sequence ended the answer or the backend did not say, else the backend's.
         """
-        stops = StopFilter(STOP_SEQUENCES)
+        stops = StopFilter(self.stop_sequences)
         stream = self.llm.stream(
-            messages, max_tokens=self.max_tokens, temperature=self.temperature, result=result, stop=STOP_SEQUENCES
+            messages, max_tokens=self.max_tokens, temperature=self.temperature, result=result,
+            stop=self.stop_sequences,
         )
         try:
             async for delta in stream:

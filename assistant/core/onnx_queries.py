@@ -156,7 +156,9 @@ def export(model_path: Path, folder: Path) -> Path:
     tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         tmp.mkdir()
-        program.save(str(tmp / MODEL_FILE))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter's notes on dynamic axis names
+            program.save(str(tmp / MODEL_FILE))
         try:
             os.replace(tmp, folder)
         except OSError:

@@ -117,6 +117,15 @@ def test_streamed_completion_sends_a_usage_chunk_when_asked(serving):
         ({"model": MODEL, "messages": [{"role": "assistant", "content": "hi"}]}, openai.BadRequestError, "invalid_request"),
         ({"model": MODEL, "messages": []}, openai.BadRequestError, "invalid_request"),
         ({"model": MODEL, "messages": [{"role": "user", "content": "x" * 4001}]}, openai.BadRequestError, "invalid_request"),
+        ({"model": MODEL, "n": 2, "messages": [{"role": "user", "content": "hi"}]}, openai.BadRequestError, "unsupported_parameter"),
+        (
+            {"model": MODEL, "messages": [{"role": "user", "content": "hi"}],
+             "tools": [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]},
+            openai.BadRequestError, "unsupported_parameter",
+        ),
+        ({"model": MODEL, "stop": ["a", "b", "c", "d", "e"], "messages": [{"role": "user", "content": "hi"}]},
+         openai.BadRequestError, "invalid_request"),
+        ({"model": MODEL, "stop": [""], "messages": [{"role": "user", "content": "hi"}]}, openai.BadRequestError, "invalid_request"),
     ],
 )
 def test_errors_come_in_the_openai_shape(serving, kwargs, error, code):
@@ -126,6 +135,36 @@ def test_errors_come_in_the_openai_shape(serving, kwargs, error, code):
         client_for(server, headers).chat.completions.create(**kwargs)
     body = caught.value.body
     assert body["code"] == code and body["type"] and body["message"]
+
+
+def test_a_callers_stop_sequence_ends_the_answer(serving):
+    # Generation is not repeatable across requests here (llama.cpp reuses a cached prompt prefix,
+    # which moves the logits slightly), so the stop is one every answer of several words contains:
+    # a space. The answer must end before the first one, with finish_reason "stop".
+    server, res, *_ = serving
+    _, headers = new_key(res, "secops")
+    client = client_for(server, headers)
+    ask = dict(model=MODEL, messages=[{"role": "user", "content": "What are the password requirements?"}])
+    full = client.chat.completions.create(**ask).choices[0].message.content
+    assert len(full.strip().split()) > 1, full
+    cut = client.chat.completions.create(**ask, stop=[" ", "\n"])
+    assert cut.choices[0].finish_reason == "stop", cut
+    assert " " not in cut.choices[0].message.content.strip() and len(cut.choices[0].message.content) < len(full)
+    # tool_choice "none" offers tools the model must not call: nothing to refuse.
+    offered = client.chat.completions.create(
+        **ask, tool_choice="none", tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    )
+    assert offered.choices[0].message.content.strip()
+
+
+def test_stream_must_be_a_boolean(serving):
+    server, res, *_ = serving
+    _, headers = new_key(res)
+    r = httpx.post(
+        f"{server.url}/v1/chat/completions", headers=headers,
+        json={"model": MODEL, "stream": "yes", "messages": [{"role": "user", "content": QUESTION}]},
+    )
+    assert r.status_code in (400, 422) and "stream" in r.json()["error"]["message"]
 
 
 def test_v1_needs_an_api_key(serving):

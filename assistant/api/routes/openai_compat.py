@@ -18,8 +18,9 @@ stream is closed before the server's usage chunk): then both are over-estimates 
 from the answer cache, or an abstention (no model call), reports zeros; an LLM rewrite of a follow-up
 question is not counted. Streamed, usage comes as OpenAI sends it: when the request sets
 `stream_options.include_usage`, in a last chunk with empty `choices`. A request that sets its own
-`max_tokens` or `temperature` bypasses the answer cache, which holds answers made with the server's
-settings.
+`max_tokens`, `temperature` or `stop` bypasses the answer cache, which holds answers made with the
+server's settings. `stop` adds the caller's sequences (at most 4) to the product's own; `n` other than
+1 and tool calling are refused with a 400 (`unsupported_parameter`) instead of being ignored.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any, AsyncIterator, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.background import BackgroundTask
 
 from assistant.api.deps import AssistantDep, PrincipalDep
@@ -85,17 +86,61 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
+MAX_CLIENT_STOPS = 4  # OpenAI's limit for `stop`
+
+
 class ChatCompletionRequest(BaseModel):
-    """The fields we use of OpenAI's chat completion request; others (tools, n, stop...) are ignored."""
+    """The fields we use of OpenAI's chat completion request.
+
+    `stop` ends the answer at the caller's sequences too (the product's own always apply). What this
+    endpoint cannot honour is refused with a 400 rather than silently ignored: `n` other than 1, and
+    tool or function calling (the model answers from documents; it calls no tools). Other fields
+    (`top_p`, `user`, `response_format`...) are accepted and ignored.
+    """
 
     model_config = ConfigDict(extra="allow")
     model: str
     messages: list[Message] = Field(min_length=1, max_length=100)
-    stream: bool = False
+    stream: StrictBool = False  # "yes" is a client bug to report, not a truthy value
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     stream_options: StreamOptions | None = None
+    stop: str | list[str] | None = None
+    n: int | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: Any = None
+    functions: list[dict[str, Any]] | None = None
+
+    def stop_sequences(self) -> tuple[str, ...]:
+        """The caller's stop sequences (at most `MAX_CLIENT_STOPS`, none empty).
+
+        Raises:
+            InvalidRequestError: too many, or an empty one.
+        """
+        stops = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+        if len(stops) > MAX_CLIENT_STOPS:
+            raise InvalidRequestError(f"'stop' has {len(stops)} sequences; at most {MAX_CLIENT_STOPS} are accepted")
+        if any(not s for s in stops):
+            raise InvalidRequestError("'stop' contains an empty sequence")
+        return tuple(stops)
+
+    def check_supported(self) -> None:
+        """Refuse what this endpoint cannot do instead of ignoring it.
+
+        Raises:
+            InvalidRequestError: `n` other than 1 (code `unsupported_parameter`), or tools / functions
+                offered for the model to call (code `unsupported_parameter`).
+        """
+        if self.n is not None and self.n != 1:
+            raise InvalidRequestError(
+                f"'n' is {self.n}; this endpoint returns one choice per request (n=1)", code="unsupported_parameter"
+            )
+        if (self.tools and self.tool_choice != "none") or self.functions:
+            raise InvalidRequestError(
+                f"'{'tools' if self.tools else 'functions'}' is not supported: the '{RAG_MODEL}' model answers from "
+                "documents with citations and calls no tools", code="unsupported_parameter",
+            )
 
 
 @router.get("/models")
@@ -152,9 +197,11 @@ async def chat_completions(
 
     Raises:
         NotFoundError: `model` is not `assistant-rag` (404, code `model_not_found`).
-        InvalidRequestError: no final user message (400).
+        InvalidRequestError: no final user message, a bad `stop`, or `n` > 1 or tools, which this
+            endpoint does not support (400, code `unsupported_parameter`).
         OverloadedError: too many requests wait for the model (429 with Retry-After).
     """
+    body.check_supported()
     question, history = _conversation(body)
     check_query(question)  # before a stream starts: a 400, not an in-band error
     answerer = audited_answerer(assistant, request, endpoint="/v1/chat/completions")
@@ -163,7 +210,9 @@ async def chat_completions(
         answerer.max_tokens = min(answerer.max_tokens, limit)
     if body.temperature is not None:
         answerer.temperature = body.temperature
-    if (answerer.max_tokens, answerer.temperature) != (assistant.answerer.max_tokens, assistant.answerer.temperature):
+    answerer.stop_sequences = tuple(dict.fromkeys(answerer.stop_sequences + body.stop_sequences()))
+    own = (assistant.answerer.max_tokens, assistant.answerer.temperature, assistant.answerer.stop_sequences)
+    if (answerer.max_tokens, answerer.temperature, answerer.stop_sequences) != own:
         answerer.cache = None  # its answers were made with the server's settings: neither served nor stored
     ticket = answerer.admit(principal)
     base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": RAG_MODEL}
