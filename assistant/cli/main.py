@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from assistant.cli import serve_model
+from assistant.cli.errors import fail
 from assistant.cli.keys import keys_app
 from assistant.cli.users import groups_app, note_new_data_dir, users_app
 from assistant.core.errors import AssistantError, ConfigError
@@ -55,11 +56,6 @@ def _assistant_as(as_user: str | None):
     return Assistant.build(res), _principal(res, as_user)
 
 
-def _fail(exc: AssistantError) -> None:
-    console.print(f"[red]error[/red] ({exc.code}): {escape(exc.message)}", soft_wrap=True)
-    raise typer.Exit(code=2)
-
-
 @app.command()
 def ingest(
     path: Path = typer.Argument(..., help="a folder (recursively) or one file"),
@@ -93,8 +89,7 @@ def ingest(
             outcomes = ingestor.sync(path, acl=manifest, on_file=on_file, on_total=lambda n: progress.update(task, total=n))
         res.close()
     except AssistantError as exc:
-        _fail(exc)
-        return
+        fail(exc, as_json=as_json)
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
@@ -135,8 +130,7 @@ def search(
         assistant, principal = _assistant_as(as_user)
         chunks = assistant.retriever.retrieve(query, principal=principal, top_k=top_k)
     except AssistantError as exc:
-        _fail(exc)
-        return
+        fail(exc, as_json=as_json)
     rows = [
         {"source": c.source, "uri": c.uri, "chunk_id": c.chunk_id, "doc_id": c.doc_id, "title": c.title,
          "heading": c.heading, "page": c.page, "score": c.score, "text": c.text}
@@ -178,7 +172,7 @@ def ask(
         for c in citations:
             print(f"[{c['n']}] {c['source']}" + (f" (page {c['page']})" if c.get("page") else ""))
     except AssistantError as exc:
-        _fail(exc)
+        fail(exc, as_json=as_json)
 
 
 @app.command()
@@ -200,7 +194,7 @@ def serve(
 
     settings = get_settings()
     if workers > 1 and (settings.vector_store == "edge" or settings.resolved_database_url.startswith("sqlite")):
-        _fail(ConfigError(
+        fail(ConfigError(
             f"--workers {workers} needs ASSISTANT_VECTOR_STORE=qdrant with a server (ASSISTANT_QDRANT_URL) and "
             "ASSISTANT_DATABASE_URL on PostgreSQL: the embedded Qdrant Edge folder and SQLite file belong to one process"
         ))

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from assistant.cli.errors import fail
 from assistant.core.errors import AssistantError
 
 err = Console(stderr=True)
@@ -46,8 +47,7 @@ def reindex_command(
                 on_file=lambda o: progress.update(task, advance=0 if o.status == "deleted" else 1),
             )
     except AssistantError as exc:
-        err.print(f"[red]error[/red] ({exc.code}): {escape(exc.message)}")
-        raise typer.Exit(code=2) from exc
+        fail(exc, as_json=as_json)
     if as_json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=1))
         return

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from assistant.cli.errors import fail
 from assistant.core.db.session import Database
 from assistant.core.errors import AssistantError
 from assistant.core.settings import get_settings
@@ -46,8 +47,7 @@ def account_db() -> Iterator[Database]:
         db.migrate()
         yield db
     except AssistantError as exc:
-        err.print(f"[red]error[/red] ({exc.code}): {escape(exc.message)}", soft_wrap=True)
-        raise typer.Exit(code=2) from exc
+        fail(exc)
     finally:
         if db is not None:
             db.dispose()

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from assistant.cli.errors import fail
 from assistant.core.errors import AssistantError
 
 if TYPE_CHECKING:  # the heavy imports wait until the command runs, so other commands start fast
@@ -42,7 +43,6 @@ def eval_command(
     from assistant.evaluation.dataset import load_questions
     from assistant.evaluation.runner import run_eval
 
-    err = Console(stderr=True)
     if mode is not None and mode not in MODES:
         raise typer.BadParameter(f"--mode {mode!r} is not one of {', '.join(MODES)}")
     try:
@@ -64,8 +64,7 @@ def eval_command(
         )
         res.close()
     except AssistantError as exc:
-        err.print(f"[red]error[/red] ({exc.code}): {exc.message}")
-        raise typer.Exit(code=2)
+        fail(exc, as_json=as_json)
     if as_json:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
         return

@@ -44,7 +44,11 @@ def test_errors_keep_their_brackets_and_bad_manifests_stop_before_ingesting(cli_
     assert result.exit_code == 2
     assert "unknown key(s) defaults" in result.output
     bad = CliRunner().invoke(app, ["search", "x" * 4001, "--json"])
-    assert bad.exit_code == 2 and "at most 4000" in bad.output
+    assert bad.exit_code == 2 and bad.stdout == ""
+    error = json.loads(bad.stderr.strip().splitlines()[-1])["error"]  # --json: the failure is JSON too
+    assert error["code"] == "invalid_request" and "at most 4000" in error["message"]
+    plain = CliRunner().invoke(app, ["search", "x" * 4001])
+    assert plain.exit_code == 2 and "error (invalid_request)" in plain.stderr and "at most 4000" in plain.stderr
     manifest.write_text("default: [finance]\n")
     result = CliRunner().invoke(app, ["ingest", str(folder), "--acl", str(manifest)])
     assert "ACL entry 'finance'" in result.output  # Rich would have eaten "[...]" markup-like text
@@ -79,7 +83,8 @@ def test_jobs_lists_while_another_process_holds_the_embedded_store(cli_env):
     try:
         assert holder.stdout.readline().strip() == "held"
         busy = CliRunner().invoke(app, ["search", "password", "--json"])
-        assert busy.exit_code == 2 and "error (config_invalid)" in busy.output  # the store is held
+        assert busy.exit_code == 2  # the store is held
+        assert json.loads(busy.stderr.strip().splitlines()[-1])["error"]["code"] == "config_invalid"
         result = CliRunner().invoke(app, ["jobs", "--json"])
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout) == []

@@ -1,0 +1,33 @@
+"""How every CLI command reports an `AssistantError`: one line on stderr, exit status 2."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from assistant.core.errors import AssistantError
+
+_err = Console(stderr=True)
+
+
+def fail(exc: AssistantError, *, as_json: bool = False) -> NoReturn:
+    """Print `exc` on stderr and exit with status 2.
+
+    Args:
+        exc: the error; its stable `code` and its `message` are printed.
+        as_json: the command was asked for JSON: print `{"error": {"code", "message"}}` (the HTTP
+            API's shape) as one line, so that a script parses failures as it parses results.
+
+    Raises:
+        typer.Exit: always, with code 2.
+    """
+    if as_json:
+        print(json.dumps({"error": {"code": exc.code, "message": exc.message}}, ensure_ascii=False), file=sys.stderr)
+    else:
+        _err.print(f"[red]error[/red] ({exc.code}): {escape(exc.message)}", soft_wrap=True)
+    raise typer.Exit(code=2) from exc
