@@ -40,9 +40,14 @@ class QueryBatcher:
         Raises:
             Exception: whatever the embedding model raised for the batch.
         """
+        return self.submit_query(text).result()
+
+    def submit_query(self, text: str) -> Future:
+        """Queue the question and return at once: a future of its embedding (`embed_query`'s result),
+        so that the caller can do other work (keyword encoding, translation) while the model runs."""
         future: Future = Future()
         self._queue.put((text, future))
-        return future.result()
+        return future
 
     def __getattr__(self, name: str):
         return getattr(self._embedder, name)

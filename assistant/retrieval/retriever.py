@@ -177,7 +177,10 @@ class Retriever:
             The chunks, whether the embedding model covers the question's language, and the
             question's index terms that occur in no chunk the reader may open.
         """
-        dense = self.embedder.embed_query(query)
+        # The question's embedding is computed on the batcher's thread (ONNX Runtime and PyTorch
+        # release the GIL) while this thread segments, translates and encodes the keyword query.
+        submit = getattr(self.embedder, "submit_query", None)
+        pending = submit(query) if submit else None
         query_terms = set(sparse.terms(query))
         mode = self.mode
         languages = getattr(self.embedder, "languages", None)
@@ -191,9 +194,11 @@ class Retriever:
         extra = (
             {t: w * self.translation_weight for t, w in translation.weights().items()} if translation else None
         )
+        keywords = sparse.encode_query(query, extra=extra)
+        dense = pending.result() if pending is not None else self.embedder.embed_query(query)
         query_kwargs = dict(
             dense=dense.tolist(),
-            sparse=sparse.encode_query(query, extra=extra),
+            sparse=keywords,
             acl_any=principal.acl_tokens,
             limit=limit,
             prefetch_limit=self.prefetch_k,
