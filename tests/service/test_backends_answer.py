@@ -5,12 +5,13 @@ answerer's stop sequences against a scripted HTTP server, which can ignore `stop
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
 from assistant.answering.stops import STOP_SEQUENCES
 from assistant.composition import Assistant
-from assistant.core.llm.base import LLM, StreamResult
+from assistant.core.llm.base import LLM, ChatMessage, StreamResult
 from assistant.core.llm.llama_cpp import LlamaCppLLM
 from assistant.core.llm.openai_compat import OpenAICompatLLM
 from assistant.core.principals import ANONYMOUS
@@ -146,3 +147,38 @@ def test_the_answerer_sends_its_stop_sequences_and_still_cuts_where_they_are_ign
         assert served == (321, 9), "the server's own usage: it reached its last chunk"
     else:
         assert served != (321, 9) and answer.usage.completion_tokens >= 1, "closed at the stop: counted"
+
+
+def test_a_request_closed_while_waiting_for_the_model_is_never_generated():
+    """One generation at a time in process: a chat whose client left while it waited for the model
+    must not spend the model's time (its prompt would otherwise be evaluated for nobody)."""
+    import threading
+
+    llm = LlamaCppLLM(context_tokens=1024)
+    generated: list[int] = []
+    real = llm._llama.create_chat_completion
+    llm._llama.create_chat_completion = lambda *a, **k: (generated.append(1), real(*a, **k))[1]
+    messages = [ChatMessage(role="user", content="Say hello.")]
+
+    async def scenario() -> None:
+        stream = llm.stream(messages, max_tokens=8, temperature=0.0)
+        first = asyncio.ensure_future(stream.__anext__())
+        await asyncio.sleep(0.5)  # the worker is now blocked on the model, held below
+        first.cancel()  # the client disconnects: the pending read is cancelled, the stream closed
+        with contextlib.suppress(asyncio.CancelledError):
+            await first
+        await stream.aclose()
+
+    llm._lock.acquire()  # another chat is generating
+    try:
+        asyncio.run(scenario())
+    finally:
+        llm._lock.release()
+    for worker in [t for t in threading.enumerate() if t.name == "llama-cpp-generate"]:
+        worker.join(timeout=60)
+    assert generated == []
+
+    async def normal() -> str:
+        return "".join([d async for d in llm.stream(messages, max_tokens=8, temperature=0.0)])
+
+    assert asyncio.run(normal()).strip() and generated == [1]  # the model still serves the next chat

@@ -62,7 +62,7 @@ class LlamaCppLLM(LLM):
         stop: Sequence[str] = (),
     ) -> AsyncIterator[str]:
         """Yield the answer as text deltas, generated in a worker thread; closing the iterator stops
-        the generation at its next token.
+        the generation at its next token, or skips it when it is still waiting for the model.
 
         Args:
             messages: the chat, system message first.
@@ -108,6 +108,10 @@ class LlamaCppLLM(LLM):
             finish_reason = None
             try:
                 with self._lock:
+                    if cancelled.is_set():
+                        # The caller left while this request waited for the model (one generation
+                        # at a time): evaluating its prompt would only delay the next request.
+                        return
                     chunks = self._llama.create_chat_completion(
                         messages=list(messages), max_tokens=max_tokens, temperature=temperature,
                         repeat_penalty=REPEAT_PENALTY, stream=True, logits_processor=[observe_prompt],
