@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import sys
 from pathlib import Path
@@ -53,7 +54,8 @@ def _assistant_as(as_user: str | None):
     from assistant.composition import Assistant
 
     res = _resources()
-    return Assistant.build(res), _principal(res, as_user)
+    principal = _principal(res, as_user)  # an unknown --as user is reported before any model loads
+    return Assistant.build(res), principal
 
 
 @app.command()
@@ -215,7 +217,10 @@ def serve(
         console.print(
             f"first admin [bold]{settings.bootstrap_admin_name}[/bold] created with ASSISTANT_BOOTSTRAP_ADMIN_PASSWORD"
         )
-    address = {"host": host or settings.host, "port": port or settings.port, "log_level": "info"}
+    # The product's own loggers (`assistant.*`) print beside uvicorn's, at INFO, in its format.
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["loggers"]["assistant"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
+    address = {"host": host or settings.host, "port": port or settings.port, "log_level": "info", "log_config": log_config}
     if workers > 1:  # each process builds its own app from the environment
         uvicorn.run("assistant.api.app:create_app", factory=True, workers=workers, **address)
     else:

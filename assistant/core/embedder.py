@@ -128,8 +128,10 @@ class SentenceTransformerEmbedder(Embedder):
         import transformers
         from sentence_transformers import SentenceTransformer
 
-        # Counting tokens of long texts (to cut chunks) is expected; the tokenizer's warning is noise.
+        # Counting tokens of long texts (to cut chunks) is expected; the tokenizer's warning is noise,
+        # and so is the weight-loading progress bar (stderr of every command, even with --json).
         transformers.logging.set_verbosity_error()
+        transformers.logging.disable_progress_bar()
 
         if threads:
             torch.set_num_threads(threads)
@@ -235,6 +237,7 @@ class SentenceTransformerEmbedder(Embedder):
             return self.query_runtime
         self._onnx = encoder
         self.query_runtime = "onnx"
+        log.info("questions are now embedded by ONNX Runtime (%s; deviation from PyTorch %.1g)", path, off)
         return self.query_runtime
 
 

@@ -84,7 +84,7 @@ def test_jobs_lists_while_another_process_holds_the_embedded_store(cli_env):
         assert holder.stdout.readline().strip() == "held"
         busy = CliRunner().invoke(app, ["search", "password", "--json"])
         assert busy.exit_code == 2  # the store is held
-        assert json.loads(busy.stderr.strip().splitlines()[-1])["error"]["code"] == "config_invalid"
+        assert json.loads(busy.stderr.strip().splitlines()[-1])["error"]["code"] == "store_locked"
         result = CliRunner().invoke(app, ["jobs", "--json"])
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout) == []

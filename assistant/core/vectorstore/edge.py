@@ -68,9 +68,12 @@ class EdgeVectorStore(VectorStore):
         try:
             return qe.EdgeShard.load(str(self.path))
         except Exception as exc:  # the engine reports a held lock or corrupt files as a plain error
+            # Another process holds the write-ahead log's lock ("WouldBlock"): a state, not a bad setting.
+            held = "WouldBlock" in str(exc)
             raise ConfigError(
                 f"cannot open the Qdrant Edge collection at {self.path}: {exc}. Only one process may "
-                "open it: stop the other assistant process, or use a Qdrant server"
+                "open it: stop the other assistant process (e.g. `assistant serve`), or use a Qdrant server",
+                code="store_locked" if held else None,
             ) from exc
 
     def ensure_collection(self, dim: int) -> None:
