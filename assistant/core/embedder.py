@@ -209,8 +209,7 @@ class SentenceTransformerEmbedder(Embedder):
 
         Args:
             cache_dir: folder of exported graphs; None keeps PyTorch.
-            export: export when the cache has no graph for this model (False: use a cached one only,
-                for one-shot commands that would not win back the export time).
+            export: export when the cache has no graph for this model (False: use a cached one only).
 
         Returns:
             "onnx" or "torch", the engine now in use.

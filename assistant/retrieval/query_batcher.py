@@ -72,6 +72,6 @@ class QueryBatcher:
                 future.set_result(vector)
 
     def _embed(self, texts: list[str]) -> list[np.ndarray]:
-        if len(texts) == 1:
+        if len(texts) == 1:  # a lone question: `embed_query` is all an embedder must offer
             return [self._embedder.embed_query(texts[0])]
         return list(self._embedder.embed_queries(texts))
