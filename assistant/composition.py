@@ -33,7 +33,7 @@ class Assistant:
             reranker = Reranker(settings.reranker_model)
         retriever = Retriever(
             store=resources.store, embedder=QueryBatcher(resources.embedder), reranker=reranker, prefetch_k=settings.prefetch_k,
-            fusion=settings.fusion, translate=_translator() if settings.query_translation else None,
+            fusion=settings.fusion, interleave_depth=settings.interleave_depth, translate=_translator() if settings.query_translation else None,
         )
         answerer = Answerer(
             retriever=retriever,

@@ -61,7 +61,8 @@ OLD_RULE = CosineOnlyRule(min_relevance=0.25, min_coverage=0.0, confident_releva
 
 def configs(reranker) -> list[tuple[str, dict, bool]]:
     """(label, Retriever keyword arguments, old abstention rule?) of every configuration compared."""
-    old = {"route_by_language": False}
+    old = {"route_by_language": False, "interleave_depth": 0}
+    fused = {"interleave_depth": 0}
     out = [
         ("dense only (baseline: plain MiniLM)", {"mode": "dense", **old}, True),
         ("sparse only (baseline: BM25-jieba)", {"mode": "sparse", **old}, True),
@@ -70,10 +71,12 @@ def configs(reranker) -> list[tuple[str, dict, bool]]:
         ("weighted RRF 2:1, no language routing",
          {"mode": "hybrid", "fusion": "rrf", "rrf_weights": DEFAULT_RRF_WEIGHTS, "prefetch_k": DEFAULT_PREFETCH_K, **old}, False),
         ("weighted RRF 2:1 + language routing + new abstention",
-         {"mode": "hybrid", "fusion": "rrf", "rrf_weights": DEFAULT_RRF_WEIGHTS, "prefetch_k": DEFAULT_PREFETCH_K}, False),
+         {"mode": "hybrid", "fusion": "rrf", "rrf_weights": DEFAULT_RRF_WEIGHTS, "prefetch_k": DEFAULT_PREFETCH_K, **fused}, False),
         ("DBSF + language routing + new abstention",
-         {"mode": "hybrid", "fusion": "dbsf", "prefetch_k": DEFAULT_PREFETCH_K}, False),
-        ("hybrid, tuned (ours: DBSF + language routing + dictionary query translation + new abstention)",
+         {"mode": "hybrid", "fusion": "dbsf", "prefetch_k": DEFAULT_PREFETCH_K, **fused}, False),
+        ("DBSF + language routing + dictionary query translation + new abstention",
+         {"mode": "hybrid", "fusion": "dbsf", "prefetch_k": DEFAULT_PREFETCH_K, "translate": translate, **fused}, False),
+        ("hybrid, tuned (ours: the above + interleaving of the keyword and dense rankings' best pages)",
          {"mode": "hybrid", "fusion": "dbsf", "prefetch_k": DEFAULT_PREFETCH_K, "translate": translate}, False),
     ]
     if reranker is not None:

@@ -42,9 +42,10 @@ def cited_numbers(answer: str) -> list[int]:
     return seen
 
 
-def make_citations(answer: str, sources: Sequence[RetrievedChunk], *, fallback: int = 3) -> list[Citation]:
-    """Citations for the markers in `answer` that name a real source; if there are none, the top
-    `fallback` sources the answer was generated from (marked `inline=False`)."""
+def make_citations(answer: str, sources: Sequence[RetrievedChunk]) -> list[Citation]:
+    """Citations for the markers in `answer` that name a real source; if there are none, every
+    source the answer was generated from, in prompt order (marked `inline=False`): without markers
+    nothing says which of them the model used, so none is left out."""
 
     def cite(n: int, chunk: RetrievedChunk, inline: bool) -> Citation:
         snippet = " ".join(chunk.text.split())[:SNIPPET_CHARS]
@@ -57,4 +58,4 @@ def make_citations(answer: str, sources: Sequence[RetrievedChunk], *, fallback: 
     numbers = [n for n in cited_numbers(answer) if 1 <= n <= len(sources)]
     if numbers:
         return [cite(n, sources[n - 1], True) for n in numbers]
-    return [cite(i, c, False) for i, c in enumerate(sources[:fallback], start=1)]
+    return [cite(i, c, False) for i, c in enumerate(sources, start=1)]

@@ -72,6 +72,11 @@ class Settings(BaseSettings):
     fusion: Literal["dbsf", "rrf"] = Field(
         default="dbsf", description="how hybrid search fuses its dense and sparse lists (measured in docs/benchmarks.md)"
     )
+    interleave_depth: int = Field(
+        default=5, ge=0, le=50,
+        description="first positions of a hybrid result filled by interleaving the fused leader with the best "
+        "chunks of the keyword and dense rankings (0: fused order only; measured in docs/benchmarks.md)",
+    )
     query_translation: bool = Field(
         default=True,
         description="translate questions between Chinese and English with CC-CEDICT for keyword search "

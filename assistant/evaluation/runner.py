@@ -131,6 +131,7 @@ def run_eval(
             "embedding_model": getattr(retriever.embedder, "name", ""),
             "rrf_weights": list(retriever.rrf_weights),
             "fusion": getattr(retriever, "fusion", "rrf"),
+            "interleave_depth": getattr(retriever, "interleave_depth", 0),
             "prefetch_k": retriever.prefetch_k,
             "reranker": retriever.reranker is not None,
             "abstention": asdict(answerer.abstention),

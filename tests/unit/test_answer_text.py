@@ -41,6 +41,6 @@ def test_markers_map_to_sources_in_order_of_appearance():
     assert [(c.n, c.source, c.inline) for c in cits] == [(2, "f2.md", True)]
 
 
-def test_without_markers_the_sources_used_are_listed():
-    cits = make_citations("An answer without markers.", [_chunk(1), _chunk(2)])
-    assert [(c.n, c.source, c.inline) for c in cits] == [(1, "f1.md", False), (2, "f2.md", False)]
+def test_without_markers_every_source_used_is_listed():
+    cits = make_citations("An answer without markers.", [_chunk(n) for n in range(1, 6)])
+    assert [(c.n, c.source, c.inline) for c in cits] == [(n, f"f{n}.md", False) for n in range(1, 6)]
