@@ -73,7 +73,7 @@ def _latin_terms(text: str) -> list[str]:
     for raw in _WORD.findall(text.lower()):
         if raw in STOP_EN or len(raw) > 40 or (len(raw) == 1 and raw.isalpha()):
             continue  # single letters are the `s` of "browser's", initials, list markers
-        if any(sep in raw for sep in "._-"):  # keep `skip-grant-table` whole, and its parts
+        if "-" in raw or "." in raw or "_" in raw:  # keep `skip-grant-table` whole, and its parts
             words.append(raw)
             words.extend(stem(p) for p in re.split(r"[._-]", raw) if p and p not in STOP_EN)
         else:

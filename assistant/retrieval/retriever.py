@@ -208,26 +208,30 @@ class Retriever:
             {t: w * self.translation_weight for t, w in translation.weights().items()} if translation else None
         )
         keywords = sparse.encode_query(query, extra=extra)
-        dense = pending.result() if pending is not None else self.embedder.embed_query(query)
-        query_kwargs = dict(
-            dense=dense.tolist(),
+        common = dict(
             sparse=keywords,
             acl_any=principal.acl_tokens,
-            limit=limit,
             prefetch_limit=self.prefetch_k,
             with_dense=True,
             rrf_weights=self.rrf_weights,
             fusion=self.fusion,
         )
+        # Fusion buries a page that only one ranking finds (a paraphrase that shares no words with its
+        # page, a page whose words match but whose embedding does not): interleaving gives each
+        # ranking's best documents a place near the top. The keyword ranking needs no embedding, so
+        # it is asked while the question is still being embedded; the dense one after the fused query.
+        interleaving = mode == "hybrid" and self.interleave_depth > 0
+        keyword_ranking = (
+            self.store.query(mode="sparse", dense=None, limit=INTERLEAVE_CANDIDATES, **common)
+            if interleaving and keywords.indices
+            else []
+        )
+        dense = pending.result() if pending is not None else self.embedder.embed_query(query)
+        query_kwargs = dict(dense=dense.tolist(), limit=limit, **common)
         hits = self.store.query(mode=mode, **query_kwargs)
-        if hits and mode == "hybrid" and self.interleave_depth > 0:
-            # Fusion buries a page that only one ranking finds (a paraphrase that shares no words with
-            # its page, a page whose words match but whose embedding does not): give each ranking's
-            # best documents a place near the top. Two more store queries (about 1.4 ms together).
-            singles = [
-                self.store.query(mode=m, **{**query_kwargs, "limit": INTERLEAVE_CANDIDATES}) for m in ("sparse", "dense")
-            ]
-            hits = interleave(hits, singles, depth=self.interleave_depth)
+        if hits and interleaving:
+            dense_ranking = self.store.query(mode="dense", **{**query_kwargs, "limit": INTERLEAVE_CANDIDATES})
+            hits = interleave(hits, [keyword_ranking, dense_ranking], depth=self.interleave_depth)[:limit]
         elif not hits and mode != self.mode:
             # No keyword matches at all (a Chinese question over English pages): the dense ranking,
             # weak as it is, beats an empty result; abstention still judges it.
