@@ -23,7 +23,7 @@ OPENAI_ERROR_TYPES = {
 OPENAI_PREFIX = "/v1/"
 # Our stable code for an HTTP error raised by the framework (unknown route, wrong method...).
 HTTP_ERROR_CODES = {
-    401: "unauthenticated", 403: "permission_denied", 404: "not_found", 405: "method_not_allowed",
+    400: "invalid_request", 401: "unauthenticated", 403: "permission_denied", 404: "not_found", 405: "method_not_allowed",
     413: "payload_too_large",
 }
 
@@ -61,7 +61,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = HTTP_ERROR_CODES.get(exc.status_code, "http_error")
-        return _error(request, code, str(exc.detail), exc.status_code, exc.headers)
+        message = str(exc.detail)
+        if exc.status_code == 400 and message == "There was an error parsing the body":
+            # FastAPI's words for a body it could not decode (e.g. bytes that are not UTF-8).
+            message = "the request body could not be read: send UTF-8 JSON"
+        return _error(request, code, message, exc.status_code, exc.headers)
 
 
 def _problem(error: dict) -> str:
@@ -72,4 +76,7 @@ def _problem(error: dict) -> str:
         reason = (error.get("ctx") or {}).get("error", "")
         at = f" at character {loc[1]}" if len(loc) > 1 else ""
         return f"the request body is not valid JSON ({reason}{at})"
+    if tuple(loc) == ("body",) and error.get("type") in ("model_attributes_type", "dict_type"):
+        # A body sent as text/plain (or any non-JSON type) reaches the model as a string.
+        return "the request body must be a JSON object, sent with Content-Type: application/json"
     return f"{'.'.join(str(p) for p in loc[1:]) or 'body'}: {error.get('msg')}"

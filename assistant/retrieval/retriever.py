@@ -4,7 +4,7 @@ reranking; each hit carries the evidence (dense cosine, query-term coverage) tha
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -47,10 +47,10 @@ class RetrievedChunk:
     """A chunk the reader may open, with its scores.
 
     Attributes:
-        score: the score of the ranking that placed the chunk: the fused score (DBSF or RRF) in
-            hybrid mode, the dense cosine or keyword score for a chunk that interleaving took from
-            one ranking, the reranker's score when reranked. Results are ordered best first; scores
-            from different rankings are not comparable.
+        score: rank score, falling with the rank: in hybrid mode the fused score (DBSF or RRF) of
+            the position the chunk holds (interleaving may place a chunk that fusion ranked lower;
+            `interleave`), the mode's own score in dense or keyword mode, the reranker's score when
+            reranked.
         relevance: cosine similarity between question and chunk embeddings, in [-1, 1]; used to
             decide whether the documents answer the question at all.
         coverage: share of the question's distinct index terms (`sparse.terms`) found in the chunk's
@@ -338,7 +338,8 @@ def interleave(fused: list[ScoredChunk], singles: list[list[ScoredChunk]], *, de
 
     Returns:
         The first `depth` chunks as interleaved, then the rest of `fused` in order (chunks already
-        placed skipped); a chunk keeps the score of the ranking it came from.
+        placed skipped). Scores are those of the fused ranking by position (the n-th chunk gets the
+        n-th fused score), so they stay on one scale and fall with the rank.
     """
     head: list[ScoredChunk] = list(fused[:1])
     docs = {str(h.payload.get("doc_id", h.id)) for h in head}
@@ -352,7 +353,15 @@ def interleave(fused: list[ScoredChunk], singles: list[list[ScoredChunk]], *, de
                 head.append(hit)
                 docs.add(str(hit.payload.get("doc_id", hit.id)))
     placed = {h.id for h in head}
-    return head + [h for h in fused if h.id not in placed]
+    merged = head + [h for h in fused if h.id not in placed]
+    # Scores stay on the fused scale and fall with the rank: each position keeps the fused score of
+    # that position (a keyword or cosine score is not comparable with fused ones).
+    scores = [h.score for h in fused]
+    out, last = [], None
+    for n, hit in enumerate(merged):
+        last = scores[n] if n < len(scores) else min(hit.score, last if last is not None else hit.score)
+        out.append(replace(hit, score=last))
+    return out
 
 
 def query_language(text: str) -> str:

@@ -44,6 +44,12 @@ def test_errors_are_json_with_a_stable_code(client):
     r = client.post("/api/search", content=b'{"query": oops}', headers={"Content-Type": "application/json"})
     assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_request"
     assert r.json()["error"]["message"].startswith("the request body is not valid JSON"), r.text
+    r = client.post("/api/search", content=b'{"query": "pass\xffword"}', headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", r.text
+    assert "UTF-8" in r.json()["error"]["message"], r.text
+    r = client.post("/api/search", content=b'{"query": "password"}', headers={"Content-Type": "text/plain"})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_request", r.text
+    assert "Content-Type: application/json" in r.json()["error"]["message"], r.text
 
 
 def test_a_body_over_the_limit_is_refused_with_413(client):

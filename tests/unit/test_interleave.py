@@ -23,8 +23,9 @@ def test_the_fused_leader_then_each_ranking_in_turn_from_new_documents():
     assert _ids(out[:5]) == ["a1", "e1", "b2", "f1", "g1"]
     # Then the fused order, without repeating a placed chunk.
     assert _ids(out[5:]) == ["b1", "a2", "c1", "d1"]
-    # Each chunk keeps the score of the ranking that placed it.
-    assert out[1].score == keyword[1].score and out[2].score == dense[0].score
+    # Scores are the fused ranking's, position by position: one scale, falling with the rank.
+    assert [h.score for h in out] == [h.score for h in fused] + [fused[-1].score] * 4
+    assert fused[0].id == "a1" and [h.id for h in fused] == ["a1", "b1", "a2", "c1", "d1"]  # inputs untouched
 
 
 def test_a_ranking_that_runs_out_leaves_its_turns_to_the_other():
