@@ -64,6 +64,12 @@ class Ticket:
         self.close()
 
 
+# (slots, queue timeout in seconds) per LLM backend when the settings leave them unset. vLLM batches
+# up to its max-num-seqs; llama.cpp in process answers one question at a time, each in 20 s to
+# 2 minutes on a 2-core CPU, so its queue waits longer.
+BACKEND_LIMITS: dict[str, tuple[int, float]] = {"openai": (64, 30.0), "llama_cpp": (1, 300.0)}
+
+
 class FairLimiter:
     """Bounded concurrency with a bounded per-principal round-robin queue. One per process and event loop.
 
@@ -106,12 +112,19 @@ class FairLimiter:
 
     @classmethod
     def from_settings(cls, settings) -> "FairLimiter":
-        """The limiter configured by `ASSISTANT_LLM_MAX_CONCURRENCY` and `ASSISTANT_LLM_QUEUE_*`."""
+        """The limiter configured by `ASSISTANT_LLM_MAX_CONCURRENCY` and `ASSISTANT_LLM_QUEUE_*`.
+
+        Unset, slots and queue timeout follow the backend (`BACKEND_LIMITS`): the in-process
+        llama.cpp model generates one answer at a time, so it gets one slot, and the queue (fair
+        across principals, bounded, with `Retry-After`) does the waiting instead of a lock that
+        would admit 64 chats and serve them in no particular order.
+        """
+        slots, timeout_s = BACKEND_LIMITS.get(settings.llm_backend, BACKEND_LIMITS["openai"])
         return cls(
-            max_concurrency=settings.llm_max_concurrency,
+            max_concurrency=settings.llm_max_concurrency or slots,
             queue_max=settings.llm_queue_max,
             per_principal_queue_max=settings.llm_queue_max_per_principal,
-            queue_timeout_s=settings.llm_queue_timeout_s,
+            queue_timeout_s=settings.llm_queue_timeout_s or timeout_s,
         )
 
     @property

@@ -114,8 +114,10 @@ class Settings(BaseSettings):
     )
 
     # Serving under load: admission towards the model, answer cache, follow-ups, streaming
-    llm_max_concurrency: int = Field(
-        default=64, ge=1, description="generations in flight towards the model per API process (vLLM max-num-seqs)"
+    llm_max_concurrency: int | None = Field(
+        default=None, ge=1,
+        description="generations in flight towards the model per API process; default: 64 with the openai backend "
+        "(vLLM max-num-seqs), 1 with llama_cpp (the in-process model answers one question at a time)",
     )
     llm_queue_max: int = Field(
         default=256, ge=0, description="requests that may wait for a model slot per process; beyond: 429 overloaded"
@@ -123,7 +125,11 @@ class Settings(BaseSettings):
     llm_queue_max_per_principal: int = Field(
         default=16, ge=1, description="requests one principal may have waiting; beyond: 429 overloaded"
     )
-    llm_queue_timeout_s: float = Field(default=30.0, gt=0, description="longest wait for a model slot in seconds")
+    llm_queue_timeout_s: float | None = Field(
+        default=None, gt=0,
+        description="longest wait for a model slot in seconds; default: 30 with the openai backend, 300 with "
+        "llama_cpp (each answer ahead takes 20 s to 2 minutes on CPU)",
+    )
     answer_cache_entries: int = Field(default=2048, ge=0, description="answers kept in memory; 0 = no answer cache")
     answer_cache_ttl_s: float = Field(default=3600.0, gt=0, description="seconds a cached answer lives")
     answer_cache_redis_url: str | None = Field(

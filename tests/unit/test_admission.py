@@ -8,6 +8,7 @@ import pytest
 
 from assistant.answering.admission import FairLimiter
 from assistant.core.errors import OverloadedError
+from assistant.core.settings import Settings
 
 
 def run(coro):
@@ -98,3 +99,15 @@ def test_impossible_limits_are_refused(kwargs):
     values = {"max_concurrency": 1, "queue_max": 0, "per_principal_queue_max": 1, **kwargs}
     with pytest.raises(ValueError):
         FairLimiter(**values)
+
+
+def test_slots_and_queue_timeout_follow_the_backend_unless_set(tmp_path):
+    def limiter(**overrides) -> FairLimiter:
+        return FairLimiter.from_settings(Settings(_env_file=None, data_dir=tmp_path, **overrides))
+
+    in_process = limiter(llm_backend="llama_cpp")  # one model in this process: one answer at a time
+    assert (in_process.max_concurrency, in_process.queue_timeout_s) == (1, 300.0)
+    served = limiter(llm_backend="openai")
+    assert (served.max_concurrency, served.queue_timeout_s) == (64, 30.0)
+    chosen = limiter(llm_backend="llama_cpp", llm_max_concurrency=2, llm_queue_timeout_s=12)
+    assert (chosen.max_concurrency, chosen.queue_timeout_s) == (2, 12.0)
