@@ -259,5 +259,17 @@ from assistant.cli.reindex import reindex_command  # noqa: E402
 app.command("reindex")(reindex_command)
 
 
+def run() -> None:
+    """The `assistant` command: `app`, with an error raised before any command could report it
+    (settings read from the environment, for one) printed as every command prints its errors."""
+    try:
+        app()
+    except AssistantError as exc:
+        try:
+            fail(exc, as_json="--json" in sys.argv[1:])
+        except typer.Exit as done:
+            sys.exit(done.exit_code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    app()
+    run()

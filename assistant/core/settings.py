@@ -8,7 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from assistant.core.errors import ConfigError
@@ -345,5 +345,24 @@ class Settings(BaseSettings):
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process-wide settings, read once from the environment."""
-    return Settings()
+    """The process-wide settings, read once from the environment.
+
+    Raises:
+        ConfigError: a variable is invalid (each one named, e.g. `ASSISTANT_TOP_K`, with the
+            problem; values are not repeated, since some are secrets) or the combination is
+            impossible.
+    """
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise ConfigError(describe_invalid_settings(exc)) from None
+
+
+def describe_invalid_settings(exc: ValidationError) -> str:
+    """One sentence per problem of a failed `Settings()`: the environment variable and why."""
+    problems = []
+    for error in exc.errors():
+        message = str(error.get("msg", "")).removeprefix("Value error, ")
+        loc = error.get("loc") or ()
+        problems.append(f"ASSISTANT_{str(loc[0]).upper()}: {message}" if loc else message)
+    return "; ".join(problems)

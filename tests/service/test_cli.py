@@ -90,3 +90,21 @@ def test_jobs_lists_while_another_process_holds_the_embedded_store(cli_env):
         assert json.loads(result.stdout) == []
     finally:
         holder.communicate("\n", timeout=60)
+
+
+def test_an_invalid_setting_is_named_without_a_traceback(cli_env):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    command = str(Path(sys.executable).parent / "assistant")  # the installed entry point
+    env = {**os.environ, "ASSISTANT_INTERLEAVE_DEPTH": "-1"}
+    result = subprocess.run([command, "search", "laptop", "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    error = json.loads(result.stderr.strip().splitlines()[-1])["error"]
+    assert error["code"] == "config_invalid" and error["message"].startswith("ASSISTANT_INTERLEAVE_DEPTH:"), error
+    env = {**os.environ, "ASSISTANT_FUSION": "bm25"}
+    result = subprocess.run([command, "jobs"], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "error (config_invalid): ASSISTANT_FUSION:" in " ".join(result.stderr.split()), result.stderr
