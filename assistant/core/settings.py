@@ -75,7 +75,8 @@ class Settings(BaseSettings):
     interleave_depth: int = Field(
         default=5, ge=0, le=50,
         description="first positions of a hybrid result filled by interleaving the fused leader with the best "
-        "chunks of the keyword and dense rankings (0: fused order only; measured in docs/benchmarks.md)",
+        "chunks of the keyword and dense rankings, in turns keyword, dense, keyword (0: fused order only; "
+        "measured in docs/benchmarks.md)",
     )
     query_translation: bool = Field(
         default=True,
