@@ -1,4 +1,5 @@
-"""The retriever: one ACL-filtered hybrid query (dense + sparse fused by weighted RRF), then optional
+"""The retriever: one ACL-filtered hybrid query (dense + sparse fused by DBSF or weighted RRF), its
+first places shared with the best pages of the single rankings (`interleave`), then optional
 reranking; each hit carries the evidence (dense cosine, query-term coverage) that abstention weighs."""
 
 from __future__ import annotations
