@@ -16,18 +16,24 @@ _err = Console(stderr=True)
 
 
 def fail(exc: AssistantError, *, as_json: bool = False) -> NoReturn:
-    """Print `exc` on stderr and exit with status 2.
+    """Print `exc` on stderr (`report`) and exit with status 2.
+
+    Raises:
+        typer.Exit: always, with code 2.
+    """
+    report(exc, as_json=as_json)
+    raise typer.Exit(code=2) from exc
+
+
+def report(exc: AssistantError, *, as_json: bool = False) -> None:
+    """Print `exc` on stderr as every command reports its errors.
 
     Args:
         exc: the error; its stable `code` and its `message` are printed.
         as_json: the command was asked for JSON: print `{"error": {"code", "message"}}` (the HTTP
             API's shape) as one line, so that a script parses failures as it parses results.
-
-    Raises:
-        typer.Exit: always, with code 2.
     """
     if as_json:
         print(json.dumps({"error": {"code": exc.code, "message": exc.message}}, ensure_ascii=False), file=sys.stderr)
     else:
         _err.print(f"[red]error[/red] ({exc.code}): {escape(exc.message)}", soft_wrap=True)
-    raise typer.Exit(code=2) from exc

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from assistant.cli import serve_model
-from assistant.cli.errors import fail
+from assistant.cli.errors import fail, report
 from assistant.cli.keys import keys_app
 from assistant.cli.users import groups_app, note_new_data_dir, users_app
 from assistant.core.errors import AssistantError, ConfigError
@@ -265,10 +265,8 @@ def run() -> None:
     try:
         app()
     except AssistantError as exc:
-        try:
-            fail(exc, as_json="--json" in sys.argv[1:])
-        except typer.Exit as done:
-            sys.exit(done.exit_code)
+        report(exc, as_json="--json" in sys.argv[1:])
+        sys.exit(2)
 
 
 if __name__ == "__main__":  # pragma: no cover

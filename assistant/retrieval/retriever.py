@@ -341,7 +341,7 @@ def interleave(
     best documents a place in the first `depth` positions while the fused leader keeps the first.
 
     Args:
-        fused: the fused ranking, best first.
+        fused: the fused ranking, best first; not empty (the caller interleaves only when it has hits).
         singles: the single rankings (keyword, dense), best first.
         depth: positions filled by interleaving, the leader included; each from a document not yet
             among them, while any ranking has one.
@@ -354,29 +354,28 @@ def interleave(
         placed skipped). Scores are those of the fused ranking by position (the n-th chunk gets the
         n-th fused score), so they stay on one scale and fall with the rank.
     """
+    def doc(hit: ScoredChunk) -> str:
+        return str(hit.payload.get("doc_id", hit.id))
+
     head: list[ScoredChunk] = list(fused[:1])
-    docs = {str(h.payload.get("doc_id", h.id)) for h in head}
+    docs = {doc(h) for h in head}
     queues = [list(s) for s in singles]
     turn = 0
     while len(head) < depth and any(queues):
         queue = queues[turns[turn % len(turns)]]
         turn += 1
-        while queue and str(queue[0].payload.get("doc_id", queue[0].id)) in docs:
+        while queue and doc(queue[0]) in docs:
             queue.pop(0)
         if queue:
             hit = queue.pop(0)
             head.append(hit)
-            docs.add(str(hit.payload.get("doc_id", hit.id)))
+            docs.add(doc(hit))
     placed = {h.id for h in head}
     merged = head + [h for h in fused if h.id not in placed]
     # Scores stay on the fused scale and fall with the rank: each position keeps the fused score of
-    # that position (a keyword or cosine score is not comparable with fused ones).
-    scores = [h.score for h in fused]
-    out, last = [], None
-    for n, hit in enumerate(merged):
-        last = scores[n] if n < len(scores) else min(hit.score, last if last is not None else hit.score)
-        out.append(replace(hit, score=last))
-    return out
+    # that position, positions past the fused list its last one (a keyword or cosine score is not
+    # comparable with fused ones).
+    return [replace(hit, score=fused[min(n, len(fused) - 1)].score) for n, hit in enumerate(merged)]
 
 
 def query_language(text: str) -> str:
