@@ -13,6 +13,7 @@ from typing import Callable
 from llama_index.core import Document as LIDocument
 from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter
 
+from assistant.core.passages import heading_prefix
 from ingest.readers import ParsedDocument
 
 # Real text averages 3-5 characters per token in English and 1-2 in Chinese; a chunk with more
@@ -67,7 +68,7 @@ class Chunker:
         for text, page, heading in pieces:
             if not text.strip():
                 continue
-            prefix = _prefix(doc.title, heading)
+            prefix = heading_prefix(doc.title, heading)
             prefix_tokens = self.count(prefix)
             if prefix_tokens > self.max_tokens // 4:  # absurdly long titles: keep the budget for text
                 prefix, prefix_tokens = "", 0
@@ -105,11 +106,3 @@ def _heading_of(header_path: str, content: str) -> str:
     if own:
         parts.append(own)
     return " > ".join(parts)
-
-
-def _prefix(title: str, heading: str) -> str:
-    parts = [p for p in (title.strip(), heading.strip()) if p]
-    # Avoid "Passwords > Passwords" when the H1 is the title.
-    if len(parts) == 2 and parts[1].split(" > ")[0].casefold() == parts[0].casefold():
-        parts = [parts[1]]
-    return (" — ".join(parts) + "\n") if parts else ""

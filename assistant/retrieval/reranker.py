@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assistant.core.errors import ConfigError
+from assistant.core.passages import passage_text
 
 if TYPE_CHECKING:
     from assistant.retrieval.retriever import RetrievedChunk
@@ -28,8 +29,13 @@ class Reranker:
         self.batch_size = batch_size
 
     def rerank(self, query: str, chunks: list["RetrievedChunk"]) -> list["RetrievedChunk"]:
-        """Chunks sorted by cross-encoder score (stored in `score`), best first."""
-        scores = self.model.predict([(query, c.text) for c in chunks], batch_size=self.batch_size)
+        """Chunks sorted by cross-encoder score (stored in `score`), best first.
+
+        Each chunk is scored as ingestion embedded it: title and heading path, then its text
+        (`passages.passage_text`); the model truncates the pair to its own maximum length.
+        """
+        pairs = [(query, passage_text(c.title, c.heading, c.text)) for c in chunks]
+        scores = self.model.predict(pairs, batch_size=self.batch_size)
         for chunk, score in zip(chunks, scores):
             chunk.score = float(score)
         return sorted(chunks, key=lambda c: c.score, reverse=True)

@@ -12,6 +12,7 @@ import pytest
 
 from assistant.composition import Assistant
 from assistant.core.embedder import BUILTIN_E5, Embedder
+from assistant.core.passages import passage_text
 from assistant.core.principals import ANONYMOUS
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings
@@ -268,6 +269,8 @@ def test_reranker_path_with_a_small_local_cross_encoder(minilm_index, tmp_path):
     assert {h.chunk_id for h in hits} <= {c.chunk_id for c in candidates}
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)
-    direct = reranker.model.predict([(question, hits[0].text)])
+    # The model reads each chunk as it was embedded: title and heading path before the text.
+    top = hits[0]
+    direct = reranker.model.predict([(question, passage_text(top.title, top.heading, top.text))])
     assert float(direct[0]) == pytest.approx(hits[0].score, abs=1e-5)
     assert all(h.relevance != 0.0 for h in hits)  # dense evidence survives reranking, for abstention
