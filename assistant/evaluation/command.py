@@ -11,12 +11,13 @@ from rich.console import Console
 from rich.table import Table
 
 from assistant.cli.errors import fail
-from assistant.core.errors import AssistantError
+from assistant.core.errors import AssistantError, InvalidRequestError
 
 if TYPE_CHECKING:  # the heavy imports wait until the command runs, so other commands start fast
     from assistant.evaluation.runner import EvalReport
 
 MODES = ("hybrid", "dense", "sparse")
+MAX_WARNINGS_SHOWN = 10
 _ROWS = (
     ("recall@1", "recall@1"), ("recall@5", "recall@5"), ("recall@10", "recall@10"), ("MRR@10", "mrr@10"),
     ("nDCG@10", "ndcg@10"), ("answer rate (gate)", "gate_answer_rate"),
@@ -28,7 +29,7 @@ _ROWS = (
 
 
 def eval_command(
-    questions: Path = typer.Argument(..., exists=True, dir_okay=False, help="JSONL file of judged questions"),
+    questions: Path = typer.Argument(..., help="JSONL file of judged questions (format: docs/configuration.md)"),
     as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
     mode: Optional[str] = typer.Option(None, "--mode", help="hybrid | dense | sparse (default: the configured one)"),
@@ -38,16 +39,24 @@ def eval_command(
     abstention) on QUESTIONS, per language and overall."""
     from assistant.composition import Assistant
     from assistant.core import resources as resources_mod
+    from assistant.core.auth.access import readable_sources
+    from assistant.core.errors import NotFoundError
     from assistant.core.principals import ANONYMOUS
     from assistant.core.resources import Resources
     from assistant.evaluation.dataset import load_questions
-    from assistant.evaluation.runner import run_eval
+    from assistant.evaluation.runner import run_eval, unfound_answer_files
 
-    if mode is not None and mode not in MODES:
-        raise typer.BadParameter(f"--mode {mode!r} is not one of {', '.join(MODES)}")
     try:
+        if mode is not None and mode not in MODES:
+            raise InvalidRequestError(f"--mode {mode!r} is not one of {', '.join(MODES)}")
         items = load_questions(questions)
         res = Resources.open()
+        if res.store.count() == 0:
+            res.close()
+            raise NotFoundError(
+                f"the index in {res.settings.data_dir} holds no chunks: ingest documents first "
+                "(`assistant ingest FOLDER`) or set ASSISTANT_DATA_DIR to the data folder of an index"
+            )
         resources_mod.set_current(res)
         principal = ANONYMOUS
         if as_user:
@@ -62,13 +71,20 @@ def eval_command(
             items, retriever=assistant.retriever, answerer=assistant.answerer, principal=principal,
             answers=not no_answers,
         )
+        answer_files = {path for q in items for path in q.answer_files}
+        report.warnings = unfound_answer_files(items, readable_sources(res.db, answer_files, principal=principal))
         res.close()
     except AssistantError as exc:
         fail(exc, as_json=as_json)
     if as_json:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
         return
-    Console().print(render_table(report, title=f"{questions.name}: {report.config['mode']}, {report.config['embedding_model']}"))
+    console = Console()
+    console.print(render_table(report, title=f"{questions.name}: {report.config['mode']}, {report.config['embedding_model']}"))
+    for warning in report.warnings[:MAX_WARNINGS_SHOWN]:
+        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    if len(report.warnings) > MAX_WARNINGS_SHOWN:
+        console.print(f"[yellow]warning:[/yellow] ... and {len(report.warnings) - MAX_WARNINGS_SHOWN} more (--json lists all)")
 
 
 def render_table(report: "EvalReport", *, title: str = "") -> Table:

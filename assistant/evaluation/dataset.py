@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError
 
 from assistant.core.errors import InvalidRequestError
-
-LANGS = ("en", "zh")
+from assistant.retrieval.retriever import check_query
 
 
 @dataclass(frozen=True)
@@ -35,32 +36,58 @@ class Question:
         return bool(self.answer_files)
 
 
+class _Row(BaseModel):
+    """One line of a question file, checked strictly: a typo in a key or a string where a list belongs
+    would otherwise change what the question means (an answerable question read as a no-answer one)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    id: StrictStr | StrictInt
+    lang: Literal["en", "zh"]
+    question: StrictStr
+    answer_files: list[StrictStr] = []
+    must_contain_any: list[StrictStr] = []
+
+
 def load_questions(path: Path) -> list[Question]:
-    """Read a JSONL file of questions.
+    """Read a JSONL file of questions (UTF-8, with or without a byte-order mark; one JSON object per
+    line; blank lines skipped).
 
     Raises:
-        InvalidRequestError: a line is not a JSON object with the fields above, a `lang` is not
-            `en` or `zh`, or an `id` repeats (the message names the file and line).
+        InvalidRequestError: the file cannot be read as UTF-8 text; a line is not a JSON object with
+            exactly the fields above and their types (`id` a string or integer, `lang` `en` or `zh`,
+            `question` a string the product would accept, the two lists lists of strings); or an
+            `id` repeats. The message names the file, the line and the field.
     """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows editors) is fine
+    except FileNotFoundError:
+        raise InvalidRequestError(f"{path}: no such question file") from None
+    except IsADirectoryError:
+        raise InvalidRequestError(f"{path}: is a folder, not a question file (JSONL)") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidRequestError(
+            f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as UTF-8"
+        ) from None
     questions: list[Question] = []
     seen: set[str] = set()
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
         try:
-            row = json.loads(line)
-            question = Question(
-                id=str(row["id"]),
-                lang=str(row["lang"]),
-                question=str(row["question"]),
-                answer_files=tuple(str(f) for f in row.get("answer_files", [])),
-                must_contain_any=tuple(str(f) for f in row.get("must_contain_any", [])),
-            )
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InvalidRequestError(f"{where}: not a question object ({type(exc).__name__}: {exc})") from exc
-        if question.lang not in LANGS:
-            raise InvalidRequestError(f"{where}: lang {question.lang!r} is not one of {', '.join(LANGS)}")
+            row = _Row.model_validate_json(line)
+        except ValidationError as exc:
+            raise InvalidRequestError(f"{where}: not a question object ({_describe(exc)})") from None
+        try:
+            check_query(row.question)
+        except InvalidRequestError as exc:
+            raise InvalidRequestError(f"{where}: {exc}") from None
+        question = Question(
+            id=str(row.id), lang=row.lang, question=row.question,
+            answer_files=tuple(row.answer_files), must_contain_any=tuple(row.must_contain_any),
+        )
         if question.id in seen:
             raise InvalidRequestError(f"{where}: id {question.id!r} appears twice")
         seen.add(question.id)
@@ -68,3 +95,16 @@ def load_questions(path: Path) -> list[Question]:
     if not questions:
         raise InvalidRequestError(f"{path}: no questions")
     return questions
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors(include_url=False):
+        field = ".".join(str(p) for p in error["loc"]) or "line"
+        if error["type"] == "extra_forbidden":
+            parts.append(f"{field}: unknown field (expected {', '.join(_Row.model_fields)})")
+        elif error["type"] == "missing":
+            parts.append(f"{field}: missing")
+        else:
+            parts.append(f"{field}: {error['msg']}")
+    return "; ".join(parts)

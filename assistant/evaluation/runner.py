@@ -36,8 +36,11 @@ class QuestionResult:
         latency_s: wall-clock seconds of the retrieval an answer makes: question embedding, fused
             query of `answerer.top_k` chunks, abstention evidence.
         gate_abstained: the abstention rule refused before generation.
-        answer / cited / abstained: the generated answer, the sources its citations name, and
-            whether the final answer declined (None when answers were skipped).
+        answer / cited / abstained: the generated answer, the sources its citations name (each
+            once, in order) and whether the final answer declined (None when answers were skipped).
+        cites_answer_file: an answer file is among the sources the answer cites with a [n] marker;
+            the sources listed when the model wrote no marker do not count (they measure
+            retrieval, which the ranking metrics already do).
     """
 
     id: str
@@ -56,15 +59,37 @@ class QuestionResult:
 
 @dataclass
 class EvalReport:
-    """Per-question results and aggregates per language and overall (`groups`: `en`, `zh`, `all`)."""
+    """Per-question results and aggregates per language and overall (`groups`: `en`, `zh`, `all`),
+    and `warnings` about the question set (answer files the reader has no indexed document for)."""
 
     config: dict
     questions: list[QuestionResult]
     groups: dict[str, dict] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        """JSON-ready form: `config`, `groups`, `questions`."""
-        return {"config": self.config, "groups": self.groups, "questions": [asdict(q) for q in self.questions]}
+        """JSON-ready form: `config`, `groups`, `warnings`, `questions`."""
+        return {"config": self.config, "groups": self.groups, "warnings": self.warnings,
+                "questions": [asdict(q) for q in self.questions]}
+
+
+def unfound_answer_files(questions: Sequence[Question], readable: set[str]) -> list[str]:
+    """One warning per answer file that names no document in `readable`.
+
+    Such a file can never be retrieved, so its question scores 0 whatever the retriever does: the
+    path is not relative to the ingested folder, the file was not ingested, or the reader may not
+    open it (the warning does not say which, so it reveals nothing about unreadable documents).
+
+    Args:
+        questions: the question set.
+        readable: the answer files that name an indexed document the reader may open
+            (`access.readable_sources`).
+    """
+    return [
+        f"{q.id}: answer file {path!r} is not an indexed document this reader may open; check that it is "
+        "relative to the ingested folder"
+        for q in questions for path in q.answer_files if path not in readable
+    ]
 
 
 def is_abstention(answer: str) -> bool:
@@ -99,6 +124,8 @@ def run_eval(
         no-answer ones, answer rates over answerable ones.
     """
     results: list[QuestionResult] = []
+    if questions:  # loads what the first search would (query runtime, caches): not a question's latency
+        retriever.search(questions[0].question, principal=principal, top_k=answerer.top_k)
     for q in questions:
         # Timed: the retrieval an answer makes (top_k chunks, abstention evidence, embedding included).
         started = time.perf_counter()
@@ -120,11 +147,12 @@ def run_eval(
         for q, r in zip(questions, results):
             answer = asyncio.run(answerer.answer(q.question, principal=principal))
             r.answer = answer.answer
-            r.cited = [c.source for c in answer.citations]
+            r.cited = list(dict.fromkeys(c.source for c in answer.citations))
             r.abstained = answer.abstained or is_abstention(answer.answer)
             if q.answerable:
+                inline = {c.source for c in answer.citations if c.inline}
                 r.has_key_fact = not r.abstained and contains_key_fact(answer.answer, q.must_contain_any)
-                r.cites_answer_file = not r.abstained and bool(set(r.cited) & set(q.answer_files))
+                r.cites_answer_file = not r.abstained and bool(inline & set(q.answer_files))
     report = EvalReport(
         config={
             "mode": retriever.mode,

@@ -127,9 +127,12 @@ def test_eval_command_prints_one_json_object(minilm_index, monkeypatch, capsys):
     from assistant.core.settings import get_settings
 
     rows = [q for q in subset_questions() if q.id in ("en-01", "zh-20", "zh-29")]
+    # An answer file given as an absolute path names no indexed document: it is reported, not
+    # silently scored 0 (here it is an alternative, so recall is unchanged).
+    absolute = str(HANDBOOK / SEC / "computer-standards.md")
     path = minilm_index.data_dir.parent / "three.jsonl"
     path.write_text("\n".join(json.dumps({"id": q.id, "lang": q.lang, "question": q.question,
-                                          "answer_files": list(q.answer_files),
+                                          "answer_files": list(q.answer_files) + ([absolute] if q.id == "en-01" else []),
                                           "must_contain_any": list(q.must_contain_any)}, ensure_ascii=False)
                               for q in rows), encoding="utf-8")
     monkeypatch.setenv("ASSISTANT_DATA_DIR", str(minilm_index.data_dir))
@@ -142,8 +145,18 @@ def test_eval_command_prints_one_json_object(minilm_index, monkeypatch, capsys):
     report = json.loads(result.stdout)
     assert report["config"]["mode"] == "sparse"
     assert report["groups"]["all"]["answerable"] == 2 and report["groups"]["all"]["recall@5"] == 1.0
-    bad = CliRunner().invoke(app, ["eval", str(path), "--mode", "fuzzy"])
-    assert bad.exit_code != 0
+    assert len(report["warnings"]) == 1 and report["warnings"][0].startswith(f"en-01: answer file {absolute!r}")
+    bad = CliRunner().invoke(app, ["eval", str(path), "--mode", "fuzzy", "--json"])
+    assert bad.exit_code == 2 and json.loads(bad.stderr)["error"]["code"] == "invalid_request"
+    # A data folder without an index is an error, not a table of zeros that abstains on everything.
+    monkeypatch.setenv("ASSISTANT_DATA_DIR", str(minilm_index.data_dir.parent / "empty"))
+    get_settings.cache_clear()
+    try:
+        empty = CliRunner().invoke(app, ["eval", str(path), "--json", "--no-answers"])
+    finally:
+        get_settings.cache_clear()
+    assert empty.exit_code == 2, empty.output
+    assert "holds no chunks" in json.loads(empty.stderr)["error"]["message"]
 
 
 def test_abstains_on_questions_the_subset_cannot_answer(minilm_index):

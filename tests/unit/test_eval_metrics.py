@@ -66,9 +66,15 @@ def test_aggregate_rates_and_latency():
 @pytest.mark.parametrize(
     "line, message",
     [
-        ('{"id": "1", "lang": "fr", "question": "q"}', "lang 'fr'"),
-        ('{"lang": "en", "question": "q"}', "not a question object"),
-        ("not json", "not a question object"),
+        ('{"id": "1", "lang": "fr", "question": "q"}', r"q.jsonl:1: .*lang: Input should be 'en' or 'zh'"),
+        ('{"lang": "en", "question": "q"}', r"q.jsonl:1: .*id: missing"),
+        ("not json", r"q.jsonl:1: not a question object"),
+        # A typo or a wrong type would silently turn an answerable question into a no-answer one.
+        ('{"id": "1", "lang": "en", "question": "q", "answer_file": ["a.md"]}', "answer_file: unknown field"),
+        ('{"id": "1", "lang": "en", "question": "q", "answer_files": "a.md"}', "answer_files: .*valid (array|list)"),
+        ('{"id": "1", "lang": "en", "question": null}', "question: .*valid string"),
+        ('{"id": "1", "lang": "en", "question": "' + "x" * 4001 + '"}', "4001 characters; at most 4000"),
+        ('{"id": "1", "lang": "en", "question": "   "}', "the question is empty"),
     ],
 )
 def test_bad_question_files_are_refused_with_the_line(tmp_path, line, message):
@@ -76,6 +82,20 @@ def test_bad_question_files_are_refused_with_the_line(tmp_path, line, message):
     path.write_text(line + "\n", encoding="utf-8")
     with pytest.raises(InvalidRequestError, match=message):
         load_questions(path)
+
+
+def test_question_files_that_are_not_utf8_text_or_not_files_are_refused(tmp_path):
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes('{"id": "1", "lang": "en", "question": "café"}\n'.encode("latin-1"))
+    with pytest.raises(InvalidRequestError, match=r"latin.jsonl: not UTF-8 text \(byte 0xe9"):
+        load_questions(latin)
+    with pytest.raises(InvalidRequestError, match="is a folder"):
+        load_questions(tmp_path)
+    with pytest.raises(InvalidRequestError, match="no such question file"):
+        load_questions(tmp_path / "missing.jsonl")
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + b'{"id": 7, "lang": "zh", "question": "\xe4\xbd\xa0\xe5\xa5\xbd"}\n')
+    assert [(q.id, q.question) for q in load_questions(bom)] == [("7", "你好")]
 
 
 def test_development_set_is_balanced_and_its_answer_files_exist():

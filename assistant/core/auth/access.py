@@ -8,7 +8,10 @@ import stat
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Iterable
 from urllib.parse import urlparse
+
+from sqlalchemy import select
 
 from assistant.core.db.models import Document, file_uri_path
 from assistant.core.db.session import Database
@@ -40,6 +43,25 @@ class DocumentPublic:
 def may_read(acl: list[str] | None, principal: Principal) -> bool:
     """True when one of the principal's ACL tokens is in `acl` (an empty ACL admits nobody)."""
     return bool(set(acl or ()) & set(principal.acl_tokens))
+
+
+def readable_sources(db: Database, sources: Iterable[str], *, principal: Principal) -> set[str]:
+    """Those of `sources` (paths relative to an ingested folder, as chunks carry them) that name an
+    indexed document `principal` may read.
+
+    A path of a deleted, failed or unreadable document is absent, as one that was never ingested:
+    the result tells nothing about documents the principal may not open.
+    """
+    wanted = sorted(set(sources))
+    if not wanted:
+        return set()
+    with db.session() as session:
+        rows = session.execute(
+            select(Document.path, Document.acl).where(
+                Document.path.in_(wanted), Document.deleted_at.is_(None), Document.status == "done"
+            )
+        )
+        return {path for path, acl in rows if may_read(acl, principal)}
 
 
 def readable_document(db: Database, doc_id: str, *, principal: Principal) -> DocumentPublic:
