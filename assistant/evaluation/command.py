@@ -29,7 +29,7 @@ _ROWS = (
 
 
 def eval_command(
-    questions: Path = typer.Argument(..., help="JSONL file of judged questions (format: docs/configuration.md)"),
+    questions: Path = typer.Argument(..., help="JSONL file of judged questions (format: README.md, 'Using it')"),
     as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
     mode: Optional[str] = typer.Option(None, "--mode", help="hybrid | dense | sparse (default: the configured one)"),
