@@ -12,6 +12,7 @@ from assistant.core.document_versions import readable_versions
 from assistant.core.resources import Resources
 from assistant.retrieval import Retriever
 from assistant.retrieval.query_batcher import QueryBatcher
+from assistant.retrieval.retriever import default_interleave_depth
 
 
 @dataclass
@@ -31,9 +32,12 @@ class Assistant:
             from assistant.retrieval.reranker import Reranker
 
             reranker = Reranker(settings.reranker_model)
+        depth = settings.interleave_depth
+        if depth is None:
+            depth = default_interleave_depth(settings.embedding_model)
         retriever = Retriever(
             store=resources.store, embedder=QueryBatcher(resources.embedder), reranker=reranker, prefetch_k=settings.prefetch_k,
-            fusion=settings.fusion, interleave_depth=settings.interleave_depth, translate=_translator() if settings.query_translation else None,
+            fusion=settings.fusion, interleave_depth=depth, translate=_translator() if settings.query_translation else None,
         )
         answerer = Answerer(
             retriever=retriever,

@@ -42,7 +42,13 @@ from assistant.evaluation.dataset import load_questions  # noqa: E402
 from assistant.evaluation.runner import run_eval  # noqa: E402
 from assistant.retrieval.abstention import AbstentionRule  # noqa: E402
 from assistant.retrieval.crosslingual import translate  # noqa: E402
-from assistant.retrieval.retriever import DEFAULT_PREFETCH_K, DEFAULT_RRF_WEIGHTS, Retrieval, Retriever  # noqa: E402
+from assistant.retrieval.retriever import (  # noqa: E402
+    DEFAULT_PREFETCH_K,
+    DEFAULT_RRF_WEIGHTS,
+    Retrieval,
+    Retriever,
+    default_interleave_depth,
+)
 
 DEV_SET = REPO / "tests" / "data" / "dev_questions.jsonl"
 
@@ -59,12 +65,13 @@ OLD_RULE = CosineOnlyRule(min_relevance=0.25, min_coverage=0.0, confident_releva
                           lexical_min_coverage=0.0, unknown_min_coverage=0.0)
 
 
-def configs(reranker) -> list[tuple[str, dict, bool]]:
+def configs(reranker, embedding_model: str) -> list[tuple[str, dict, bool]]:
     """(label, Retriever keyword arguments, old abstention rule?) of every configuration compared."""
+    depth = default_interleave_depth(embedding_model)
     old = {"route_by_language": False, "interleave_depth": 0}
     fused = {"interleave_depth": 0}
     out = [
-        ("dense only (baseline: plain MiniLM)", {"mode": "dense", **old}, True),
+        ("dense only (baseline: plain dense, the index's model)", {"mode": "dense", **old}, True),
         ("sparse only (baseline: BM25-jieba)", {"mode": "sparse", **old}, True),
         ("plain RRF k=60 1:1, prefetch 40 (baseline: before issue 5)",
          {"mode": "hybrid", "fusion": "rrf", "rrf_weights": (1.0, 1.0), "prefetch_k": 40, **old}, True),
@@ -76,12 +83,15 @@ def configs(reranker) -> list[tuple[str, dict, bool]]:
          {"mode": "hybrid", "fusion": "dbsf", "prefetch_k": DEFAULT_PREFETCH_K, **fused}, False),
         ("DBSF + language routing + dictionary query translation + new abstention",
          {"mode": "hybrid", "fusion": "dbsf", "prefetch_k": DEFAULT_PREFETCH_K, "translate": translate, **fused}, False),
-        ("hybrid, tuned (ours: the above + interleaving of the keyword and dense rankings' best pages)",
-         {"mode": "hybrid", "fusion": "dbsf", "prefetch_k": DEFAULT_PREFETCH_K, "translate": translate}, False),
+        (f"hybrid, tuned (ours: the above + interleaving of the keyword and dense rankings' best pages, "
+         f"the model's depth {depth})",
+         {"mode": "hybrid", "fusion": "dbsf", "prefetch_k": DEFAULT_PREFETCH_K, "translate": translate,
+          "interleave_depth": depth}, False),
     ]
     if reranker is not None:
         out.append(("ours + cross-encoder reranker", {"mode": "hybrid", "fusion": "dbsf", "translate": translate,
-                                                       "prefetch_k": DEFAULT_PREFETCH_K, "reranker": reranker}, False))
+                                                       "prefetch_k": DEFAULT_PREFETCH_K, "reranker": reranker,
+                                                       "interleave_depth": depth}, False))
     return out
 
 
@@ -95,7 +105,7 @@ def quality(args) -> dict:
     questions = load_questions(Path(args.questions))
     reranker = _reranker(args.reranker) if args.with_reranker else None
     rows = {}
-    for label, kwargs, old_rule in configs(reranker):
+    for label, kwargs, old_rule in configs(reranker, res.settings.embedding_model):
         retriever = Retriever(store=res.store, embedder=res.embedder, **kwargs)
         assistant.answerer.retriever = retriever
         assistant.answerer.abstention = OLD_RULE if old_rule else new_rule

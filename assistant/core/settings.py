@@ -72,10 +72,11 @@ class Settings(BaseSettings):
     fusion: Literal["dbsf", "rrf"] = Field(
         default="dbsf", description="how hybrid search fuses its dense and sparse lists (measured in docs/benchmarks.md)"
     )
-    interleave_depth: int = Field(
-        default=5, ge=0, le=50,
+    interleave_depth: int | None = Field(
+        default=None, ge=0, le=50,
         description="first positions of a hybrid result filled by interleaving the fused leader with the best "
         "chunks of the keyword and dense rankings, in turns keyword, dense, keyword (0: fused order only; "
+        "unset: the embedding model's measured depth, 5 for the built-in MiniLM and 0 otherwise; "
         "measured in docs/benchmarks.md)",
     )
     query_translation: bool = Field(

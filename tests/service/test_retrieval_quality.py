@@ -287,3 +287,17 @@ def test_reranker_path_with_a_small_local_cross_encoder(minilm_index, tmp_path):
     direct = reranker.model.predict([(question, passage_text(top.title, top.heading, top.text))])
     assert float(direct[0]) == pytest.approx(hits[0].score, abs=1e-5)
     assert all(h.relevance != 0.0 for h in hits)  # dense evidence survives reranking, for abstention
+
+
+def test_interleaving_depth_follows_the_embedding_model_unless_configured(minilm_index, e5_index):
+    # Measured per model (docs/benchmarks.md): interleaving lifts MiniLM's English recall@5 and
+    # lowers multilingual-e5-small's, whose fused order already holds the pages.
+    depths = {}
+    for name, settings in (("minilm", minilm_index), ("e5", e5_index),
+                           ("set", minilm_index.model_copy(update={"interleave_depth": 2}))):
+        res = open_resources(settings)
+        try:
+            depths[name] = Assistant.build(res).retriever.interleave_depth
+        finally:
+            res.close()
+    assert depths == {"minilm": 5, "e5": 0, "set": 2}
