@@ -84,8 +84,10 @@ class Settings(BaseSettings):
         description="translate questions between Chinese and English with CC-CEDICT for keyword search "
         "(finds pages in the other language; measured in docs/benchmarks.md)",
     )
-    min_relevance: float = Field(
-        default=0.25, description="dense cosine below which a question counts as unanswered"
+    min_relevance: float | None = Field(
+        default=None, ge=-1.0, le=1.0,
+        description="dense cosine below which a chunk is no evidence that the documents answer (unset: the "
+        "embedding model's calibrated floor, 0.25 for the built-in MiniLM; see retrieval/abstention.py)",
     )
     reranker_model: Path | None = None
 

@@ -98,12 +98,14 @@ class Retrieval:
         semantic: the embedding model covers the question's language, so `relevance` means something.
         unknown_terms: the question's index terms that occur in no chunk the reader may open (a
             question about the canteen in a corpus that never mentions one).
+        lang: the question's language (`query_language`: `en` or `zh`); "" when not known.
     """
 
     chunks: list[RetrievedChunk]
     semantic: bool = True
     unknown_terms: list[str] = field(default_factory=list)
     query_terms: int = 0
+    lang: str = ""
 
 
 MAX_QUERY_CHARS = 4_000  # the API's request models use the same bound
@@ -218,7 +220,8 @@ class Retriever:
         query_terms = set(sparse.terms(query))
         mode = self.mode
         languages = getattr(self.embedder, "languages", None)
-        semantic = languages is None or query_language(query) in languages
+        lang = query_language(query)
+        semantic = languages is None or lang in languages
         if mode == "hybrid" and not semantic and self.route_by_language:
             # The embedding model was not trained on the question's language (MiniLM and Chinese):
             # its ranking is noise that fusion would mix in, so the keyword ranking decides alone.
@@ -291,7 +294,7 @@ class Retriever:
             if evidence and self._collection_chunks() >= self.unknown_terms_min_chunks
             else []
         )
-        return Retrieval(chunks=chunks, semantic=semantic, unknown_terms=unknown, query_terms=len(query_terms))
+        return Retrieval(chunks=chunks, semantic=semantic, unknown_terms=unknown, query_terms=len(query_terms), lang=lang)
 
     def _collection_chunks(self) -> int:
         now = time.monotonic()

@@ -1,5 +1,7 @@
 """Context packing (near-duplicates, neighbour merging, per-document cap, budget) and the abstention rule."""
 
+from dataclasses import replace
+
 import pytest
 
 from assistant.answering.packing import merge_texts, pack_context, resemblance, shingles
@@ -104,3 +106,17 @@ def test_rule_per_model_and_configured_floor():
     other = AbstentionRule.for_model("/some/local/model")
     assert other.confident_relevance == float("inf") and other.min_coverage == base.min_coverage
     assert AbstentionRule.for_model("builtin:all-MiniLM-L6-v2", min_relevance=0.9).min_relevance == 0.9
+
+
+def test_multilingual_rule_has_a_floor_for_chinese_questions_and_chinese_chunks():
+    # e5 puts any Chinese chunk at a high cosine from a Chinese question: 0.85 is no evidence there,
+    # while the same cosine from an English chunk (a cross-lingual hit) or for an English question is.
+    rule = AbstentionRule.for_model("builtin:multilingual-e5-small")
+    chinese = replace(chunk("a", 0, "t", relevance=0.85, coverage=0.5), lang="zh")
+    english = chunk("b", 0, "t", relevance=0.85, coverage=0.5)
+    assert rule.abstains(Retrieval(chunks=[chinese], lang="zh"))
+    assert not rule.abstains(Retrieval(chunks=[english], lang="zh"))
+    assert not rule.abstains(Retrieval(chunks=[replace(chinese, relevance=0.87)], lang="zh"))
+    assert not rule.abstains(Retrieval(chunks=[english], lang="en"))
+    configured = AbstentionRule.for_model("builtin:multilingual-e5-small", min_relevance=0.3)
+    assert not configured.abstains(Retrieval(chunks=[chinese], lang="zh"))
