@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
@@ -23,8 +24,16 @@ from assistant.retrieval import Retriever
 # Chunks retrieved per question to build the document ranking (enough for 10 distinct documents
 # in practice: a document rarely has more than a few chunks among the best 30).
 DEPTH_CHUNKS = 30
-# How an answer that abstains in its own words starts or reads (the model may decline itself).
-_ABSTAIN_MARKERS = ("could not find", "couldn't find", "cannot find", "not find this", "没有找到", "未找到", "找不到")
+# How an answer declines in its own words (the system prompt asks the model to say that it could not
+# find the answer in the documents): a failure to find followed, within the sentence, by what was not
+# found. "If you cannot find the Okta Verify app, reinstall it" is an answer, not a decline.
+_DECLINES = re.compile(
+    r"\b(?:could not|couldn't|cannot|can't|can not|did not|didn't|was unable to|am unable to) find\b"
+    r"[^.!?\n]{0,60}?\b(?:documents?|information|answer|context|sources?|mention)"
+    r"|(?:没有|未能|未)找到[^。！？\n]{0,20}?(?:相关|文档|信息|答案|内容|资料)"
+    r"|找不到[^。！？\n]{0,20}?(?:相关|文档|信息|答案|内容|资料)",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -93,9 +102,10 @@ def unfound_answer_files(questions: Sequence[Question], readable: set[str]) -> l
 
 
 def is_abstention(answer: str) -> bool:
-    """True when an answer's text declines to answer (English or Chinese)."""
-    low = answer.lower()
-    return any(marker in low for marker in _ABSTAIN_MARKERS)
+    """True when an answer's text declines to answer (English or Chinese): it says, within one
+    sentence, that it could not find the answer, information or documents (`_DECLINES`). A heuristic:
+    a decline in other words ("the documents do not say") is not recognised."""
+    return _DECLINES.search(answer) is not None
 
 
 def run_eval(

@@ -49,6 +49,11 @@ def test_key_facts_and_abstention_text():
     assert is_abstention("I could not find this in the documents you can access.")
     assert is_abstention("在您有权访问的文档中没有找到相关内容。")
     assert not is_abstention("Set skip-grant-table [1].")
+    assert is_abstention("Sorry, I couldn't find any information about a dress code in the provided documents.")
+    assert is_abstention("文档中未找到关于停车位的信息。")
+    # Finding words in an instruction is not a decline (the trial's false positive).
+    assert not is_abstention("If you cannot find the Okta Verify app, reinstall it from the App Store [1].")
+    assert not is_abstention("如果找不到 TiDB 进程，请检查 systemd 日志 [2]。")
 
 
 def test_aggregate_rates_and_latency():
