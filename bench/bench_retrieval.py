@@ -109,7 +109,6 @@ def quality(args) -> dict:
         retriever = Retriever(store=res.store, embedder=res.embedder, **kwargs)
         assistant.answerer.retriever = retriever
         assistant.answerer.abstention = OLD_RULE if old_rule else new_rule
-        run_eval(questions[:5], retriever=retriever, answerer=assistant.answerer, principal=ANONYMOUS, answers=False)
         report = run_eval(questions, retriever=retriever, answerer=assistant.answerer, principal=ANONYMOUS, answers=False)
         rows[label] = report.groups
         _print_row(label, report.groups)
