@@ -208,6 +208,36 @@ def test_terms_only_in_documents_the_reader_may_not_open_count_as_unknown(minilm
         res.close()
 
 
+def test_an_answer_file_the_reader_may_not_open_is_warned_about_like_one_never_ingested(minilm_index):
+    from sqlalchemy import select
+
+    from assistant.core.auth.access import readable_sources
+    from assistant.core.db.models import Document
+    from assistant.core.principals import Principal
+    from assistant.evaluation.dataset import Question
+    from assistant.evaluation.runner import unfound_answer_files
+
+    navan, missing = "benefits-pay-perks/benefits-perks/travel/Navan.md", "benefits-pay-perks/no-such-page.md"
+    question = Question(id="q1", lang="en", question="How do I book a trip?", answer_files=(navan, missing),
+                        must_contain_any=())
+    insider = Principal(name="ana", groups=frozenset({"travel-desk"}))
+    res = open_resources(minilm_index)
+    try:
+        with res.db.session() as session:
+            doc = session.execute(select(Document).where(Document.path == navan)).scalar_one()
+            doc.acl = ["group:travel-desk"]
+        assert readable_sources(res.db, [navan, missing], principal=insider) == {navan}
+        assert readable_sources(res.db, [navan, missing], principal=ANONYMOUS) == set()
+        outsider = unfound_answer_files([question], readable_sources(res.db, [navan, missing], principal=ANONYMOUS))
+        # The two warnings differ only in the path: nothing says that the first document exists.
+        assert [w.replace(navan, "X").replace(missing, "X") for w in outsider] == [
+            outsider[1].replace(missing, "X")] * 2
+    finally:
+        with res.db.session() as session:
+            session.execute(select(Document).where(Document.path == navan)).scalar_one().acl = ["everyone"]
+        res.close()
+
+
 @pytest.mark.parametrize(
     "question, answer_file",
     [
