@@ -19,7 +19,7 @@ from assistant.cli import serve_model
 from assistant.cli.errors import fail, report
 from assistant.cli.keys import keys_app
 from assistant.cli.users import groups_app, note_new_data_dir, users_app
-from assistant.core.errors import AssistantError, ConfigError
+from assistant.core.errors import AssistantError, ConfigError, InvalidRequestError
 from assistant.core.principals import ANONYMOUS, Principal
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Private RAG assistant.")
@@ -42,7 +42,7 @@ def _resources():
 
 
 def _principal(res, as_user: str | None) -> Principal:
-    if not as_user:
+    if as_user is None:
         return ANONYMOUS
     from assistant.core.identity import load_principal  # provided by the identity module
 
@@ -153,7 +153,10 @@ def ask(
     as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
 ) -> None:
     """Answer QUESTION from the documents the caller may read, with citations."""
+    from assistant.retrieval.retriever import check_query
+
     try:
+        check_query(question)
         assistant, principal = _assistant_as(as_user)
         if as_json:
             result = asyncio.run(assistant.answerer.answer(question, principal=principal))
@@ -261,12 +264,31 @@ app.command("reindex")(reindex_command)
 
 def run() -> None:
     """The `assistant` command: `app`, with an error raised before any command could report it
-    (settings read from the environment, for one) printed as every command prints its errors."""
+    (settings read from the environment, for one) printed as every command prints its errors. With
+    `--json`, a usage error (an unknown option, a value out of range) is the same one JSON line
+    (`invalid_request`, exit status 2) instead of Typer's box."""
+    as_json = "--json" in sys.argv[1:]
     try:
-        app()
+        if not as_json:
+            app()
+            return
+        status = app(standalone_mode=False)
     except AssistantError as exc:
-        report(exc, as_json="--json" in sys.argv[1:])
+        report(exc, as_json=as_json)
         sys.exit(2)
+    except typer.Abort:
+        sys.exit(1)
+    except Exception as exc:
+        # Typer's own copy of click raises its exceptions outside standalone mode; a usage error
+        # (unknown option, bad value, missing argument) is the one with exit code 2.
+        if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
+            report(InvalidRequestError(exc.format_message()), as_json=True)
+            sys.exit(2)
+        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+    sys.exit(status if isinstance(status, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

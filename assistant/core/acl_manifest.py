@@ -26,27 +26,49 @@ def _entries(value: Any, where: str) -> list[str]:
         raise InvalidRequestError(f"{where}: {exc.message}") from exc
 
 
+def _globstar_variants(pattern: str) -> set[str]:
+    """`pattern` and every form of it with some `**/` segments taken as zero folders:
+    `a/**/*.md` -> {`a/**/*.md`, `a/*.md`}, as globstar (bash, gitignore) reads it."""
+    out, todo = set(), [pattern]
+    while todo:
+        p = todo.pop()
+        if p in out:
+            continue
+        out.add(p)
+        if p.startswith("**/"):
+            todo.append(p[3:])
+        start = p.find("/**/")
+        while start != -1:
+            todo.append(p[:start] + p[start + 3 :])
+            start = p.find("/**/", start + 1)
+    return out
+
+
 @dataclass(frozen=True)
 class AclRule:
-    """`allow` applies to the files `pattern` matches: a glob (`finance/**`, `*.xlsx`), or a plain
-    path without glob characters, which matches that file or everything under that folder."""
+    """`allow` applies to the files `pattern` matches: the file or folder of that literal path
+    (a folder named `HR [confidential]` included), or the files its glob matches (`finance/**`,
+    `*.xlsx`, `legal/**/*.pdf`, which also covers `legal/x.pdf`)."""
 
     pattern: str
     allow: tuple[str, ...]
 
     def matches(self, relative_path: str) -> bool:
         """Whether the rule covers one file (relative to the source root, `/`-separated)."""
-        if any(ch in self.pattern for ch in "*?["):
-            return fnmatch.fnmatchcase(relative_path, self.pattern)
         folder = self.pattern.rstrip("/")
-        return relative_path == folder or relative_path.startswith(folder + "/")
+        if relative_path == folder or relative_path.startswith(folder + "/"):
+            return True
+        if not any(ch in self.pattern for ch in "*?["):
+            return False
+        return any(fnmatch.fnmatchcase(relative_path, p) for p in _globstar_variants(self.pattern))
 
 
 @dataclass(frozen=True)
 class AclManifest:
     """`default` applies to every file; the last rule whose glob matches the relative path wins.
 
-    Globs use fnmatch semantics on POSIX relative paths (`*` also crosses `/`; `**` works too).
+    Globs use fnmatch semantics on POSIX relative paths (`*` also crosses `/`), with `**/` also
+    matching zero folders; a rule's literal path matches first, glob characters and all.
     """
 
     default: tuple[str, ...] = (EVERYONE,)
@@ -109,6 +131,11 @@ class AclManifest:
         """Read a YAML manifest file."""
         try:
             data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise InvalidRequestError(
+                f"ACL manifest {path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
+                "save it as UTF-8"
+            ) from exc
         except (OSError, yaml.YAMLError) as exc:
             raise InvalidRequestError(f"ACL manifest {path}: {exc}") from exc
         return cls.from_dict(data, origin=f"ACL manifest {path}")

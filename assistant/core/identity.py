@@ -6,7 +6,7 @@ from sqlalchemy import select
 
 from assistant.core.db.models import Group, Membership, User
 from assistant.core.db.session import Database
-from assistant.core.errors import NotFoundError
+from assistant.core.errors import InvalidRequestError, NotFoundError
 from assistant.core.principals import Principal
 
 
@@ -22,13 +22,21 @@ def _principal(session, user: User) -> Principal:
 def load_principal(db: Database, name: str) -> Principal:
     """The principal for user `name`, with its groups.
 
+    Only the command line acts as a named user (`--as`, run by whoever administers the server), so
+    the errors say which case it is.
+
     Raises:
+        InvalidRequestError: `name` is blank.
         NotFoundError: no such user, or the user is disabled.
     """
+    if not name.strip():
+        raise InvalidRequestError("--as needs a user name; leave it out to read as the anonymous reader ('everyone')")
     with db.session() as session:
         user = session.scalar(select(User).where(User.name == name))
-        if user is None or user.disabled:
+        if user is None:
             raise NotFoundError(f"user '{name}' not found")
+        if user.disabled:
+            raise NotFoundError(f"user '{name}' is disabled (`assistant users enable {name}` to enable it)")
         return _principal(session, user)
 
 

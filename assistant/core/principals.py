@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from assistant.core.errors import InvalidRequestError
 
 EVERYONE = "everyone"
+# `everyone` is the ACL token of all readers and `anonymous` the CLI's principal without --as: no
+# account takes these names, and no ACL may name them as a user or group.
+RESERVED_NAMES = frozenset({EVERYONE, "anonymous"})
 _TOKEN = re.compile(r"^(everyone|user:[^\s:]+|group:[^\s:]+)$")
 
 
@@ -15,7 +18,8 @@ def parse_acl(entries: list[str] | tuple[str, ...]) -> list[str]:
     """Validate and normalise ACL entries; returns them sorted and de-duplicated.
 
     Raises:
-        InvalidRequestError: an entry is not `everyone`, `user:NAME` or `group:NAME`.
+        InvalidRequestError: an entry is not `everyone`, `user:NAME` or `group:NAME`, or names a
+            reserved name (`user:anonymous` would open the documents to every reader without --as).
     """
     out = set()
     for entry in entries:
@@ -23,6 +27,11 @@ def parse_acl(entries: list[str] | tuple[str, ...]) -> list[str]:
         if not _TOKEN.match(token):
             raise InvalidRequestError(
                 f"ACL entry {entry!r} is not 'everyone', 'user:NAME' or 'group:NAME'"
+            )
+        if token != EVERYONE and token.split(":", 1)[1].casefold() in RESERVED_NAMES:
+            raise InvalidRequestError(
+                f"ACL entry {entry!r} names a reserved name ({', '.join(sorted(RESERVED_NAMES))}); "
+                "use 'everyone' for all readers"
             )
         out.add(token)
     return sorted(out)
@@ -40,8 +49,11 @@ class Principal:
 
     @property
     def acl_tokens(self) -> list[str]:
-        """Every ACL entry that grants this principal access, sorted (stable for cache keys)."""
-        tokens = {EVERYONE, f"user:{self.name}"} | {f"group:{g}" for g in self.groups}
+        """Every ACL entry that grants this principal access, sorted (stable for cache keys). A
+        reserved name (the CLI's `anonymous`) carries no `user:` token: it reads what `everyone` may."""
+        tokens = {EVERYONE} | {f"group:{g}" for g in self.groups}
+        if self.name.casefold() not in RESERVED_NAMES:
+            tokens.add(f"user:{self.name}")
         return sorted(tokens)
 
     @property

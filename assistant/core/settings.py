@@ -8,7 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from assistant.core.errors import ConfigError
@@ -89,7 +89,9 @@ class Settings(BaseSettings):
         description="dense cosine below which a chunk is no evidence that the documents answer (unset: the "
         "embedding model's calibrated floor, 0.25 for the built-in MiniLM; see retrieval/abstention.py)",
     )
-    reranker_model: Path | None = None
+    reranker_model: Path | None = Field(
+        default=None, description="local sentence-transformers CrossEncoder folder; unset or empty: no reranking",
+    )
 
     # LLM
     llm_backend: Literal["llama_cpp", "openai"] = "llama_cpp"
@@ -226,6 +228,12 @@ class Settings(BaseSettings):
         default_factory=dict,
         description="IdP group -> local group (JSON in the environment); unmapped IdP groups are ignored",
     )
+
+    @field_validator("reranker_model", "llm_model_path", mode="before")
+    @classmethod
+    def _empty_path_is_unset(cls, value):
+        # `ASSISTANT_RERANKER_MODEL=` would otherwise be Path("."), the current folder.
+        return None if isinstance(value, str) and not value.strip() else value
 
     @model_validator(mode="after")
     def _refuse_impossible(self) -> "Settings":

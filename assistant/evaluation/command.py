@@ -32,7 +32,7 @@ def eval_command(
     questions: Path = typer.Argument(..., help="JSONL file of judged questions (format: README.md, 'Using it')"),
     as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
-    mode: Optional[str] = typer.Option(None, "--mode", help="hybrid | dense | sparse (default: the configured one)"),
+    mode: Optional[str] = typer.Option(None, "--mode", help="hybrid | dense | sparse (default: hybrid, the product's search)"),
     no_answers: bool = typer.Option(False, "--no-answers", help="skip generation (slow on CPU): retrieval and abstention only"),
 ) -> None:
     """Measure retrieval (recall@1/5/10, MRR@10, nDCG@10, latency) and answers (citations, key facts,
@@ -59,7 +59,7 @@ def eval_command(
             )
         resources_mod.set_current(res)
         principal = ANONYMOUS
-        if as_user:
+        if as_user is not None:
             from assistant.core.identity import load_principal
 
             principal = load_principal(res.db, as_user)

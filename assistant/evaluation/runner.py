@@ -166,7 +166,8 @@ def run_eval(
             r.abstained = answer.abstained or is_abstention(answer.answer)
             if q.answerable:
                 inline = {c.source for c in answer.citations if c.inline}
-                r.has_key_fact = not r.abstained and contains_key_fact(answer.answer, q.must_contain_any)
+                if q.must_contain_any:  # a question without key facts is not judged on them
+                    r.has_key_fact = not r.abstained and contains_key_fact(answer.answer, q.must_contain_any)
                 r.cites_answer_file = not r.abstained and bool(inline & set(q.answer_files))
     report = EvalReport(
         config={
@@ -174,7 +175,8 @@ def run_eval(
             "embedding_model": getattr(retriever.embedder, "name", ""),
             "rrf_weights": list(retriever.rrf_weights),
             "fusion": getattr(retriever, "fusion", "rrf"),
-            "interleave_depth": getattr(retriever, "interleave_depth", 0),
+            # Interleaving applies to hybrid search only.
+            "interleave_depth": getattr(retriever, "interleave_depth", 0) if retriever.mode == "hybrid" else 0,
             "prefetch_k": retriever.prefetch_k,
             "reranker": retriever.reranker is not None,
             "abstention": asdict(answerer.abstention),
@@ -204,5 +206,5 @@ def aggregate(results: Sequence[QuestionResult]) -> dict:
         out["answer_rate"] = mean(float(not r.abstained) for r in judged)
         out["abstention_rate"] = mean(float(bool(r.abstained)) for r in unanswerable)
         out["cites_answer_file"] = mean(float(bool(r.cites_answer_file)) for r in judged)
-        out["has_key_fact"] = mean(float(bool(r.has_key_fact)) for r in judged)
+        out["has_key_fact"] = mean(float(r.has_key_fact) for r in judged if r.has_key_fact is not None)
     return out

@@ -112,13 +112,21 @@ MAX_QUERY_CHARS = 4_000  # the API's request models use the same bound
 
 
 def check_query(query: str) -> None:
-    """Refuse a question or query that is blank or longer than `MAX_QUERY_CHARS` characters.
+    """Refuse a question or query that is blank, longer than `MAX_QUERY_CHARS` characters, or not
+    Unicode text (lone surrogates: bytes of another encoding passed on a UTF-8 command line).
 
     Raises:
         InvalidRequestError: naming the problem, the same for the CLI and every API route.
     """
     if not query or not query.strip():
         raise InvalidRequestError("the question is empty")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidRequestError(
+            f"the question is not UTF-8 text (undecodable byte at character {exc.start}); "
+            "check the terminal's encoding (LANG, LC_ALL)"
+        ) from exc
     if len(query) > MAX_QUERY_CHARS:
         raise InvalidRequestError(f"the question has {len(query)} characters; at most {MAX_QUERY_CHARS} are accepted")
 

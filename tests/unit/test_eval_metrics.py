@@ -68,6 +68,12 @@ def test_aggregate_rates_and_latency():
     assert percentile_ms([], 95) is None
 
 
+def test_key_fact_rate_counts_only_questions_that_name_key_facts():
+    with_facts = QuestionResult("a", "en", True, ["x"], 0.01, False, answer="ok", abstained=False, has_key_fact=True)
+    without = QuestionResult("b", "en", True, ["x"], 0.01, False, answer="ok", abstained=False, has_key_fact=None)
+    assert aggregate([with_facts, without])["has_key_fact"] == 1.0
+
+
 @pytest.mark.parametrize(
     "line, message",
     [

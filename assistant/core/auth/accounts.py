@@ -14,11 +14,10 @@ from assistant.core.auth.passwords import MIN_PASSWORD_CHARS, hash_password, nee
 from assistant.core.db.models import Group, Membership, User
 from assistant.core.db.session import Database
 from assistant.core.errors import AuthenticationError, ConflictError, InvalidRequestError, NotFoundError
+from assistant.core.principals import RESERVED_NAMES
 
 # Names end up in ACL tokens (`user:NAME`, `group:NAME`): no whitespace and no colon.
 _NAME = re.compile(r"^[^\s:]{1,255}$")
-# `everyone` is the ACL token of all readers and `anonymous` the CLI's principal without --as.
-RESERVED_NAMES = frozenset({"everyone", "anonymous"})
 
 
 @dataclass(frozen=True)
