@@ -55,9 +55,19 @@ def read_markdown(path: Path) -> ParsedDocument:
         text = text[front.end():]
     if not title:
         m = _H1.search(text)
-        title = m.group(1).strip() if m else path.stem.replace("_", " ").replace("-", " ")
+        title = plain_inline(m.group(1)) if m else path.stem.replace("_", " ").replace("-", " ")
     doc = ParsedDocument(title=title, mime="text/markdown", sections=[Section(strip_link_targets(text))], markdown=True)
     return finish(doc, name=path.name)
+
+
+def plain_inline(markdown: str) -> str:
+    """The words of one line of inline Markdown, without its markup: `# **Jamf**` gives the title
+    `Jamf`, a link its text, code its content (markdown-it-py's inline tokens)."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt().parseInline(markdown)[0].children or []
+    text = "".join(t.content for t in tokens if t.type in ("text", "code_inline", "html_inline"))
+    return " ".join(text.split()) or markdown.strip()
 
 
 # `[text](target)` and `![alt](target)`, where the target has no spaces (an optional "title" may follow).

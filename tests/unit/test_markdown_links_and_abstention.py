@@ -1,4 +1,4 @@
-"""Markdown link targets stay out of chunks; when an unknown word forces abstention."""
+"""Markdown link targets stay out of chunks, markup out of titles; when an unknown word forces abstention."""
 
 import pytest
 
@@ -6,7 +6,7 @@ from assistant.retrieval import RetrievedChunk
 from assistant.retrieval.abstention import CALIBRATED
 from assistant.retrieval.retriever import Retrieval
 from assistant.core.embedder import BUILTIN_MINILM
-from ingest.formats.text import strip_link_targets
+from ingest.formats.text import read_markdown, strip_link_targets
 
 
 @pytest.mark.parametrize(
@@ -20,6 +20,17 @@ from ingest.formats.text import strip_link_targets
 )
 def test_link_targets_are_dropped(markdown, expected):
     assert strip_link_targets(markdown) == expected
+
+
+@pytest.mark.parametrize(
+    "h1, title",
+    [("# **Jamf**", "Jamf"), ("# Using `kubectl` with [Okta](https://x.example/okta)", "Using kubectl with Okta"),
+     ("# C++ style guide", "C++ style guide"), ("# **", "**")],
+)
+def test_a_title_taken_from_the_first_heading_loses_its_markup(tmp_path, h1, title):
+    page = tmp_path / "page.md"
+    page.write_text(f"{h1}\n\nSome text about the tool.\n", encoding="utf-8")
+    assert read_markdown(page).title == title
 
 
 def _chunk(relevance: float, coverage: float) -> RetrievedChunk:
