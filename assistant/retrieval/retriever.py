@@ -124,8 +124,8 @@ def check_query(query: str) -> None:
         query.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidRequestError(
-            f"the question is not UTF-8 text (undecodable byte at character {exc.start}); "
-            "check the terminal's encoding (LANG, LC_ALL)"
+            f"the question is not UTF-8 text: character {exc.start} is a lone surrogate, as left by bytes of "
+            "another encoding (on a command line, check the terminal's LANG or LC_ALL)"
         ) from exc
     if len(query) > MAX_QUERY_CHARS:
         raise InvalidRequestError(f"the question has {len(query)} characters; at most {MAX_QUERY_CHARS} are accepted")

@@ -243,6 +243,9 @@ def test_repeated_failed_sign_ins_lock_that_account_for_a_while(auth_res, client
     r = login(client, name)  # even the right password now waits
     assert r.status_code == 429 and r.json()["error"]["code"] == "too_many_attempts"
     assert int(r.headers["retry-after"]) == auth_res.settings.login_failure_window_s
+    # The name with white space around it is the same account, not ten more guesses.
+    for padded in (f"{name} ", f"\t{name}\n"):
+        assert login(client, padded).status_code == 429
     assert login(client, other).status_code == 200  # other accounts are not affected
 
 

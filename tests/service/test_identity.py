@@ -112,8 +112,11 @@ def test_api_keys_are_stored_hashed_scoped_and_revocable(db):
         principal_for_api_key(db, created.key)
     with pytest.raises(NotFoundError):
         revoke_api_key(db, "helpdesk")
-    again = create_api_key(db, "helpdesk")  # a revoked name can be issued again, with a new secret
-    assert again.key != created.key and principal_for_api_key(db, again.key).name == "helpdesk"
+    again = create_api_key(db, "helpdesk", groups=["finance"])  # a revoked name can be issued again
+    replacement = principal_for_api_key(db, again.key)
+    assert again.key != created.key and replacement.name == "helpdesk"
+    # The replacement has the groups it was created with, not the revoked key's as well.
+    assert replacement.groups == {"finance"} and again.groups == ("finance",)
     create_user(db, "erin")
     with pytest.raises(ConflictError):
         create_api_key(db, "erin")

@@ -95,7 +95,9 @@ async def login(body: LoginRequest, request: Request, db: DatabaseDep) -> MePubl
     The body must be JSON, which a cross-site HTML form cannot send (no login CSRF).
     """
     settings = request.app.state.settings
-    name = body.username[:255]
+    # Failures are counted against the name the account is looked up by: `"dave "` is dave, and
+    # must not get ten more guesses of its own.
+    name = body.username.strip()[:255]
     failures = await run_in_threadpool(
         count_events, db, principal=name, action="auth.login_failed", window_s=settings.login_failure_window_s
     )
@@ -108,7 +110,7 @@ async def login(body: LoginRequest, request: Request, db: DatabaseDep) -> MePubl
         user_id = await run_in_threadpool(authenticate_password, db, body.username, body.password)
     except AuthenticationError:
         await run_in_threadpool(
-            record_event, db, principal=Principal(name=body.username[:255]), action="auth.login_failed",
+            record_event, db, principal=Principal(name=name), action="auth.login_failed",
             details={"method": "password"},
         )
         raise

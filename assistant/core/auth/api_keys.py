@@ -13,10 +13,10 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from assistant.core.auth.accounts import add_user_to_groups, check_name, group_names
-from assistant.core.db.models import ApiKey, User
+from assistant.core.db.models import ApiKey, Membership, User
 from assistant.core.db.session import Database
 from assistant.core.errors import AuthenticationError, ConflictError, NotFoundError
 from assistant.core.principals import Principal
@@ -44,7 +44,9 @@ def create_api_key(db: Database, name: str, *, groups: list[str] | tuple[str, ..
     """Create key `name` for the service principal of the same name (created when missing).
 
     Args:
-        groups: groups the service principal is added to (existing memberships stay).
+        groups: the service principal's groups. A key that replaces a revoked one starts from these
+            alone: its account's earlier memberships end, so that a key re-issued for another team
+            does not keep what the old one could read.
 
     Raises:
         ConflictError: `name` is a person's account, or an unrevoked key of that name exists.
@@ -70,6 +72,7 @@ def create_api_key(db: Database, name: str, *, groups: list[str] | tuple[str, ..
         else:  # a revoked key's row is reused for its replacement (the name stays unique per account)
             row.prefix, row.key_hash, row.revoked_at, row.last_used_at = prefix, _digest(key), None, None
             row.created_at = datetime.now(timezone.utc)
+            session.execute(delete(Membership).where(Membership.user_id == service.id))
         service.disabled = False
         add_user_to_groups(session, service, groups)
         return CreatedKey(name=name, key=key, principal=service.name, groups=tuple(group_names(session, service.id)))
