@@ -32,10 +32,15 @@ def client_for(server, headers: dict) -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0, timeout=300)
 
 
-def test_models_lists_the_rag_model(serving):
+def test_models_lists_and_retrieves_the_rag_model(serving):
     server, res, *_ = serving
     _, headers = new_key(res)
-    assert [m.id for m in client_for(server, headers).models.list()] == [MODEL]
+    client = client_for(server, headers)
+    assert [m.id for m in client.models.list()] == [MODEL]
+    assert client.models.retrieve(MODEL).id == MODEL
+    with pytest.raises(openai.NotFoundError) as info:
+        client.models.retrieve("gpt-4o")
+    assert info.value.code == "model_not_found"
 
 
 def test_completion_answers_with_citations_under_the_callers_acl(serving):

@@ -143,13 +143,25 @@ class ChatCompletionRequest(BaseModel):
             )
 
 
+_MODEL_CARD = {"id": RAG_MODEL, "object": "model", "created": 0, "owned_by": "assistant"}
+
+
 @router.get("/models")
 def list_models() -> dict:
     """The one model served here: retrieval-augmented answers from the caller's documents."""
-    return {
-        "object": "list",
-        "data": [{"id": RAG_MODEL, "object": "model", "created": 0, "owned_by": "assistant"}],
-    }
+    return {"object": "list", "data": [_MODEL_CARD]}
+
+
+@router.get("/models/{model}")
+def retrieve_model(model: str) -> dict:
+    """One model's card, as the OpenAI SDK's `models.retrieve` asks for it.
+
+    Raises:
+        NotFoundError: `model` is not `assistant-rag` (404, code `model_not_found`).
+    """
+    if model != RAG_MODEL:
+        raise NotFoundError(f"model '{model}' not found; this server serves '{RAG_MODEL}'", code="model_not_found")
+    return dict(_MODEL_CARD)
 
 
 def _conversation(body: ChatCompletionRequest) -> tuple[str, list[dict]]:
