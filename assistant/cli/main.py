@@ -220,6 +220,12 @@ def serve(
         console.print(
             f"first admin [bold]{settings.bootstrap_admin_name}[/bold] created with ASSISTANT_BOOTSTRAP_ADMIN_PASSWORD"
         )
+    elif given:
+        console.print(
+            "note: ASSISTANT_BOOTSTRAP_ADMIN_PASSWORD was not used: the database already has accounts, and the first "
+            "admin is created only on a database without any; make one with `assistant users add NAME --admin`",
+            soft_wrap=True,
+        )
     # The product's own loggers (`assistant.*`) print beside uvicorn's, at INFO, in its format.
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
     log_config["loggers"]["assistant"] = {"handlers": ["default"], "level": "INFO", "propagate": False}

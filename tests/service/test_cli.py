@@ -59,6 +59,18 @@ def test_serve_refuses_several_workers_on_the_embedded_default(cli_env):
     assert result.exit_code == 2 and "ASSISTANT_VECTOR_STORE=qdrant" in result.output
 
 
+def test_a_bootstrap_password_that_cannot_be_used_is_reported(cli_env, monkeypatch):
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: None)  # the library's server, not ours
+    monkeypatch.setenv("ASSISTANT_BOOTSTRAP_ADMIN_PASSWORD", "a-long-admin-password")
+    get_settings.cache_clear()
+    assert CliRunner().invoke(app, ["users", "add", "erin"]).exit_code == 0  # accounts made before the first serve
+    result = CliRunner().invoke(app, ["serve"])
+    assert result.exit_code == 0, result.output
+    assert "ASSISTANT_BOOTSTRAP_ADMIN_PASSWORD was not used" in " ".join(result.output.split())
+
+
 def test_a_rule_that_matches_no_file_is_reported(cli_env):
     folder = copy_subset(HANDBOOK, cli_env / "docs", [FILE])
     manifest = cli_env / "acl.yaml"
