@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from assistant.core.errors import InvalidRequestError
+from assistant.core.errors import InvalidRequestError, not_utf8
 from assistant.core.principals import EVERYONE, parse_acl
 
 
@@ -132,10 +132,7 @@ class AclManifest:
         try:
             data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
         except UnicodeDecodeError as exc:
-            raise InvalidRequestError(
-                f"ACL manifest {path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
-                "save it as UTF-8"
-            ) from exc
+            raise not_utf8(f"ACL manifest {path}", exc) from exc
         except (OSError, yaml.YAMLError) as exc:
             raise InvalidRequestError(f"ACL manifest {path}: {exc}") from exc
         return cls.from_dict(data, origin=f"ACL manifest {path}")

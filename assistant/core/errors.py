@@ -45,6 +45,14 @@ class InvalidRequestError(AssistantError):
     http_status = 400
 
 
+def not_utf8(what: str, exc: UnicodeDecodeError) -> InvalidRequestError:
+    """The error for a file `what` (e.g. `ACL manifest acl.yaml`) that is not UTF-8 text, naming the
+    first undecodable byte and its offset, as every reader of a user's file reports it."""
+    return InvalidRequestError(
+        f"{what}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as UTF-8"
+    )
+
+
 class AuthenticationError(AssistantError):
     """No valid credentials were presented."""
 

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError
 
-from assistant.core.errors import InvalidRequestError
+from assistant.core.errors import InvalidRequestError, not_utf8
 from assistant.retrieval.retriever import check_query
 
 
@@ -67,9 +67,7 @@ def load_questions(path: Path) -> list[Question]:
     except IsADirectoryError:
         raise InvalidRequestError(f"{path}: is a folder, not a question file (JSONL)") from None
     except UnicodeDecodeError as exc:
-        raise InvalidRequestError(
-            f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as UTF-8"
-        ) from None
+        raise not_utf8(str(path), exc) from None
     questions: list[Question] = []
     seen: set[str] = set()
     for number, line in enumerate(text.splitlines(), start=1):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -60,12 +61,17 @@ def read_markdown(path: Path) -> ParsedDocument:
     return finish(doc, name=path.name)
 
 
+@functools.lru_cache(maxsize=1)
+def _inline_parser():
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt()  # built once per process, not per file
+
+
 def plain_inline(markdown: str) -> str:
     """The words of one line of inline Markdown, without its markup: `# **Jamf**` gives the title
     `Jamf`, a link its text, code its content (markdown-it-py's inline tokens)."""
-    from markdown_it import MarkdownIt
-
-    tokens = MarkdownIt().parseInline(markdown)[0].children or []
+    tokens = _inline_parser().parseInline(markdown)[0].children or []
     text = "".join(t.content for t in tokens if t.type in ("text", "code_inline", "html_inline"))
     return " ".join(text.split()) or markdown.strip()
 
