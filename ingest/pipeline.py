@@ -28,9 +28,9 @@ from assistant.core.acl_manifest import AclManifest
 from ingest.embedding_cache import EmbeddingCache
 from ingest.ids import NAMESPACE, chunk_id, document_id
 from ingest.isolated_parse import IsolatedParser
-from ingest.sync_run import FileOutcome, SyncRun, detect_lang
+from ingest.sync_run import FileOutcome, SyncRun
 
-__all__ = ["NAMESPACE", "FileOutcome", "Ingestor", "chunk_id", "detect_lang", "document_id", "iter_files"]
+__all__ = ["NAMESPACE", "FileOutcome", "Ingestor", "chunk_id", "document_id", "iter_files"]
 
 DONE_STATES = {"done", "skipped"}
 

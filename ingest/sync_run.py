@@ -22,6 +22,7 @@ from sqlalchemy import select, update
 
 from assistant.core import sparse
 from assistant.core.db.models import Document, JobItem, utcnow
+from assistant.core.language import document_language as detect_lang
 from assistant.core.vectorstore import ChunkPoint
 from ingest.ids import chunk_id, document_id
 from ingest.isolated_parse import ParseResult
@@ -33,14 +34,6 @@ log = logging.getLogger(__name__)
 
 UPSERT_POINTS = 256  # points per store call
 MAX_ATTACHMENT_DEPTH = 3  # an e-mail attached to an e-mail attached to an e-mail, and no deeper
-
-
-def detect_lang(text: str) -> str:
-    """`zh` when at least a fifth of the letters are CJK ideographs, else `en`."""
-    sample = text[:4000]
-    cjk = sum(1 for ch in sample if "\u3400" <= ch <= "\u9fff")
-    letters = sum(1 for ch in sample if ch.isalpha()) or 1
-    return "zh" if cjk / letters >= 0.2 else "en"
 
 
 @dataclass

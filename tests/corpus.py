@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from assistant.core.language import has_cjk
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO.parent / "shared").resolve()
@@ -31,6 +32,6 @@ def readme_questions() -> list[ExampleQuestion]:
         if len(cells) < 3 or not cells[1].startswith("`"):
             continue
         answer_file = cells[1].strip("`")
-        root = DOCS_ZH if re.search(r"[\u4e00-\u9fff]", cells[0]) else HANDBOOK
+        root = DOCS_ZH if has_cjk(cells[0]) else HANDBOOK
         out.append(ExampleQuestion(cells[0].replace("\\|", "|"), answer_file, root))
     return out

@@ -12,13 +12,14 @@ from assistant.answering.cache import AnswerCache
 from assistant.answering.citations import Citation, make_citations
 from assistant.answering.stops import STOP_SEQUENCES, StopFilter
 from assistant.answering.packing import pack_context
-from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, format_source, question_lang
+from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, format_source
 from assistant.answering.rewrite import rewrite_query
+from assistant.core.language import question_language
 from assistant.core.llm import LLM, ChatMessage, FinishReason, StreamResult, Usage
 from assistant.core.principals import Principal
 from assistant.retrieval import RetrievedChunk, Retriever
 from assistant.retrieval.abstention import AbstentionRule
-from assistant.retrieval.retriever import check_query
+from assistant.core.questions import check_query
 
 # Room kept free in the context window beyond the answer: chat-template tokens and estimate error.
 TEMPLATE_MARGIN_TOKENS = 64
@@ -198,7 +199,7 @@ class Answerer:
             )
             yield {"type": "sources", "sources": sources}
             if messages is None:
-                text = NO_ANSWER[question_lang(question)]
+                text = NO_ANSWER[question_language(question)]
                 yield {"type": "token", "text": text}
                 yield {"type": "citations", "citations": []}
                 yield {"type": "done", "answer": text, "abstained": True, "cached": False, "finish_reason": "stop",

@@ -22,11 +22,6 @@ NO_ANSWER = {
 }
 
 
-def question_lang(text: str) -> str:
-    """`zh` if the question contains CJK ideographs, else `en`."""
-    return "zh" if any("\u3400" <= ch <= "\u9fff" for ch in text) else "en"
-
-
 def format_source(n: int, chunk: RetrievedChunk) -> str:
     """One numbered source block: `[n] path (heading)` then the chunk text."""
     where = chunk.source

@@ -13,6 +13,7 @@ import asyncio
 import re
 from typing import Sequence
 
+from assistant.core.language import count_cjk
 from assistant.core.llm import LLM, ChatMessage
 
 # A follow-up of at most this many words (or twice as many CJK characters) leans on the conversation.
@@ -45,7 +46,7 @@ def needs_rewrite(question: str, history: Sequence[ChatMessage]) -> bool:
     if not any(m["role"] == "user" for m in history):
         return False
     text = question.strip()
-    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
+    cjk = count_cjk(text)
     if cjk:
         return cjk <= 2 * SHORT_FOLLOWUP_WORDS or text.startswith(ZH_LEADING)
     words = _words(text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from assistant.retrieval.retriever import MAX_QUERY_CHARS
+from assistant.core.questions import MAX_QUERY_CHARS
 
 
 class ChatTurn(BaseModel):

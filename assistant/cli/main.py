@@ -125,7 +125,7 @@ def search(
     as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
 ) -> None:
     """Search the chunks the caller may read, best first."""
-    from assistant.retrieval.retriever import check_query
+    from assistant.core.questions import check_query
 
     try:
         check_query(query)
@@ -153,7 +153,7 @@ def ask(
     as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
 ) -> None:
     """Answer QUESTION from the documents the caller may read, with citations."""
-    from assistant.retrieval.retriever import check_query
+    from assistant.core.questions import check_query
 
     try:
         check_query(question)

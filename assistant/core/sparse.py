@@ -20,6 +20,7 @@ from functools import lru_cache
 import jieba
 import snowballstemmer
 
+from assistant.core.language import CJK_RUN as _CJK
 from assistant.core.vectorstore.base import SparseEmbedding
 
 jieba.setLogLevel(logging.WARNING)
@@ -28,7 +29,6 @@ K1 = 1.2
 B = 0.75
 AVG_CHUNK_TERMS = 120.0  # chunks are cut to a near-constant token length, so a fixed avgdl is close
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"[^\W_]+(?:[._-][^\W_]+)*", re.UNICODE)
 STOP_EN = frozenset(
     "a an and are as at be been but by can could did do does for from had has have how i if in into is it "
@@ -48,11 +48,6 @@ def _term_index(term: str) -> int:
 def stem(word: str) -> str:
     """Snowball (Porter 2) English stem of a lower-case word, as index terms carry it."""
     return _stemmer.stemWord(word)
-
-
-def has_cjk(text: str) -> bool:
-    """True when `text` contains a CJK ideograph."""
-    return _CJK.search(text) is not None
 
 
 def terms(text: str) -> list[str]:

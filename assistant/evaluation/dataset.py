@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError
 
 from assistant.core.errors import InvalidRequestError, not_utf8
-from assistant.retrieval.retriever import check_query
+from assistant.core.questions import check_query
 
 
 @dataclass(frozen=True)

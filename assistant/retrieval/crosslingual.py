@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import jieba
 
 from assistant.core import sparse
+from assistant.core.language import has_cjk
 
 # Translations kept per source word: the first senses of an entry are its common ones, and each
 # extra translation dilutes the query with the rarer senses.
@@ -111,7 +112,7 @@ class Dictionary:
                 if sense.count(" ") > MAX_PHRASE_WORDS + 1:  # room for "to be ..."; longer is no phrase
                     continue
                 key = _gloss_key(sense)
-                if key and len(key.split()) <= MAX_PHRASE_WORDS and sparse.has_cjk(word):
+                if key and len(key.split()) <= MAX_PHRASE_WORDS and has_cjk(word):
                     # Rank Chinese words by how common they are (jieba's corpus frequency), then
                     # by where the gloss stands among their senses: 密码 before 通关密语 for "password".
                     en_zh[key].append((-(jieba.get_FREQ(word) or 0), rank, word))
@@ -155,7 +156,7 @@ def translate(question: str) -> Translation:
     Returns:
         The question's words with their translations; falsy when no word is in the dictionary.
     """
-    if sparse.has_cjk(question):
+    if has_cjk(question):
         return _zh_to_en(question)
     return _en_to_zh(question)
 
@@ -167,8 +168,8 @@ def _zh_to_en(question: str) -> Translation:
         source = tuple(dict.fromkeys(sparse.terms(word)))
         if not source:
             continue  # punctuation, stop words
-        senses = d.english_senses(word) if sparse.has_cjk(word) and word not in _QUESTION_WORDS_ZH else []
-        if not senses and sparse.has_cjk(word) and len(word) > 2:
+        senses = d.english_senses(word) if has_cjk(word) and word not in _QUESTION_WORDS_ZH else []
+        if not senses and has_cjk(word) and len(word) > 2:
             # A compound the dictionary lacks ("育儿假"): its jieba sub-words are entries.
             senses = [s for part in jieba.cut_for_search(word) if part != word for s in d.english_senses(part)]
         groups.append(TermGroup(source, _alternatives(senses)))

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import numpy as np
 
 from assistant.core import sparse
-from assistant.core.errors import InvalidRequestError
 from assistant.core.embedder import BUILTIN_E5, BUILTIN_MINILM, Embedder
+from assistant.core.language import question_language as query_language
 from assistant.core.principals import Principal
 from assistant.core.vectorstore import FusionMethod, ScoredChunk, SearchMode, VectorStore
 
@@ -106,29 +106,6 @@ class Retrieval:
     unknown_terms: list[str] = field(default_factory=list)
     query_terms: int = 0
     lang: str = ""
-
-
-MAX_QUERY_CHARS = 4_000  # the API's request models use the same bound
-
-
-def check_query(query: str) -> None:
-    """Refuse a question or query that is blank, longer than `MAX_QUERY_CHARS` characters, or not
-    Unicode text (lone surrogates: bytes of another encoding passed on a UTF-8 command line).
-
-    Raises:
-        InvalidRequestError: naming the problem, the same for the CLI and every API route.
-    """
-    if not query or not query.strip():
-        raise InvalidRequestError("the question is empty")
-    try:
-        query.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidRequestError(
-            f"the question is not UTF-8 text: character {exc.start} is a lone surrogate, as left by bytes of "
-            "another encoding (on a command line, check the terminal's LANG or LC_ALL)"
-        ) from exc
-    if len(query) > MAX_QUERY_CHARS:
-        raise InvalidRequestError(f"the question has {len(query)} characters; at most {MAX_QUERY_CHARS} are accepted")
 
 
 def default_interleave_depth(embedding_model: str) -> int:
@@ -400,8 +377,3 @@ def interleave(
     # that position, positions past the fused list its last one (a keyword or cosine score is not
     # comparable with fused ones).
     return [replace(hit, score=fused[min(n, len(fused) - 1)].score) for n, hit in enumerate(merged)]
-
-
-def query_language(text: str) -> str:
-    """`zh` when `text` holds a CJK ideograph, else `en` (the two languages of the product's corpora)."""
-    return "zh" if sparse.has_cjk(text) else "en"

@@ -17,7 +17,7 @@ from assistant.answering import Answerer
 from assistant.composition import Assistant
 from assistant.core.auth.audit import record_event
 from assistant.core.errors import AssistantError
-from assistant.retrieval.retriever import check_query
+from assistant.core.questions import check_query
 
 router = APIRouter(prefix="/api")
 log = logging.getLogger(__name__)

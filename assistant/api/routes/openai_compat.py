@@ -40,7 +40,7 @@ from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.errors import openai_error_body
 from assistant.api.routes.chat import audited_answerer
 from assistant.api.sse import SSE_HEADERS, paced_stream
-from assistant.retrieval.retriever import check_query
+from assistant.core.questions import check_query
 from assistant.core.errors import AssistantError, AuthenticationError, InvalidRequestError, NotFoundError
 
 RAG_MODEL = "assistant-rag"
@@ -172,8 +172,6 @@ def _conversation(body: ChatCompletionRequest) -> tuple[str, list[dict]]:
     question = last.text().strip()
     if last.role != "user" or not question:
         raise InvalidRequestError("the last message must be a non-empty 'user' message (the question)")
-    if len(question) > 4000:
-        raise InvalidRequestError(f"the question has {len(question)} characters; at most 4000 are allowed")
     history = [
         {"role": m.role, "content": m.text()} for m in body.messages[:-1] if m.role in ("user", "assistant") and m.text()
     ]

@@ -6,7 +6,7 @@ from starlette.concurrency import run_in_threadpool
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.schemas import SearchHitPublic, SearchRequest
 from assistant.core.auth.audit import record_event
-from assistant.retrieval.retriever import check_query
+from assistant.core.questions import check_query
 
 router = APIRouter(prefix="/api")
 

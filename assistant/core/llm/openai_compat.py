@@ -39,6 +39,7 @@ from assistant.core.errors import (
     OverloadedError,
     UpstreamUnavailableError,
 )
+from assistant.core.language import count_cjk
 from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage, stop_list
 from assistant.core.llm.breaker import CircuitBreaker
 
@@ -131,7 +132,7 @@ class OpenAICompatLLM(LLM):
     def count_tokens(self, text: str) -> int:
         # Without the served tokenizer at hand, over-estimate: ~3 characters per token for English,
         # 1 per CJK character, so that a prompt judged to fit really does.
-        cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
+        cjk = count_cjk(text)
         return cjk + (len(text) - cjk) // 3 + 1
 
     async def stream(

@@ -1,0 +1,54 @@
+"""Which of the product's two languages (`en`, `zh`) a text is in, from one definition of a CJK ideograph.
+
+Every part of the product that tells Chinese from other text reads it here: the sparse index's
+tokenizer (which cuts CJK runs out for jieba), question routing and the no-answer message, follow-up
+detection, the LLM client's token estimate and the language recorded with each ingested document.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+Language = Literal["en", "zh"]
+
+# The CJK ideograph blocks of Unicode (code points, inclusive): Extension A, the Unified Ideographs and
+# the Compatibility Ideographs. Kana, Hangul and CJK punctuation are not ideographs and are not here.
+CJK_IDEOGRAPH_RANGES: tuple[tuple[int, int], ...] = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))
+# One or more consecutive ideographs (the sparse tokenizer's Chinese runs).
+CJK_RUN = re.compile("[%s]+" % "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CJK_IDEOGRAPH_RANGES))
+# A document is Chinese when at least this share of the letters of its sample are ideographs.
+DOCUMENT_MIN_CJK_SHARE = 0.2
+# Characters of a document's text that `document_language` reads.
+DOCUMENT_SAMPLE_CHARS = 4000
+
+
+def is_cjk(ch: str) -> bool:
+    """True when the single character `ch` is a CJK ideograph."""
+    code = ord(ch)
+    return any(lo <= code <= hi for lo, hi in CJK_IDEOGRAPH_RANGES)
+
+
+def count_cjk(text: str) -> int:
+    """Number of CJK ideographs in `text`."""
+    return sum(len(run) for run in CJK_RUN.findall(text))
+
+
+def has_cjk(text: str) -> bool:
+    """True when `text` contains a CJK ideograph."""
+    return CJK_RUN.search(text) is not None
+
+
+def question_language(text: str) -> Language:
+    """`zh` when the question or query `text` holds a CJK ideograph, else `en`: a question is short,
+    and one Chinese word in it means the asker reads Chinese."""
+    return "zh" if has_cjk(text) else "en"
+
+
+def document_language(text: str) -> Language:
+    """`zh` when at least `DOCUMENT_MIN_CJK_SHARE` of the letters among the first
+    `DOCUMENT_SAMPLE_CHARS` characters of `text` are CJK ideographs, else `en` (an English page
+    quoting a Chinese name stays English)."""
+    sample = text[:DOCUMENT_SAMPLE_CHARS]
+    letters = sum(1 for ch in sample if ch.isalpha()) or 1
+    return "zh" if count_cjk(sample) / letters >= DOCUMENT_MIN_CJK_SHARE else "en"
