@@ -121,10 +121,8 @@ _MINILM_RULE = AbstentionRule(
 )
 CALIBRATED = {
     BUILTIN_MINILM: _MINILM_RULE,
-    # e5's cosines are compressed into about 0.75-0.95. On the whole corpus a floor of 0.86 between a
-    # Chinese question and Chinese chunks stops zh-30 (company parking), which the lexical rule let
-    # through, and refuses no answerable question of the set nor of the held-out cross-lingual ones;
-    # every English floor that stopped more also refused answerable questions (docs/benchmarks.md,
-    # "The multilingual embedder on the whole corpus").
+    # e5's cosines are compressed near the top of the scale, so its floor applies only between a Chinese
+    # question and Chinese chunks, where it stops more than the lexical rule and refuses no answerable
+    # question; figures in docs/benchmarks.md, "The multilingual embedder on the whole corpus".
     BUILTIN_E5: replace(_MINILM_RULE, confident_relevance=math.inf, language_min_relevance=(("zh", 0.86),)),
 }

@@ -14,32 +14,27 @@ from assistant.core import sparse
 from assistant.core.embedder import BUILTIN_E5, BUILTIN_MINILM, Embedder
 from assistant.core.language import question_language as query_language
 from assistant.core.principals import Principal
+from assistant.core.vectorstore import RRF_WEIGHTS as DEFAULT_RRF_WEIGHTS
 from assistant.core.vectorstore import FusionMethod, ScoredChunk, SearchMode, VectorStore
 
 # A term's absence says something only about a collection large enough to have a vocabulary: in a
 # few hundred chunks most words of any question are missing. Below this size no term is "unknown".
 UNKNOWN_TERMS_MIN_CHUNKS = 2000
 COLLECTION_SIZE_TTL_S = 60.0
-# Fusion settings measured on tests/data/dev_questions.jsonl (docs/benchmarks.md, issue 5).
-DEFAULT_RRF_WEIGHTS: tuple[float, float] = (2.0, 1.0)
+# Fusion, prefetch and interleaving defaults: measured on tests/data/dev_questions.jsonl, figures in
+# docs/benchmarks.md, "Retrieval quality".
 DEFAULT_PREFETCH_K = 40
-# DBSF against weighted RRF on the English questions: R@1 0.714 vs 0.643, R@5 0.786 vs 0.750, MRR
-# 0.738 vs 0.702 (Chinese questions go to the keyword ranking alone with MiniLM, so unaffected).
+# DBSF ranks the English questions better than weighted RRF (Chinese ones go to the keyword ranking).
 DEFAULT_FUSION: FusionMethod = "dbsf"
-# Positions of a hybrid result list filled by interleaving (`interleave`): with MiniLM, on the English
-# development questions R@5 0.750 -> 0.857 with R@1 unchanged (0.714); see docs/benchmarks.md. 0 turns it off.
+# Positions of a hybrid result list filled by interleaving (`interleave`); 0 turns it off.
 DEFAULT_INTERLEAVE_DEPTH = 5
-# The depth measured best for each embedding model (`default_interleave_depth`). MiniLM's dense ranking
-# misses paraphrases that the keyword ranking finds and fusion buries. With multilingual-e5-small the fused
-# order already holds them: English R@5 0.964 fused, 0.929 at depth 2 or 3, 0.857 at 5.
+# The depth measured best for each embedding model (`default_interleave_depth`): MiniLM's dense ranking
+# misses paraphrases that the keyword ranking finds and fusion buries; e5's fused order already holds them.
 INTERLEAVE_DEPTH_BY_MODEL = {BUILTIN_MINILM: DEFAULT_INTERLEAVE_DEPTH, BUILTIN_E5: 0}
 # Chunks asked of each single ranking for interleaving: enough for its best three or four documents.
 INTERLEAVE_CANDIDATES = 10
 # Turns of the single rankings (0: keyword, 1: dense), repeated: the keyword ranking's first page is
-# more often right than the dense one's on English questions (R@1 0.643 against 0.536), and with
-# depth 5 the keyword ranking places three pages, the dense ranking one. On the development set
-# (handbook + docs-zh) every order of two keyword and two dense turns and this one give en R@5 0.857;
-# on a handbook-only index this one gives 0.821 against 0.786 (docs/benchmarks.md).
+# more often right than the dense one's, so it takes two of the three turns.
 INTERLEAVE_TURNS: tuple[int, ...] = (0, 1, 0)
 
 if TYPE_CHECKING:

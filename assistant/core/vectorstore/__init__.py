@@ -3,6 +3,7 @@
 from assistant.core.vectorstore.base import (  # noqa: F401
     ChunkPoint,
     FusionMethod,
+    RRF_WEIGHTS,
     ScoredChunk,
     SearchMode,
     SparseEmbedding,
