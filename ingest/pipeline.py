@@ -19,9 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable
 
-from sqlalchemy import delete, select, update
-
-from assistant.core.db.models import Document, Job, JobItem, Source, utcnow
+from assistant.core.db.jobs import fail_job, finish_sync_job, reset_items, start_sync_job
+from assistant.core.db.sources import check_manifest_scope, enclosing_folder_source, list_sources, open_source, take_over_sources
 from assistant.core.errors import InvalidRequestError
 from assistant.core.resources import Resources
 from assistant.core.acl_manifest import AclManifest
@@ -126,7 +125,7 @@ class Ingestor:
         rels = [_printable(f.relative_to(root).as_posix()) for f in files]
         run = SyncRun(self, job_id, source_id, on_file)
         try:
-            item_ids = self._create_items(job_id, rels)
+            item_ids = reset_items(self.res.db, job_id, rels)
             if on_total:
                 on_total(len(files))
             with tempfile.TemporaryDirectory(prefix="assistant-attachments-") as scratch:
@@ -142,9 +141,7 @@ class Ingestor:
                 run.delete_missing(under="" if path == root else path.relative_to(root).as_posix() + "/")
         except BaseException as exc:
             self.parser.close()  # outstanding requests belong to this run
-            with self.res.db.session() as session:
-                job = session.get(Job, job_id)
-                job.status, job.finished_at, job.reason = "failed", utcnow(), f"{type(exc).__name__}: {exc}"
+            fail_job(self.res.db, job_id, f"{type(exc).__name__}: {exc}")
             raise
         outcomes = [run.outcomes[k] for k in sorted(run.outcomes)]
         written = sum(o.chunks for o in outcomes if o.status == "done") + sum(o.status == "deleted" for o in outcomes)
@@ -152,16 +149,13 @@ class Ingestor:
             started = time.perf_counter()
             self.res.store.optimize()
             run.seconds["optimize_s"] += time.perf_counter() - started
-        with self.res.db.session() as session:
-            job = session.get(Job, job_id)
-            totals: dict[str, float] = {}
-            for o in outcomes:
-                totals[o.status] = totals.get(o.status, 0) + 1
-            totals["chunks"] = sum(o.chunks for o in outcomes if o.status == "done")
-            totals["reused"] = sum(o.reused for o in outcomes if o.status == "done")
-            totals.update({k: round(v, 3) for k, v in run.seconds.items()})
-            job.status, job.finished_at, job.totals, job.reason = "done", utcnow(), totals, ""
-            session.get(Source, source_id).last_synced_at = utcnow()
+        totals: dict[str, float] = {}
+        for o in outcomes:
+            totals[o.status] = totals.get(o.status, 0) + 1
+        totals["chunks"] = sum(o.chunks for o in outcomes if o.status == "done")
+        totals["reused"] = sum(o.reused for o in outcomes if o.status == "done")
+        totals.update({k: round(v, 3) for k, v in run.seconds.items()})
+        finish_sync_job(self.res.db, job_id, source_id=source_id, totals=totals)
         return outcomes
 
     def _source_of(self, path: Path, acl: AclManifest | None) -> tuple[Path, str, str]:
@@ -178,67 +172,28 @@ class Ingestor:
                 the whole source), or a new folder source would take over a source with a
                 restrictive manifest while no `acl` says who may read those files.
         """
-        with self.res.db.session() as session:
-            known = [(src.path, src.kind, src.acl_manifest) for src in session.scalars(select(Source))]
-        enclosing = [root for root, kind, _ in known if kind == "folder" and (path == root or root in path.parents)]
+        known = list_sources(self.res.db)
+        enclosing = enclosing_folder_source(known, path)
         if enclosing:
-            root = max(enclosing, key=lambda r: len(r.parts))  # the innermost source
-            if acl is not None and root != path:
-                raise InvalidRequestError(
-                    f"{path} lies inside the source {root}, whose ACL manifest covers it; "
-                    f"ingest {root} with --acl to change who may read it"
-                )
-            return root, root.as_uri(), "folder"
+            if acl is not None:
+                check_manifest_scope(known, path, remedy="ingest {root} with --acl to change who may read it")
+            return enclosing.path, enclosing.uri, "folder"
         if not path.is_dir():
             return path.parent, path.as_uri(), "file"
-        inner = [(root, manifest) for root, _, manifest in known if path in root.parents]
-        restricted = sorted(str(root) for root, manifest in inner if manifest and AclManifest.from_dict(manifest) != AclManifest())
+        inner = [src for src in known if path in src.path.parents]
+        restricted = sorted(
+            str(src.path) for src in inner if src.acl_manifest and AclManifest.from_dict(src.acl_manifest) != AclManifest()
+        )
         if restricted and acl is None:
             raise InvalidRequestError(
                 f"{path} contains the source(s) {', '.join(restricted)}, whose ACL manifests restrict who may read "
                 "them; pass an ACL manifest (--acl) for the whole folder, or ingest the inner sources on their own"
             )
-        if inner:
-            with self.res.db.session() as session:  # the new, outer source takes them over with its manifest
-                outer = session.scalar(select(Source).where(Source.uri == path.as_uri()))
-                if outer is None:
-                    outer = Source(kind="folder", uri=path.as_uri())
-                    session.add(outer)
-                    session.flush()
-                olds = session.scalars(select(Source.id).where(Source.uri.in_([r.as_uri() for r, _ in inner]))).all()
-                session.execute(update(Document).where(Document.source_id.in_(olds)).values(source_id=outer.id))
-                session.execute(update(Job).where(Job.source_id.in_(olds)).values(source_id=outer.id))
-                session.execute(delete(Source).where(Source.id.in_(olds)))
+        if inner:  # the new, outer source takes them over with its manifest
+            take_over_sources(self.res.db, path, inner)
         return path, path.as_uri(), "folder"
 
     def _start_job(self, source_uri: str, kind: str, path: Path, acl: AclManifest | None, job_id: int | None) -> tuple[int, int, AclManifest]:
-        manifest = acl or AclManifest()
-        with self.res.db.session() as session:
-            source = session.scalar(select(Source).where(Source.uri == source_uri))
-            if source is None:
-                source = Source(kind=kind, uri=source_uri)
-                session.add(source)
-                session.flush()
-            if acl is not None or source.acl_manifest is None:
-                source.acl_manifest = manifest.to_dict()
-            else:
-                manifest = AclManifest.from_dict(source.acl_manifest)
-            if job_id is None:
-                job = Job(kind="sync", source_id=source.id, params={"path": str(path)})
-                session.add(job)
-                session.flush()
-                job_id = job.id
-            job = session.get(Job, job_id)
-            job.source_id = source.id
-            job.status, job.started_at, job.finished_at = "running", utcnow(), None
-            job.attempts = (job.attempts or 0) + 1
-            return source.id, job_id, manifest
+        source_id, manifest = open_source(self.res.db, source_uri, kind, acl)
+        return source_id, start_sync_job(self.res.db, job_id, source_id=source_id, path=str(path)), manifest
 
-    def _create_items(self, job_id: int, rels: list[str]) -> list[int]:
-        with self.res.db.session() as session:
-            # A resumed job starts its items afresh: the files finished before the crash are skipped fast.
-            session.execute(delete(JobItem).where(JobItem.job_id == job_id))
-            items = [JobItem(job_id=job_id, path=rel, status="queued") for rel in rels]
-            session.add_all(items)
-            session.flush()
-            return [item.id for item in items]

@@ -12,10 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from sqlalchemy import select
-
-from assistant.core.db.models import Source
 from assistant.core.db.session import Database
+from assistant.core.db.sources import list_sources
 from assistant.core.errors import InvalidRequestError
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings
@@ -88,8 +86,7 @@ def reindex(
         db.migrate()
     catalog = catalog or open_catalog(settings)
     try:
-        with db.session() as session:
-            paths = [source.path for source in session.scalars(select(Source).order_by(Source.id))]
+        paths = [source.path for source in list_sources(db)]
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
             raise InvalidRequestError(

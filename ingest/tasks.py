@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -11,12 +10,11 @@ import httpx
 import redis.exceptions
 import sqlalchemy.exc
 from qdrant_client.http.exceptions import ResponseHandlingException
-from sqlalchemy import select
 
 from assistant.core import resources
-from assistant.core.db.models import Job, Source
+from assistant.core.db.jobs import claim_sync_job, fail_job, job_lease, queue_scheduled_syncs
 from assistant.core.errors import AssistantError
-from assistant.core.jobs import get_celery, job_lease
+from assistant.core.jobs import get_celery
 from assistant.core.resources import Resources
 from assistant.core.settings import get_settings
 from assistant.core.acl_manifest import AclManifest
@@ -57,15 +55,6 @@ def ingestor_for(res: Resources) -> Ingestor:
     return _ingestor[1]
 
 
-def _newer_sync_of_same_source(session, job: Job) -> int | None:
-    """The ID of a sync job created after `job` for the same source (or the same path), if any."""
-    for other in session.scalars(select(Job).where(Job.kind == "sync", Job.id > job.id).order_by(Job.id.desc())):
-        same_source = job.source_id is not None and other.source_id == job.source_id
-        if same_source or (other.params or {}).get("path") == (job.params or {}).get("path"):
-            return other.id
-    return None
-
-
 def run_sync_job(res: Resources, job_id: int) -> dict:
     """Run the sync job `job_id` unless a live worker runs it already or it is done.
 
@@ -81,63 +70,27 @@ def run_sync_job(res: Resources, job_id: int) -> dict:
     with job_lease(res.db, job_id) as lease:
         if not lease.acquired:
             return {"job_id": job_id, "status": "running elsewhere"}
-        with res.db.session() as session:
-            job = session.get(Job, job_id)
-            if job is None:
-                return {"job_id": job_id, "status": "missing"}
-            if job.status == "done":  # a redelivered or resumed message of a finished job
-                return {"job_id": job_id, "status": "done"}
-            params = dict(job.params)
-            newer = _newer_sync_of_same_source(session, job)
-            if newer is not None:
-                # Replaying it would re-apply what it carried (an older ACL manifest) over the newer run.
-                job.status, job.finished_at = "failed", datetime.now(timezone.utc)
-                job.reason = f"superseded by job {newer} of the same source, started after it; not run again"
-                return {"job_id": job_id, "status": "superseded"}
+        claim = claim_sync_job(res.db, job_id)
+        if claim.action != "run":  # missing, done (a redelivered message) or superseded by a newer sync
+            return {"job_id": job_id, "status": claim.action}
+        params = claim.params
         try:
             manifest = AclManifest.from_dict(params["acl"]) if params.get("acl") else None
             outcomes = ingestor_for(res).sync(Path(params["path"]), acl=manifest, job_id=job_id)
         except AssistantError as exc:  # e.g. the folder is gone: the row must say so, not stay queued
-            with res.db.session() as session:
-                job = session.get(Job, job_id)
-                if job.status != "failed":
-                    job.status, job.reason = "failed", exc.message
-                    job.finished_at = datetime.now(timezone.utc)
+            fail_job(res.db, job_id, exc.message, keep_reason=True)
             raise
         return {"job_id": job_id, "status": "done", "files": len(outcomes)}
 
 
-def create_sync_jobs(res: Resources) -> list[int]:
-    """A new queued sync job for every source that has been synced before and has none unfinished.
-
-    Each syncs the whole source (its folder, or the single file of a file source), whatever part
-    of it the latest job covered; the ACL manifest is the one stored with the source.
-
-    Returns:
-        The new jobs' IDs.
-    """
-    with res.db.session() as session:
-        new_jobs = []
-        for source in session.scalars(select(Source).order_by(Source.id)).all():
-            jobs = session.scalars(
-                select(Job).where(Job.source_id == source.id, Job.kind == "sync").order_by(Job.id.desc())
-            ).all()
-            if not jobs or any(j.status in ("queued", "running") for j in jobs):
-                continue
-            job = Job(kind="sync", source_id=source.id, params={"path": str(source.path), "scheduled": True})
-            session.add(job)
-            new_jobs.append(job)
-        session.flush()
-        return [job.id for job in new_jobs]
-
-
 def sync_all_sources(res: Resources, *, submit: Callable[[int], None]) -> list[int]:
-    """Create a sync job for every source (see `create_sync_jobs`) and hand each to `submit`.
+    """Create a sync job for every source synced before (`queue_scheduled_syncs`: those with none
+    unfinished, each for the whole source with its stored manifest) and hand each to `submit`.
 
     Returns:
         The new jobs' IDs.
     """
-    job_ids = create_sync_jobs(res)
+    job_ids = queue_scheduled_syncs(res.db)
     for job_id in job_ids:
         submit(job_id)
     return job_ids

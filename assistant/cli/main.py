@@ -240,16 +240,14 @@ def serve(
 def jobs(limit: int = typer.Option(20, "--limit"), as_json: bool = typer.Option(False, "--json")) -> None:
     """Recent ingestion jobs and their outcome (reads the SQL database only, so it works while the
     server holds the embedded vector store)."""
-    from sqlalchemy import select
-
     from assistant.cli.users import account_db
-    from assistant.core.db.models import Job
+    from assistant.core.db.jobs import recent_jobs
 
-    with account_db() as db, db.session() as session:
+    with account_db() as db:
         rows = [
             {"id": j.id, "kind": j.kind, "status": j.status, "reason": j.reason, "totals": j.totals,
              "created_at": j.created_at.isoformat(), "finished_at": j.finished_at.isoformat() if j.finished_at else None}
-            for j in session.scalars(select(Job).order_by(Job.id.desc()).limit(limit))
+            for j in recent_jobs(db, limit)
         ]
     if as_json:
         print(json.dumps(rows, indent=1))

@@ -3,7 +3,7 @@
 Callers start work by task name (`"ingest.sync_source"`), never by importing the pipeline, so the API
 does not depend on `ingest` or `finetune`. The SQL job row is the source of truth: a job that was
 `queued` or `running` when its process stopped is resubmitted on the next start (and by a periodic
-beat task), unless a live worker still holds its `JobLease`.
+beat task), unless a live worker still holds its `JobLease` (`assistant.core.db.jobs`).
 """
 
 from __future__ import annotations
@@ -11,15 +11,11 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from contextlib import contextmanager
-from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import Any
 
 from celery import Celery
 from celery.signals import worker_ready
-from sqlalchemy import select, text
-
-from assistant.core.db.models import Job
+from assistant.core.db.jobs import job_lease, requeue_job, unfinished_job_ids
 from assistant.core.db.session import Database
 from assistant.core.settings import Settings, get_settings
 
@@ -31,8 +27,6 @@ TASK_MODULES = ["ingest.tasks"]
 JOB_TASKS = {"sync": "ingest.sync_source"}
 RESUME_TASK = "jobs.resume_unfinished"
 RESUME_INTERVAL_S = 300.0
-# First key of the two-key PostgreSQL advisory locks that lease jobs ("JOB" in ASCII).
-_LEASE_CLASS = 0x4A4F42
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -86,61 +80,6 @@ def task_function(name: str):
         return app.tasks[name]
     except KeyError as exc:
         raise KeyError(f"no task named {name!r}; known: {sorted(t for t in app.tasks if not t.startswith('celery.'))}") from exc
-
-
-class JobLease:
-    """An exclusive claim on one job while it runs, released when its holder dies.
-
-    On PostgreSQL it is a session advisory lock on a connection held for the lease's life: the
-    server drops it the moment the holder's connection closes, including when the worker is killed.
-    On SQLite (the embedded default: one process) it is a process-local lock.
-    """
-
-    _local: dict[int, threading.Lock] = {}
-    _local_guard = threading.Lock()
-
-    def __init__(self, db: Database, job_id: int):
-        self.db = db
-        self.job_id = job_id
-        self.acquired = False
-        self._conn = None
-
-    def __enter__(self) -> "JobLease":
-        if self.db.engine.dialect.name == "postgresql":
-            self._conn = self.db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-            self.acquired = bool(
-                self._conn.execute(
-                    text("SELECT pg_try_advisory_lock(:c, :j)"), {"c": _LEASE_CLASS, "j": self.job_id}
-                ).scalar()
-            )
-            if not self.acquired:
-                self._conn.close()
-                self._conn = None
-        else:
-            with self._local_guard:
-                lock = self._local.setdefault(self.job_id, threading.Lock())
-            self.acquired = lock.acquire(blocking=False)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if not self.acquired:
-            return
-        if self._conn is not None:
-            try:
-                self._conn.execute(text("SELECT pg_advisory_unlock(:c, :j)"), {"c": _LEASE_CLASS, "j": self.job_id})
-            finally:
-                self._conn.close()
-                self._conn = None
-        else:
-            self._local[self.job_id].release()
-        self.acquired = False
-
-
-@contextmanager
-def job_lease(db: Database, job_id: int) -> Iterator[JobLease]:
-    """`with job_lease(db, id) as lease:` and test `lease.acquired` (False: a live worker runs it)."""
-    with JobLease(db, job_id) as lease:
-        yield lease
 
 
 class InProcessWorker:
@@ -217,29 +156,15 @@ class JobDispatcher:
         """
         # A queued Celery job still has its message in the broker; in-process, the queue died with us.
         states = ("queued", "running") if self._worker is not None else ("running",)
-        with db.session() as session:
-            candidates = session.scalars(
-                select(Job.id).where(Job.status.in_(states), Job.kind.in_(tuple(JOB_TASKS)))
-            ).all()
+        candidates = unfinished_job_ids(db, states, tuple(JOB_TASKS))
         resumed: list[tuple[int, str]] = []
         for job_id in candidates:
             with job_lease(db, job_id) as lease:
                 if not lease.acquired:
                     continue  # a live worker runs it
-                with db.session() as session:
-                    job = session.get(Job, job_id)
-                    if job is None or job.status not in ("queued", "running"):
-                        continue
-                    now = datetime.now(timezone.utc).isoformat()
-                    if job.attempts >= self.settings.job_max_attempts:
-                        job.status, job.finished_at = "failed", datetime.now(timezone.utc)
-                        job.reason = (
-                            f"gave up at {now} after {job.attempts} attempts "
-                            f"(ASSISTANT_JOB_MAX_ATTEMPTS={self.settings.job_max_attempts}); last: {job.reason}"
-                        )
-                        continue
-                    job.status, job.reason = "queued", f"resumed at {now} after its worker stopped"
-                    resumed.append((job.id, job.kind))
+                kind = requeue_job(db, job_id, max_attempts=self.settings.job_max_attempts)
+                if kind is not None:
+                    resumed.append((job_id, kind))
         for job_id, kind in resumed:
             self.submit(JOB_TASKS[kind], job_id=job_id)
         if resumed:

@@ -18,7 +18,8 @@ from assistant.core import resources as resources_mod
 from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.models import Document, Job, JobItem
 from assistant.core.db.session import Database
-from assistant.core.jobs import JobDispatcher, JobLease
+from assistant.core.db.jobs import JobLease
+from assistant.core.jobs import JobDispatcher
 from assistant.core.resources import Resources
 from ingest.pipeline import Ingestor, document_id
 from ingest.tasks import run_sync_job, sync_all_sources
@@ -295,7 +296,7 @@ def test_a_stale_job_is_not_replayed_over_a_newer_sync_of_its_source(tmp_path):
 HOLD_LEASE = """
 import sys, time
 from assistant.core.db.session import Database
-from assistant.core.jobs import JobLease
+from assistant.core.db.jobs import JobLease
 lease = JobLease(Database(sys.argv[1]), int(sys.argv[2])).__enter__()
 print("held" if lease.acquired else "busy", flush=True)
 time.sleep(600)

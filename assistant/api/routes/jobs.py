@@ -6,44 +6,21 @@ sources). Work is started by Celery task name through the dispatcher, never by i
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
-from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AdminDep, AssistantDep, DispatcherDep
 from assistant.core.acl_manifest import AclManifest
-from assistant.core.db.models import Job, JobItem, Source
-from assistant.core.errors import InvalidRequestError, NotFoundError
+from assistant.core.db.jobs import JobRecord, get_job as load_job, queue_sync_job, recent_jobs
+from assistant.core.db.sources import check_manifest_scope, list_sources
+from assistant.core.errors import InvalidRequestError
 from assistant.core.jobs import JOB_TASKS
 
 router = APIRouter(prefix="/api")
-
-
-class JobItemPublic(BaseModel):
-    path: str
-    status: str
-    reason: str
-    chunks: int
-    duration_s: float
-
-
-class JobPublic(BaseModel):
-    id: int
-    kind: str
-    status: str
-    reason: str
-    params: dict[str, Any]
-    totals: dict[str, Any]
-    attempts: int
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    items: list[JobItemPublic] | None = None
 
 
 class SyncCreate(BaseModel):
@@ -51,63 +28,24 @@ class SyncCreate(BaseModel):
     acl: dict[str, Any] | None = Field(default=None, description="ACL manifest: {default, rules}")
 
 
-def _refuse_manifest_inside_a_source(db, path: Path) -> None:
-    """A manifest belongs to a whole folder source: refuse one sent for a path inside a source."""
-    with db.session() as session:
-        for source in session.scalars(select(Source).where(Source.kind == "folder")):
-            if source.path in path.parents:
-                raise InvalidRequestError(
-                    f"path {str(path)!r} lies inside the source {str(source.path)!r}, whose ACL manifest covers it; "
-                    "send the manifest with a sync of that folder instead"
-                )
-
-
-def _public(job: Job, *, with_items: bool) -> JobPublic:
-    out = JobPublic(
-        id=job.id, kind=job.kind, status=job.status, reason=job.reason, params=job.params or {},
-        totals=job.totals or {}, attempts=job.attempts, created_at=job.created_at,
-        started_at=job.started_at, finished_at=job.finished_at,
-    )
-    if with_items:
-        out.items = [
-            JobItemPublic(path=i.path, status=i.status, reason=i.reason, chunks=i.chunks, duration_s=i.duration_s)
-            for i in sorted(job.items, key=lambda i: i.id)
-        ]
-    return out
-
-
-@router.get("/jobs", response_model=list[JobPublic])
-async def list_jobs(assistant: AssistantDep, _admin: AdminDep, limit: int = Query(50, ge=1, le=500)) -> list[JobPublic]:
+@router.get("/jobs", response_model=list[JobRecord])
+async def list_jobs(assistant: AssistantDep, _admin: AdminDep, limit: int = Query(50, ge=1, le=500)) -> list[JobRecord]:
     """Recent jobs, newest first (admins only)."""
-
-    def load() -> list[JobPublic]:
-        with assistant.resources.db.session() as session:
-            jobs = session.scalars(select(Job).order_by(Job.id.desc()).limit(limit)).all()
-            return [_public(j, with_items=False) for j in jobs]
-
-    return await run_in_threadpool(load)
+    return await run_in_threadpool(recent_jobs, assistant.resources.db, limit)
 
 
-@router.get("/jobs/{job_id}", response_model=JobPublic)
-async def get_job(job_id: int, assistant: AssistantDep, _admin: AdminDep) -> JobPublic:
+@router.get("/jobs/{job_id}", response_model=JobRecord)
+async def get_job(job_id: int, assistant: AssistantDep, _admin: AdminDep) -> JobRecord:
     """One job with the outcome of each file (admins only).
 
     Raises:
         NotFoundError: no such job.
     """
-
-    def load() -> JobPublic:
-        with assistant.resources.db.session() as session:
-            job = session.get(Job, job_id)
-            if job is None:
-                raise NotFoundError(f"job {job_id} not found")
-            return _public(job, with_items=True)
-
-    return await run_in_threadpool(load)
+    return await run_in_threadpool(load_job, assistant.resources.db, job_id)
 
 
-@router.post("/jobs/sync", response_model=JobPublic, status_code=202)
-async def start_sync(body: SyncCreate, assistant: AssistantDep, dispatcher: DispatcherDep, _admin: AdminDep) -> JobPublic:
+@router.post("/jobs/sync", response_model=JobRecord, status_code=202)
+async def start_sync(body: SyncCreate, assistant: AssistantDep, dispatcher: DispatcherDep, _admin: AdminDep) -> JobRecord:
     """Queue a sync of a folder or file on the server; the job row is written before it is queued.
 
     Only paths under one of `ASSISTANT_SOURCE_ROOTS` may be synced (symbolic links resolved first),
@@ -128,18 +66,11 @@ async def start_sync(body: SyncCreate, assistant: AssistantDep, dispatcher: Disp
         raise InvalidRequestError(f"path {body.path!r} does not exist on the server")
     if body.acl is not None:
         AclManifest.from_dict(body.acl, origin="the ACL manifest ('acl')")
-        await run_in_threadpool(_refuse_manifest_inside_a_source, assistant.resources.db, path)
-
-    def create() -> JobPublic:
-        with assistant.resources.db.session() as session:
-            params: dict[str, Any] = {"path": str(path)}
-            if body.acl is not None:
-                params["acl"] = body.acl
-            job = Job(kind="sync", params=params)
-            session.add(job)
-            session.flush()
-            return _public(job, with_items=False)
-
-    job = await run_in_threadpool(create)
+        sources = await run_in_threadpool(list_sources, assistant.resources.db)
+        check_manifest_scope(sources, path, remedy="send the manifest with a sync of that folder instead")
+    params: dict[str, Any] = {"path": str(path)}
+    if body.acl is not None:
+        params["acl"] = body.acl
+    job = await run_in_threadpool(queue_sync_job, assistant.resources.db, params)
     dispatcher.submit(JOB_TASKS["sync"], job_id=job.id)
     return job
