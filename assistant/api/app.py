@@ -22,19 +22,32 @@ from assistant.composition import Assistant
 from assistant.core import resources as resources_mod
 from assistant.core.jobs import JobDispatcher
 from assistant.core.resources import Resources
+from assistant.core.errors import ConfigError
 from assistant.core.settings import Settings, get_settings
+from assistant.core.signing import signing_key
 
 WEB_DIR = Path(__file__).resolve().parents[2] / "web"
 
 
 def create_app(settings: Settings | None = None, *, resources: Resources | None = None) -> FastAPI:
-    """Build the app.
+    """Build the app. Its settings (`app.state.settings`) are its resources' settings: one object.
 
     Args:
-        settings: configuration (default: from the environment).
+        settings: configuration (default: the resources', else from the environment).
         resources: already-open resources to use (tests, the CLI's `serve` after ingesting);
-            otherwise they are opened in the lifespan and closed at shutdown.
+            otherwise they are opened from `settings` in the lifespan and closed at shutdown.
+
+    Raises:
+        ConfigError: `settings` and `resources.settings` differ (the routes and the clients would
+            read different configurations).
     """
+    if resources is not None:
+        if settings is not None and settings != resources.settings:
+            raise ConfigError(
+                "create_app got settings that differ from its resources' settings: pass the resources alone "
+                "(their settings are the app's)"
+            )
+        settings = resources.settings
     settings = settings or get_settings()
 
     @asynccontextmanager
@@ -66,7 +79,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     app.state.oauth = auth.build_oauth(settings)
     app.add_middleware(
         SessionMiddleware,
-        secret_key=settings.signing_key(),
+        secret_key=signing_key(settings),
         session_cookie=settings.session_cookie_name,
         max_age=settings.session_max_age_s,
         same_site="lax",  # sent on the top-level redirect back from the single sign-on issuer

@@ -196,6 +196,7 @@ def serve(
     from assistant.cli.users import account_db
     from assistant.core.auth.accounts import ensure_bootstrap_admin
     from assistant.core.settings import get_settings
+    from assistant.core.signing import signing_key
 
     settings = get_settings()
     if workers > 1 and (settings.vector_store == "edge" or settings.resolved_database_url.startswith("sqlite")):
@@ -203,7 +204,7 @@ def serve(
             f"--workers {workers} needs ASSISTANT_VECTOR_STORE=qdrant with a server (ASSISTANT_QDRANT_URL) and "
             "ASSISTANT_DATABASE_URL on PostgreSQL: the embedded Qdrant Edge folder and SQLite file belong to one process"
         ))
-    settings.signing_key()  # generated here, once, before any worker reads it
+    signing_key(settings)  # generated here, once, before any worker reads it
     given = settings.bootstrap_admin_password
     with account_db() as db:
         password = ensure_bootstrap_admin(

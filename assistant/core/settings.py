@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -12,6 +11,10 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from assistant.core.errors import ConfigError
+from assistant.core.urls import AnyUrlText, BrokerUrlText, DatabaseUrlText, HttpUrlText, RedisUrlText
+
+# Values that stand for a secret not chosen yet (compared trimmed and lower-cased): refused in production.
+PLACEHOLDER_SECRETS = frozenset({"", "empty", "none", "null", "changeme", "change-me", "change_me", "secret", "password"})
 
 
 class Settings(BaseSettings):
@@ -24,13 +27,13 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ASSISTANT_", env_file=".env", extra="ignore")
 
     data_dir: Path = Path("./var")
-    database_url: str | None = Field(
+    database_url: DatabaseUrlText | None = Field(
         default=None, description="SQLAlchemy URL; default: a SQLite file under data_dir"
     )
 
     # Vector store
     vector_store: Literal["edge", "qdrant"] = "edge"
-    qdrant_url: str | None = Field(default=None, description="Qdrant server URL (vector_store=qdrant)")
+    qdrant_url: HttpUrlText | None = Field(default=None, description="Qdrant server URL (vector_store=qdrant)")
     qdrant_path: Path | None = Field(
         default=None, description="qdrant-client local mode folder (vector_store=qdrant, no server)"
     )
@@ -100,7 +103,7 @@ class Settings(BaseSettings):
     llm_threads: int = Field(default=0, ge=0, description="0 = all cores")
     llm_max_tokens: int = Field(default=320, ge=1)
     llm_temperature: float = Field(default=0.1, ge=0.0, le=2.0)
-    openai_base_url: str = "http://127.0.0.1:8001/v1"
+    openai_base_url: HttpUrlText = "http://127.0.0.1:8001/v1"
     openai_api_key: SecretStr = SecretStr("EMPTY")
     openai_model: str = "assistant"
     request_timeout_s: float = Field(default=60.0, gt=0)
@@ -138,7 +141,7 @@ class Settings(BaseSettings):
     )
     answer_cache_entries: int = Field(default=2048, ge=0, description="answers kept in memory; 0 = no answer cache")
     answer_cache_ttl_s: float = Field(default=3600.0, gt=0, description="seconds a cached answer lives")
-    answer_cache_redis_url: str | None = Field(
+    answer_cache_redis_url: RedisUrlText | None = Field(
         default=None, description="Redis URL shared by the API processes; default: an in-process LRU"
     )
     query_rewrite: Literal["auto", "llm", "rules"] = Field(
@@ -149,8 +152,8 @@ class Settings(BaseSettings):
 
     # Jobs
     jobs_backend: Literal["inprocess", "celery"] = "inprocess"
-    broker_url: str = "redis://127.0.0.1:6379/0"
-    result_backend: str | None = None
+    broker_url: BrokerUrlText = "redis://127.0.0.1:6379/0"
+    result_backend: AnyUrlText | None = None
     celery_queue: str = Field(default="assistant", description="queue the tasks are sent to and workers consume")
     task_soft_time_limit_s: int = Field(default=3300, ge=1, description="a task gets SoftTimeLimitExceeded after this")
     task_time_limit_s: int = Field(default=3600, ge=1, description="a task's process is killed after this")
@@ -215,11 +218,11 @@ class Settings(BaseSettings):
         description="password of the first admin `assistant serve` creates on an empty database; "
         "default: generated and printed once",
     )
-    oidc_issuer_url: str | None = Field(default=None, description="OpenID Connect issuer, e.g. https://sso.example.com/realms/x")
+    oidc_issuer_url: HttpUrlText | None = Field(default=None, description="OpenID Connect issuer, e.g. https://sso.example.com/realms/x")
     oidc_client_id: str | None = None
     oidc_client_secret: SecretStr | None = None
     oidc_scopes: str = "openid email profile"
-    oidc_redirect_url: str | None = Field(
+    oidc_redirect_url: HttpUrlText | None = Field(
         default=None, description="public URL of /api/auth/oidc/callback; default: derived from the request"
     )
     oidc_username_claim: str = Field(default="preferred_username", description="claim naming the local user")
@@ -253,6 +256,8 @@ class Settings(BaseSettings):
                 "ASSISTANT_VECTOR_STORE='qdrant' needs ASSISTANT_QDRANT_URL (a server) "
                 "or ASSISTANT_QDRANT_PATH (qdrant-client local mode)"
             )
+        if self.environment == "production":
+            self._refuse_placeholder_secrets()
         if self.secret_key is not None and len(self.secret_key.get_secret_value()) < 16:
             raise ConfigError("ASSISTANT_SECRET_KEY is shorter than 16 characters; use a random value of 32 or more")
         if self.environment == "production" and self.secret_key is None:
@@ -275,39 +280,21 @@ class Settings(BaseSettings):
         missing = [name for name, value in oidc.items() if not value]
         if self.oidc_issuer_url and missing:
             raise ConfigError(f"single sign-on needs {', '.join(missing)} as well as ASSISTANT_OIDC_ISSUER_URL")
-        if self.oidc_issuer_url and not self.oidc_issuer_url.startswith(("https://", "http://")):
-            raise ConfigError(f"ASSISTANT_OIDC_ISSUER_URL={self.oidc_issuer_url!r} is not an http(s) URL")
         return self
 
-    def signing_key(self) -> str:
-        """The key that signs session cookies: `secret_key`, else the one in `data_dir/secret-key`.
-
-        That file is created on first use with 256 random bits, readable by its owner only, so that a
-        machine without configuration never signs cookies with a key known to anyone else.
-        """
-        if self.secret_key is not None:
-            return self.secret_key.get_secret_value()
-        path = self.data_dir / "secret-key"
-        try:
-            key = path.read_text(encoding="ascii").strip()
-        except FileNotFoundError:
-            pass
-        else:
-            if len(key) < 16:
-                raise ConfigError(f"{path} holds a key of {len(key)} characters; delete the file to generate a new one")
-            return key
-        path.parent.mkdir(parents=True, exist_ok=True)
-        draft = path.with_name(f"secret-key.{os.getpid()}.tmp")
-        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(secrets.token_urlsafe(32))
-        try:
-            os.link(draft, path)  # atomic and exclusive: a process that lost the race reads the winner's key
-        except FileExistsError:
-            pass
-        finally:
-            draft.unlink()
-        return path.read_text(encoding="ascii").strip()
+    def _refuse_placeholder_secrets(self) -> None:
+        # A placeholder names no secret, so the value is shown; a real secret never is.
+        secrets = {"secret_key": self.secret_key, "qdrant_api_key": self.qdrant_api_key,
+                   "oidc_client_secret": self.oidc_client_secret, "bootstrap_admin_password": self.bootstrap_admin_password}
+        if self.llm_backend == "openai":  # the key is sent only to an OpenAI-compatible server
+            secrets["openai_api_key"] = self.openai_api_key
+        for name, value in secrets.items():
+            if value is not None and value.get_secret_value().strip().lower() in PLACEHOLDER_SECRETS:
+                raise ConfigError(
+                    f"ASSISTANT_{name.upper()}={value.get_secret_value()!r} is a placeholder, refused with "
+                    "ASSISTANT_ENVIRONMENT='production': set a real secret (for ASSISTANT_OPENAI_API_KEY, the key "
+                    "the LLM server was started with, e.g. vLLM --api-key)"
+                )
 
     @property
     def resolved_database_url(self) -> str:
@@ -376,5 +363,6 @@ def describe_invalid_settings(exc: ValidationError) -> str:
     for error in exc.errors():
         message = str(error.get("msg", "")).removeprefix("Value error, ")
         loc = error.get("loc") or ()
-        problems.append(f"ASSISTANT_{str(loc[0]).upper()}: {message}" if loc else message)
+        name = f"ASSISTANT_{str(loc[0]).upper()}" if loc else ""
+        problems.append(f"{name}: {message}" if name and not message.startswith(name) else message)
     return "; ".join(problems)

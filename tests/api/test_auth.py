@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import uuid
 from typing import Iterator
@@ -15,6 +16,7 @@ from assistant.api.app import create_app
 from assistant.core.auth.accounts import create_user
 from assistant.core.auth.api_keys import create_api_key, revoke_api_key
 from assistant.core.db.models import User
+from assistant.core.errors import ConfigError
 from tests.conftest import make_settings, open_resources
 
 PUBLIC_ROUTES = {
@@ -108,10 +110,19 @@ def test_password_login_sets_an_httponly_cookie_and_me_answers(auth_res, client)
 def test_secure_cookie_flag_is_configurable(auth_res, tmp_path):
     settings = make_settings(auth_res.settings.data_dir, session_cookie_secure=True)
     name = new_user(auth_res)
-    with TestClient(create_app(settings, resources=auth_res), base_url="https://testserver") as c:
+    # The app's settings are its resources': the same clients, with the cookie setting changed.
+    with TestClient(create_app(resources=dataclasses.replace(auth_res, settings=settings)), base_url="https://testserver") as c:
         r = login(c, name)
         assert "; secure" in r.headers["set-cookie"].lower()
         assert c.get("/api/auth/me").status_code == 200
+
+
+def test_the_app_reads_the_settings_of_its_resources(auth_res):
+    app = create_app(resources=auth_res)
+    assert app.state.settings is auth_res.settings
+    other = make_settings(auth_res.settings.data_dir, session_cookie_secure=True)
+    with pytest.raises(ConfigError, match="differ from its resources' settings"):
+        create_app(other, resources=auth_res)
 
 
 def test_state_changing_cookie_requests_need_the_csrf_token(auth_res, client):

@@ -12,3 +12,15 @@ def test_import_contracts_hold():
     result = subprocess.run([str(lint), "--no-cache"], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "broken" not in result.stdout.lower() or "0 broken" in result.stdout.lower()
+
+
+def test_the_layers_run_from_the_faces_down_to_core():
+    import tomllib
+
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (layers,) = [c["layers"] for c in contracts if c["type"] == "layers"]
+    order = [m.strip() for layer in layers for m in layer.replace("|", ":").split(":")]
+    # answering may import retrieval, retrieval never answering; both sit above core, under the faces.
+    assert order.index("assistant.api") < order.index("assistant.answering") < order.index("assistant.retrieval")
+    assert order.index("assistant.retrieval") < order.index("assistant.core") == len(order) - 1
+    assert order.index("assistant.cli") < order.index("assistant.answering")

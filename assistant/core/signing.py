@@ -1,0 +1,49 @@
+"""The key that signs session cookies, and the one file it may be kept in.
+
+Settings hold values only; reading or writing `data_dir/secret-key` happens here, when the server starts.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+from assistant.core.errors import ConfigError
+from assistant.core.settings import Settings
+
+KEY_FILE = "secret-key"
+
+
+def signing_key(settings: Settings) -> str:
+    """The key that signs session cookies: `settings.secret_key`, else the one in `data_dir/secret-key`.
+
+    That file is created on first use with 256 random bits, readable by its owner only, so that a
+    machine without configuration never signs cookies with a key known to anyone else. Several
+    processes starting at once agree on one key (the file is published with an exclusive link).
+
+    Raises:
+        ConfigError: the file holds a key shorter than 16 characters.
+    """
+    if settings.secret_key is not None:
+        return settings.secret_key.get_secret_value()
+    path = settings.data_dir / KEY_FILE
+    try:
+        key = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        pass
+    else:
+        if len(key) < 16:
+            raise ConfigError(f"{path} holds a key of {len(key)} characters; delete the file to generate a new one")
+        return key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f"{KEY_FILE}.{os.getpid()}.tmp")
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(secrets.token_urlsafe(32))
+    try:
+        os.link(draft, path)  # atomic and exclusive: a process that lost the race reads the winner's key
+    except FileExistsError:
+        pass
+    finally:
+        draft.unlink()
+    return path.read_text(encoding="ascii").strip()
