@@ -25,7 +25,7 @@ from assistant.core.errors import InvalidRequestError
 from assistant.core.resources import Resources
 from assistant.core.acl_manifest import AclManifest
 from ingest.embedding_cache import EmbeddingCache
-from ingest.ids import NAMESPACE, chunk_id, document_id
+from assistant.core.index_format import NAMESPACE, chunk_id, document_id
 from ingest.isolated_parse import IsolatedParser
 from ingest.sync_run import FileOutcome, SyncRun
 
@@ -123,7 +123,11 @@ class Ingestor:
         # A file name that is not UTF-8 keeps its bytes on disk and gets an escaped name (`bad\xffname.md`)
         # in outcomes, SQL and payloads, so that it is ingested like any other instead of breaking the run.
         rels = [_printable(f.relative_to(root).as_posix()) for f in files]
-        run = SyncRun(self, job_id, source_id, on_file)
+        run = SyncRun(
+            store=self.res.store, db=self.res.db, parser=self.parser, embedder=self.embedder, cache=self.cache,
+            embed_executor=self.embed_thread, batch_chunks=self.batch_chunks,
+            job_id=job_id, source_id=source_id, on_file=on_file,
+        )
         try:
             item_ids = reset_items(self.res.db, job_id, rels)
             if on_total:

@@ -13,22 +13,23 @@ import tempfile
 import time
 import uuid
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from concurrent.futures import Executor, Future
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 from urllib.parse import quote
 
 from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
-from assistant.core import sparse
 from assistant.core.db.models import Document, JobItem, utcnow
+from assistant.core.db.session import Database
+from assistant.core.embedder import Embedder
 from assistant.core.language import document_language as detect_lang
-from assistant.core.vectorstore import ChunkPoint
-from ingest.ids import chunk_id, document_id
-from ingest.isolated_parse import ParseResult
-
-if TYPE_CHECKING:
-    from ingest.pipeline import Ingestor
+from assistant.core.index_format import ChunkPayload, chunk_point, document_id
+from assistant.core.vectorstore import VectorStore
+from ingest.embedding_cache import EmbeddingCache
+from ingest.isolated_parse import IsolatedParser, ParseResult
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +77,68 @@ class _Work:
     result: ParseResult | None = None
 
 
-class SyncRun:
-    """The state of one `Ingestor.sync` call: documents in flight, the embedding batch, outcomes."""
+@dataclass
+class _EmbeddingBatch:
+    """Documents whose vectors are being found: in the cache, else on the embedding thread.
 
-    def __init__(self, ingestor: Ingestor, job_id: int, source_id: int, on_file: Callable[[FileOutcome], None] | None):
-        self.ing = ingestor
-        self.res = ingestor.res
+    Attributes:
+        works: the parsed documents, in submission order.
+        keys: per document, per chunk: (text key, document key) in the `EmbeddingCache`.
+        known: key -> `(dim,)` float32 vector; the cache's hits, then the newly embedded ones.
+        cached: the keys the cache already held (their vectors need not be stored again).
+        todo: text key -> text, the passages the model embeds, each distinct text once.
+        picks: per document, per chunk: the key whose vector the chunk takes.
+        reused: per document, how many chunks took a vector without embedding it themselves.
+        future: the embedding thread's `(vectors, embed seconds so far)`; None when nothing to embed.
+    """
+
+    works: list[_Work]
+    keys: list[list[tuple[bytes, bytes]]]
+    known: dict[bytes, object]
+    cached: set[bytes]
+    todo: dict[bytes, str] = field(default_factory=dict)
+    picks: list[list[bytes]] = field(default_factory=list)
+    reused: list[int] = field(default_factory=list)
+    future: Future | None = None
+
+
+class SyncRun:
+    """The state of one `Ingestor.sync` call: documents in flight, the embedding batch, outcomes.
+
+    Args:
+        store: the collection the points go to.
+        db: the database of documents and job items.
+        parser: the parser process files are handed to.
+        embedder: the embedding model.
+        cache: vectors by passage text and by place in a file.
+        embed_executor: the single thread batches are embedded on, in order.
+        batch_chunks: chunks gathered across documents before one embedding call.
+        job_id: the `Job` row of this run.
+        source_id: the `Source` row the documents belong to.
+        on_file: called with each outcome as it is recorded.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: VectorStore,
+        db: Database,
+        parser: IsolatedParser,
+        embedder: Embedder,
+        cache: EmbeddingCache,
+        embed_executor: Executor,
+        batch_chunks: int,
+        job_id: int,
+        source_id: int,
+        on_file: Callable[[FileOutcome], None] | None,
+    ):
+        self.store = store
+        self.db = db
+        self.parser = parser
+        self.embedder = embedder
+        self.cache = cache
+        self.embed_executor = embed_executor
+        self.batch_chunks = batch_chunks
         self.job_id = job_id
         self.source_id = source_id
         self.on_file = on_file
@@ -92,7 +149,7 @@ class SyncRun:
         self.seen: set[str] = set()
         self.outcomes: dict[tuple[int, str], FileOutcome] = {}
         self.seconds: dict[str, float] = defaultdict(float)
-        self._embedding: tuple | None = None  # the batch on the embedding thread, written on the next flush
+        self._embedding: _EmbeddingBatch | None = None  # on the embedding thread, written on the next flush
         self._embed_busy_s = 0.0
 
     # -- read, hash, skip or submit ------------------------------------------------------------
@@ -117,44 +174,60 @@ class SyncRun:
             self._finish_item(order, item_id, FileOutcome(rel, uri, "failed", f"cannot read the file: {exc}"))
             return
         content_hash = hashlib.sha256(data).hexdigest()
-        store = self.res.store
-        with self.res.db.session() as session:
-            doc = session.get(Document, doc_id)
-            if doc is None:
-                doc = Document(id=doc_id, source_id=self.source_id, path=rel, uri=uri)
-                session.add(doc)
-            unchanged = (
-                doc.content_hash == content_hash
-                and doc.embedding_model == self.ing.embedder.name
-                and doc.deleted_at is None
-                and (doc.status == "done" and store.count(doc_id=doc_id) == doc.chunk_count or doc.status not in ("done", "queued", "running"))
-            )
-            if unchanged:
-                reason, payload = "unchanged", {}
-                if sorted(doc.acl or []) != sorted(acl):
-                    payload["acl"], doc.acl = acl, acl
-                    reason = "unchanged; ACL updated"
-                if doc.path != rel or doc.source_id != self.source_id:  # taken over by an enclosing source
-                    payload["source"], doc.path, doc.source_id = rel, rel, self.source_id
-                if payload:
-                    store.set_payload(doc_id=doc_id, payload=payload)
-                # Its attachments were not re-read: they are still present.
-                self.seen.update(session.scalars(select(Document.uri).where(Document.uri.startswith(uri + "#", autoescape=True))))
-                outcome = FileOutcome(rel, uri, "skipped", reason, doc.chunk_count, time.perf_counter() - started)
-            else:
-                outcome = None
-                doc.status, doc.source_id, doc.path, doc.deleted_at = "running", self.source_id, rel, None
-            session.execute(update(JobItem).where(JobItem.id == item_id).values(status="running", document_id=doc_id))
+        work = _Work(order, rel, uri, doc_id, acl, content_hash, len(data), path, depth, started, item_id)
+        outcome = self._claim(work)
         if outcome is not None:
             self._finish_item(order, item_id, outcome)
             return
-        work = _Work(order, rel, uri, doc_id, acl, content_hash, len(data), path, depth, started, item_id)
         self.inflight[uri] = work
-        self.ing.parser.submit(uri, path, name=rel)
+        self.parser.submit(uri, path, name=rel)
+
+    def _claim(self, work: _Work) -> FileOutcome | None:
+        """Mark the document and its job item running; the `skipped` outcome instead when the
+        document is unchanged (its ACL and path brought up to date on its points)."""
+        with self.db.session() as session:
+            doc = session.get(Document, work.doc_id)
+            if doc is None:
+                doc = Document(id=work.doc_id, source_id=self.source_id, path=work.rel, uri=work.uri)
+                session.add(doc)
+            if self._unchanged(doc, work):
+                outcome = self._refresh_unchanged(session, doc, work)
+            else:
+                outcome = None
+                doc.status, doc.source_id, doc.path, doc.deleted_at = "running", self.source_id, work.rel, None
+            session.execute(
+                update(JobItem).where(JobItem.id == work.item_id).values(status="running", document_id=work.doc_id)
+            )
+        return outcome
+
+    def _unchanged(self, doc: Document, work: _Work) -> bool:
+        """The document holds these bytes, embedded with this model, all its points present (or it
+        ended in a state that re-parsing the same bytes would reach again)."""
+        return (
+            doc.content_hash == work.content_hash
+            and doc.embedding_model == self.embedder.name
+            and doc.deleted_at is None
+            and (doc.status == "done" and self.store.count(doc_id=work.doc_id) == doc.chunk_count or doc.status not in ("done", "queued", "running"))
+        )
+
+    def _refresh_unchanged(self, session: Session, doc: Document, work: _Work) -> FileOutcome:
+        """The `skipped` outcome of an unchanged document, after writing a changed ACL or path to
+        its row and its points."""
+        reason, payload = "unchanged", {}
+        if sorted(doc.acl or []) != sorted(work.acl):
+            payload["acl"], doc.acl = work.acl, work.acl
+            reason = "unchanged; ACL updated"
+        if doc.path != work.rel or doc.source_id != self.source_id:  # taken over by an enclosing source
+            payload["source"], doc.path, doc.source_id = work.rel, work.rel, self.source_id
+        if payload:
+            self.store.set_payload(doc_id=work.doc_id, payload=payload)
+        # Its attachments were not re-read: they are still present.
+        self.seen.update(session.scalars(select(Document.uri).where(Document.uri.startswith(work.uri + "#", autoescape=True))))
+        return FileOutcome(work.rel, work.uri, "skipped", reason, doc.chunk_count, time.perf_counter() - work.started)
 
     def collect(self) -> None:
         """Take the next parse result: a failure is recorded, a success joins the embedding batch."""
-        result = self.ing.parser.collect()
+        result = self.parser.collect()
         work = self.inflight.pop(result.key)
         work.result = result
         self.seconds["parse_s"] += result.parse_s
@@ -165,7 +238,7 @@ class SyncRun:
             return
         self.batch.append(work)
         self.batch_size += len(result.chunks)
-        if self.batch_size >= self.ing.batch_chunks:
+        if self.batch_size >= self.batch_chunks:
             self.flush()
 
     def _start_attachment(self, parent: _Work, n: int, name: str, data: bytes) -> None:
@@ -180,7 +253,7 @@ class SyncRun:
         # Only the last path component of a sender-chosen name, so that it cannot escape the folder.
         target = folder / (Path(name.replace("\\", "/")).name.lstrip(".") or f"attachment-{n + 1}")
         target.write_bytes(data)
-        with self.res.db.session() as session:
+        with self.db.session() as session:
             item = JobItem(job_id=self.job_id, path=rel, status="queued")
             session.add(item)
             session.flush()
@@ -191,7 +264,7 @@ class SyncRun:
     def flush(self) -> None:
         """Send the batch to the embedding thread; write the previous batch's points meanwhile.
 
-        Embedding runs on `Ingestor.embed_thread` (torch releases the GIL), so that upserts, SQL and
+        Embedding runs on `embed_executor` (torch releases the GIL), so that upserts, SQL and
         parse results of one batch overlap the model's work on the next. A chunk's vector is found
         by its exact embedded text, else by (file sha256, position, text): the second key lets a
         byte-identical file at another path (whose title prefix may differ, e.g. a title taken from
@@ -202,108 +275,122 @@ class SyncRun:
         if batch:
             self._embedding = self._submit(batch)
         if previous is not None:
-            self._write(*previous)
+            self._write(previous)
 
     def drain(self) -> None:
         """Flush the last batch and wait until every document's points are written."""
         self.flush()
         self.flush()
 
-    def _submit(self, batch: list[_Work]) -> tuple:
+    def _submit(self, batch: list[_Work]) -> _EmbeddingBatch:
+        """Look the batch's chunks up in the cache and send the rest to the embedding thread."""
         started = time.perf_counter()
-        cache = self.ing.cache
+        pending = self._look_up(batch)
+        if pending.todo:
+            pending.future = self.embed_executor.submit(self._embed, list(pending.todo.values()))
+        self.seconds["lookup_s"] += time.perf_counter() - started
+        return pending
+
+    def _look_up(self, batch: list[_Work]) -> _EmbeddingBatch:
+        """The cache's vectors for the batch's chunks, and for each chunk the key it takes its vector
+        from: a cached one, else the first chunk of the batch with its text, else its own text's."""
         keys = [
-            [(cache.key(c.embed_text), cache.document_key(w.content_hash, c.position, c.text)) for c in w.result.chunks]
+            [(self.cache.key(c.embed_text), self.cache.document_key(w.content_hash, c.position, c.text)) for c in w.result.chunks]
             for w in batch
         ]
-        known = cache.get_many(k for ks in keys for pair in ks for k in pair)
-        before = set(known)
-        todo: dict[bytes, str] = {}  # text key -> text to embed
+        known = self.cache.get_many(k for ks in keys for pair in ks for k in pair)
+        pending = _EmbeddingBatch(works=batch, keys=keys, known=known, cached=set(known))
         alias: dict[bytes, bytes] = {}  # document key -> text key embedded in this batch
-        picks: list[list[bytes]] = []  # per document, per chunk: the key holding its vector
-        reused: list[int] = []
         for work, ks in zip(batch, keys):
             doc_picks, n_reused = [], 0
             for (text_key, doc_key), chunk in zip(ks, work.result.chunks):
                 pick = next((k for k in (text_key, doc_key) if k in known), None)
-                pick = pick or (text_key if text_key in todo else alias.get(doc_key))
+                pick = pick or (text_key if text_key in pending.todo else alias.get(doc_key))
                 if pick is None:
-                    todo[text_key] = chunk.embed_text
+                    pending.todo[text_key] = chunk.embed_text
                     alias[doc_key] = pick = text_key
                 else:
                     n_reused += 1
                 doc_picks.append(pick)
-            picks.append(doc_picks)
-            reused.append(n_reused)
-        future = self.ing.embed_thread.submit(self._embed, list(todo.values())) if todo else None
-        self.seconds["lookup_s"] += time.perf_counter() - started
-        return batch, keys, known, before, todo, picks, reused, future
+            pending.picks.append(doc_picks)
+            pending.reused.append(n_reused)
+        return pending
 
     def _embed(self, texts: list[str]) -> tuple[object, float]:
         # On the embedding thread: the vectors, and the running total of seconds spent embedding
         # (kept on this thread's side: the caller reads a batch's result while the next one runs).
         started = time.perf_counter()
-        vectors = self.ing.embedder.embed_passages(texts)
+        vectors = self.embedder.embed_passages(texts)
         self._embed_busy_s += time.perf_counter() - started
         return vectors, self._embed_busy_s
 
-    def _write(self, batch, keys, known, before, todo, picks, reused, future) -> None:
-        started = time.perf_counter()
-        if future is not None:
-            vectors, self.seconds["embed_s"] = future.result()
-            known.update(zip(todo.keys(), vectors))
-        self.seconds["embed_wait_s"] += time.perf_counter() - started
-        fresh: dict[bytes, object] = {}
-        for ks, doc_picks in zip(keys, picks):
-            for (text_key, doc_key), pick in zip(ks, doc_picks):
-                if text_key in todo:
-                    fresh[text_key] = known[text_key]
-                if doc_key not in before:
-                    fresh[doc_key] = known[pick]
-        self.ing.cache.put_many(fresh)
-        for work, doc_picks, n_reused in zip(batch, picks, reused):
+    def _write(self, pending: _EmbeddingBatch) -> None:
+        """Wait for the batch's vectors, store the new ones in the cache, write each document's points."""
+        self._await_vectors(pending)
+        self.cache.put_many(self._new_cache_entries(pending))
+        for work, doc_picks, n_reused in zip(pending.works, pending.picks, pending.reused):
             started = time.perf_counter()
-            ids = self._upsert(work, [known[k] for k in doc_picks])
+            ids = self._upsert(work, [pending.known[k] for k in doc_picks])
             self.seconds["store_s"] += time.perf_counter() - started
             self._finish_doc(work, ids, n_reused, "done", "")
 
+    def _await_vectors(self, pending: _EmbeddingBatch) -> None:
+        """Add the embedding thread's vectors to `pending.known`, counting the wait."""
+        started = time.perf_counter()
+        if pending.future is not None:
+            vectors, self.seconds["embed_s"] = pending.future.result()
+            pending.known.update(zip(pending.todo.keys(), vectors))
+        self.seconds["embed_wait_s"] += time.perf_counter() - started
+
+    @staticmethod
+    def _new_cache_entries(pending: _EmbeddingBatch) -> dict[bytes, object]:
+        """Key -> vector for what the cache lacks: the texts embedded now, and every chunk's place."""
+        fresh: dict[bytes, object] = {}
+        for ks, doc_picks in zip(pending.keys, pending.picks):
+            for (text_key, doc_key), pick in zip(ks, doc_picks):
+                if text_key in pending.todo:
+                    fresh[text_key] = pending.known[text_key]
+                if doc_key not in pending.cached:
+                    fresh[doc_key] = pending.known[pick]
+        return fresh
+
     def _upsert(self, work: _Work, vectors: list) -> set[str]:
+        """Write the document's points (`index_format`), `UPSERT_POINTS` per store call; their IDs."""
         result = work.result
         lang = detect_lang(" ".join(c.text for c in result.chunks[:5]))
         points = [
-            ChunkPoint(
-                id=chunk_id(work.doc_id, chunk.position, chunk.text),
+            chunk_point(
+                ChunkPayload(
+                    doc_id=work.doc_id,
+                    chunk_index=chunk.position,
+                    text=chunk.text,
+                    title=result.title,
+                    heading=chunk.heading,
+                    page=chunk.page,
+                    source=work.rel,
+                    uri=work.uri,
+                    acl=work.acl,
+                    lang=lang,
+                    content_hash=work.content_hash,
+                ),
                 dense=vector.tolist(),
-                sparse=sparse.encode_document(chunk.embed_text),
-                payload={
-                    "doc_id": work.doc_id,
-                    "chunk_index": chunk.position,
-                    "text": chunk.text,
-                    "title": result.title,
-                    "heading": chunk.heading,
-                    "page": chunk.page,
-                    "source": work.rel,
-                    "uri": work.uri,
-                    "acl": work.acl,
-                    "lang": lang,
-                    "content_hash": work.content_hash,
-                },
+                passage=chunk.embed_text,
             )
             for chunk, vector in zip(result.chunks, vectors)
         ]
         for start in range(0, len(points), UPSERT_POINTS):
-            self.res.store.upsert(points[start : start + UPSERT_POINTS])
+            self.store.upsert(points[start : start + UPSERT_POINTS])
         return {p.id for p in points}
 
     def _finish_doc(self, work: _Work, new_ids: set[str], reused: int, status: str, reason: str) -> None:
-        store = self.res.store
+        store = self.store
         # New points are already in; only now do the old ones go, so a crash never leaves a gap.
         store.delete(sorted(store.scroll_ids(doc_id=work.doc_id) - new_ids))
-        with self.res.db.session() as session:
+        with self.db.session() as session:
             doc = session.get(Document, work.doc_id)
             doc.status, doc.reason, doc.chunk_count = status, reason, len(new_ids)
             doc.content_hash, doc.size_bytes, doc.acl = work.content_hash, work.size_bytes, work.acl
-            doc.embedding_model = self.ing.embedder.name
+            doc.embedding_model = self.embedder.name
             if status == "done":
                 doc.title, doc.mime, doc.page_count = work.result.title, work.result.mime, work.result.page_count
         outcome = FileOutcome(work.rel, work.uri, status, reason, len(new_ids), time.perf_counter() - work.started, reused)
@@ -314,7 +401,7 @@ class SyncRun:
             status=outcome.status, reason=outcome.reason, chunks=outcome.chunks,
             duration_s=outcome.duration_s, document_id=document_id(outcome.uri),
         )
-        with self.res.db.session() as session:
+        with self.db.session() as session:
             if item_id is None:
                 session.add(JobItem(job_id=self.job_id, path=outcome.source, **values))
             else:
@@ -331,14 +418,14 @@ class SyncRun:
             under: only documents whose source-relative path starts with this prefix (`dir/`),
                 for a run over one sub-folder of the source; "" for the whole source.
         """
-        with self.res.db.session() as session:
+        with self.db.session() as session:
             docs = session.scalars(
                 select(Document).where(Document.source_id == self.source_id, Document.deleted_at.is_(None))
             ).all()
             gone = [(doc.id, doc.path, doc.uri) for doc in docs if doc.uri not in self.seen and doc.path.startswith(under)]
         for n, (doc_id, rel, uri) in enumerate(gone):
-            self.res.store.delete(sorted(self.res.store.scroll_ids(doc_id=doc_id)))
-            with self.res.db.session() as session:
+            self.store.delete(sorted(self.store.scroll_ids(doc_id=doc_id)))
+            with self.db.session() as session:
                 doc = session.get(Document, doc_id)
                 doc.deleted_at, doc.status, doc.chunk_count = utcnow(), "deleted", 0
             self._finish_item((1 << 62, f"{n:09d}"), None, FileOutcome(rel, uri, "deleted", "removed at the source"))

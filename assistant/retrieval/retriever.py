@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Collection, Sequence
 
 import numpy as np
 
 from assistant.core import sparse
 from assistant.core.embedder import BUILTIN_E5, BUILTIN_MINILM, Embedder
+from assistant.core.index_format import ChunkPayload
 from assistant.core.language import question_language as query_language
 from assistant.core.principals import Principal
 from assistant.core.vectorstore import RRF_WEIGHTS as DEFAULT_RRF_WEIGHTS
-from assistant.core.vectorstore import FusionMethod, ScoredChunk, SearchMode, VectorStore
+from assistant.core.vectorstore import FusionMethod, ScoredChunk, SearchMode, SparseEmbedding, VectorStore
 
 # A term's absence says something only about a collection large enough to have a vocabulary: in a
 # few hundred chunks most words of any question are missing. Below this size no term is "unknown".
@@ -101,6 +102,33 @@ class Retrieval:
     unknown_terms: list[str] = field(default_factory=list)
     query_terms: int = 0
     lang: str = ""
+
+
+@dataclass
+class QueryPlan:
+    """How one question is searched (`Retriever._plan`), before any store query.
+
+    Attributes:
+        terms: the question's distinct index terms (`sparse.terms`).
+        lang: the question's language (`query_language`).
+        semantic: the embedding model covers `lang`.
+        languages: the languages the embedding model covers; None: all.
+        mode: the store query's mode: the retriever's own, or `sparse` when routed by language.
+        limit: hits to fetch: `top_k`, or more for the reranker to choose from.
+        translation: the question's dictionary translation, None when off.
+        keywords: the keyword query: the question's terms, weight 1, and the translation's.
+        interleaving: the single rankings share the first places with the fused one (`interleave`).
+    """
+
+    terms: set[str]
+    lang: str
+    semantic: bool
+    languages: Collection[str] | None
+    mode: SearchMode
+    limit: int
+    translation: "Translation | None"
+    keywords: SparseEmbedding
+    interleaving: bool
 
 
 def default_interleave_depth(embedding_model: str) -> int:
@@ -197,7 +225,30 @@ class Retriever:
         # release the GIL) while this thread segments, translates and encodes the keyword query.
         submit = getattr(self.embedder, "submit_query", None)
         pending = submit(query) if submit else None
-        query_terms = set(sparse.terms(query))
+        plan = self._plan(query, top_k)
+        request = self._store_request(plan, principal)
+        # The keyword ranking needs no embedding, so it is asked while the question is still being
+        # embedded; the dense ranking after the fused query (`_ranked_hits`).
+        keyword_ranking = self._keyword_ranking(plan, request)
+        dense = pending.result() if pending is not None else self.embedder.embed_query(query)
+        hits = self._ranked_hits(plan, request, dense, keyword_ranking)
+        chunks = [self._retrieved_chunk(hit, plan, dense) for hit in hits]
+        if self.reranker and chunks:
+            chunks = self.reranker.rerank(query, chunks)
+        chunks = chunks[:top_k]
+        unknown = (
+            self._unknown_terms(query, plan.terms, chunks, principal, plan.translation)
+            if evidence and self._collection_chunks() >= self.unknown_terms_min_chunks
+            else []
+        )
+        return Retrieval(
+            chunks=chunks, semantic=plan.semantic, unknown_terms=unknown, query_terms=len(plan.terms), lang=plan.lang
+        )
+
+    def _plan(self, query: str, top_k: int) -> "QueryPlan":
+        """How `query` is searched: its language and terms, the mode, the keyword query (with the
+        translation's terms), the number of hits to fetch, whether to interleave."""
+        terms = set(sparse.terms(query))
         mode = self.mode
         languages = getattr(self.embedder, "languages", None)
         lang = query_language(query)
@@ -206,75 +257,84 @@ class Retriever:
             # The embedding model was not trained on the question's language (MiniLM and Chinese):
             # its ranking is noise that fusion would mix in, so the keyword ranking decides alone.
             mode = "sparse"
-        limit = max(top_k, self.prefetch_k // 2) if self.reranker else top_k
         translation = self.translate(query) if self.translate else None
         extra = (
             {t: w * self.translation_weight for t, w in translation.weights().items()} if translation else None
         )
-        keywords = sparse.encode_query(query, extra=extra)
-        common = dict(
-            sparse=keywords,
+        return QueryPlan(
+            terms=terms,
+            lang=lang,
+            semantic=semantic,
+            languages=languages,
+            mode=mode,
+            limit=max(top_k, self.prefetch_k // 2) if self.reranker else top_k,
+            translation=translation,
+            keywords=sparse.encode_query(query, extra=extra),
+            # Fusion buries a page that only one ranking finds (a paraphrase that shares no words with
+            # its page, a page whose words match but whose embedding does not): interleaving gives each
+            # ranking's best documents a place near the top.
+            interleaving=mode == "hybrid" and self.interleave_depth > 0,
+        )
+
+    def _store_request(self, plan: "QueryPlan", principal: Principal) -> dict:
+        """The store query's arguments common to every ranking of one search (`VectorStore.query`)."""
+        return dict(
+            sparse=plan.keywords,
             acl_any=principal.acl_tokens,
             prefetch_limit=self.prefetch_k,
             with_dense=True,
             rrf_weights=self.rrf_weights,
             fusion=self.fusion,
         )
-        # Fusion buries a page that only one ranking finds (a paraphrase that shares no words with its
-        # page, a page whose words match but whose embedding does not): interleaving gives each
-        # ranking's best documents a place near the top. The keyword ranking needs no embedding, so
-        # it is asked while the question is still being embedded; the dense one after the fused query.
-        interleaving = mode == "hybrid" and self.interleave_depth > 0
-        keyword_ranking = (
-            self.store.query(mode="sparse", dense=None, limit=INTERLEAVE_CANDIDATES, **common)
-            if interleaving and keywords.indices
-            else []
-        )
-        dense = pending.result() if pending is not None else self.embedder.embed_query(query)
-        query_kwargs = dict(dense=dense.tolist(), limit=limit, **common)
-        hits = self.store.query(mode=mode, **query_kwargs)
-        if hits and interleaving:
+
+    def _keyword_ranking(self, plan: "QueryPlan", request: dict) -> list[ScoredChunk]:
+        """The keyword ranking's best `INTERLEAVE_CANDIDATES` hits when interleaving, else none."""
+        if not (plan.interleaving and plan.keywords.indices):
+            return []
+        return self.store.query(mode="sparse", dense=None, limit=INTERLEAVE_CANDIDATES, **request)
+
+    def _ranked_hits(
+        self, plan: "QueryPlan", request: dict, dense: np.ndarray, keyword_ranking: list[ScoredChunk]
+    ) -> list[ScoredChunk]:
+        """The hits in `plan.mode` for the `(dim,)` question embedding `dense`, best first, at most
+        `plan.limit`: interleaved with the single rankings when planned, else, when routing to the
+        keywords found nothing, those of the configured mode."""
+        query_kwargs = dict(dense=dense.tolist(), limit=plan.limit, **request)
+        hits = self.store.query(mode=plan.mode, **query_kwargs)
+        if hits and plan.interleaving:
             dense_ranking = self.store.query(mode="dense", **{**query_kwargs, "limit": INTERLEAVE_CANDIDATES})
-            hits = interleave(hits, [keyword_ranking, dense_ranking], depth=self.interleave_depth)[:limit]
-        elif not hits and mode != self.mode:
+            hits = interleave(hits, [keyword_ranking, dense_ranking], depth=self.interleave_depth)[: plan.limit]
+        elif not hits and plan.mode != self.mode:
             # No keyword matches at all (a Chinese question over English pages): the dense ranking,
             # weak as it is, beats an empty result; abstention still judges it.
             hits = self.store.query(mode=self.mode, **query_kwargs)
-        chunks = []
-        for hit in hits:
-            p = hit.payload
-            relevance = float(np.dot(dense, np.asarray(hit.dense, dtype=np.float32))) if hit.dense else 0.0
-            evidence_text = " ".join(str(p.get(k) or "") for k in ("title", "heading", "text"))
-            coverage = sparse.term_coverage(query_terms, evidence_text)
-            if translation:
-                coverage = max(coverage, translation.coverage(evidence_text))
-            chunks.append(
-                RetrievedChunk(
-                    chunk_id=hit.id,
-                    doc_id=str(p.get("doc_id", "")),
-                    chunk_index=int(p.get("chunk_index", 0)),
-                    text=str(p.get("text", "")),
-                    source=str(p.get("source", "")),
-                    uri=str(p.get("uri", "")),
-                    title=str(p.get("title", "")),
-                    heading=str(p.get("heading", "")),
-                    page=p.get("page"),
-                    lang=str(p.get("lang", "")),
-                    score=hit.score,
-                    relevance=relevance,
-                    coverage=coverage,
-                    semantic=languages is None or str(p.get("lang") or "en") in languages,
-                )
-            )
-        if self.reranker and chunks:
-            chunks = self.reranker.rerank(query, chunks)
-        chunks = chunks[:top_k]
-        unknown = (
-            self._unknown_terms(query, query_terms, chunks, principal, translation)
-            if evidence and self._collection_chunks() >= self.unknown_terms_min_chunks
-            else []
+        return hits
+
+    def _retrieved_chunk(self, hit: ScoredChunk, plan: "QueryPlan", dense: np.ndarray) -> RetrievedChunk:
+        """A hit as the reader's chunk, with its cosine `relevance` to the `(dim,)` question embedding
+        `dense` and its `coverage` of the question's terms (or of their translation, when larger)."""
+        payload = ChunkPayload.from_stored(hit.payload)
+        relevance = float(np.dot(dense, np.asarray(hit.dense, dtype=np.float32))) if hit.dense else 0.0
+        evidence_text = payload.evidence_text()
+        coverage = sparse.term_coverage(plan.terms, evidence_text)
+        if plan.translation:
+            coverage = max(coverage, plan.translation.coverage(evidence_text))
+        return RetrievedChunk(
+            chunk_id=hit.id,
+            doc_id=payload.doc_id,
+            chunk_index=payload.chunk_index,
+            text=payload.text,
+            source=payload.source,
+            uri=payload.uri,
+            title=payload.title,
+            heading=payload.heading,
+            page=payload.page,
+            lang=payload.lang,
+            score=hit.score,
+            relevance=relevance,
+            coverage=coverage,
+            semantic=plan.languages is None or (payload.lang or "en") in plan.languages,
         )
-        return Retrieval(chunks=chunks, semantic=semantic, unknown_terms=unknown, query_terms=len(query_terms), lang=lang)
 
     def _collection_chunks(self) -> int:
         now = time.monotonic()
@@ -319,8 +379,7 @@ class Retriever:
         hits = self.store.query(dense=None, sparse=vector, acl_any=principal.acl_tokens, limit=1, mode="sparse")
         if not hits or len(terms) == 1:
             return bool(hits)
-        p = hits[0].payload
-        text = " ".join(str(p.get(k) or "") for k in ("title", "heading", "text"))
+        text = ChunkPayload.from_stored(hits[0].payload).evidence_text()
         return sparse.found_terms(terms, text) == set(terms)
 
 
