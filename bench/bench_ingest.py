@@ -1,11 +1,11 @@
 """Issue 3 figures: ingesting the PostgreSQL 15 manual (Debian's postgresql-doc-15, HTML) with 1 and 2
-worker processes: pages/s, chunks/s, peak RSS, and chunks/s as a fraction of raw
-`SentenceTransformer.encode` throughput on the same chunks, measured in the same run. Prints Markdown.
+worker processes: pages/s, chunks/s, peak RSS, and chunks/s as a fraction of the default embedder's
+raw `embed_passages` throughput on the same chunks, measured in the same run. Prints Markdown.
 
 The package is fetched with `apt-get download` into a cache folder and unpacked with `dpkg-deb -x`.
 Each worker process ingests its share of the pages (round robin) into its own data folder, with
-`cores / workers` torch threads, after a one-page warm-up (model load and parser start-up are not
-timed). Raw throughput: one process, every core, one `encode` call over all chunks.
+`cores / workers` embedding threads, after a one-page warm-up (model load and parser start-up are not
+timed). Raw throughput: one process, every core, one `embed_passages` call over all chunks.
 
 Usage: .venv/bin/python bench/bench_ingest.py [--pages N] [--workers 1 2] [--cache DIR]
 """
@@ -152,7 +152,8 @@ def raw_throughput(pages: list[Path]) -> tuple[int, float]:
     embedder = Embedder(settings.embedding_model, batch_size=settings.embedding_batch_size)
     chunker = Chunker(
         lambda t: embedder.tokenizer.encode(t, add_special_tokens=False), max_tokens=embedder.max_text_tokens,
-        chunk_tokens=settings.chunk_size_tokens, overlap_tokens=settings.chunk_overlap_tokens,
+        chunk_tokens=settings.chunk_size_tokens or getattr(embedder, "chunk_tokens", 0),
+        overlap_tokens=settings.chunk_overlap_tokens,
     )
     texts = []
     for page in pages:
@@ -161,8 +162,7 @@ def raw_throughput(pages: list[Path]) -> tuple[int, float]:
         except IngestError:
             pass
     started = time.perf_counter()
-    embedder.model.encode(texts, batch_size=settings.embedding_batch_size, normalize_embeddings=True,
-                          convert_to_numpy=True, show_progress_bar=False)
+    embedder.embed_passages(texts)
     return len(texts), len(texts) / (time.perf_counter() - started)
 
 

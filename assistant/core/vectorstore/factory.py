@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from assistant.core.settings import Settings
 from assistant.core.vectorstore.base import VectorStore
 from assistant.core.vectorstore.catalog import CollectionCatalog
@@ -33,11 +35,34 @@ def open_vector_store(settings: Settings) -> VectorStore:
 
     Raises:
         ConfigError: the embedded folder is held by another process, or the live collection was
-            built with another embedding model than `settings.embedding_model`.
+            built with another embedding model than an explicitly set `settings.embedding_model`.
     """
     catalog = open_catalog(settings)
     try:
+        follow_live_model(settings, catalog)
         return catalog.open_live(settings.collection, model=settings.embedding_model)
     except BaseException:
         catalog.close()
         raise
+
+
+def follow_live_model(settings: Settings, catalog: CollectionCatalog) -> None:
+    """Serve an index with the model that built it when `ASSISTANT_EMBEDDING_MODEL` is not set.
+
+    When the default embedding model changes (all-MiniLM-L6-v2 to multilingual-e5-small), an
+    existing index keeps working with its own model, with a warning, until `assistant reindex`
+    (which builds with `settings.embedding_model` and never opens the live collection) moves it.
+    An explicitly set model that differs from the index's is still an error (`open_live`).
+    """
+    if "embedding_model" in settings.model_fields_set:
+        return
+    name = catalog.resolve(settings.collection)
+    record = catalog.record(name) if name else None
+    if record is None or not record.model or record.model == settings.embedding_model:
+        return
+    logging.getLogger(__name__).warning(
+        "collection %r was built with %s; serving it with that model (the default is now %s): run "
+        "`assistant reindex` to move it, or set ASSISTANT_EMBEDDING_MODEL to keep it",
+        settings.collection, record.model, settings.embedding_model,
+    )
+    settings.embedding_model = record.model
