@@ -31,6 +31,8 @@ def make_run_commands(*args: str) -> dict[str, dict[str, str]]:
     ).stdout
     commands = {}
     for line in printed.splitlines():
+        if "/assistant ingest" not in line and "/assistant serve" not in line:
+            continue  # the install steps
         words = shlex.split(line)
         at = next((i for i, w in enumerate(words) if w.endswith("/assistant")), None)
         if at is None or at + 1 >= len(words) or words[at + 1] not in ("ingest", "serve"):
