@@ -32,9 +32,16 @@ browser:
 	# Debian's Chromium for the browser tests (Playwright's own download cannot reach its host).
 	test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null)
 
+# `make run` demonstrates on the product's own docs/ in a data folder of its own, var/demo (its own
+# database, collection and accounts), which a company's index (ASSISTANT_DATA_DIR, default var/) never
+# shares; the exported models are shared. `make run DOCS=/path/to/folder` ingests that folder into the
+# company's data folder instead and serves it.
+DEMO_ENV = ASSISTANT_DATA_DIR=var/demo ASSISTANT_MODEL_CACHE_DIR=$(or $(ASSISTANT_MODEL_CACHE_DIR),$(or $(ASSISTANT_DATA_DIR),var)/models)
+RUN_ENV = $(if $(DOCS),,$(DEMO_ENV))
+
 run: install
-	$(BIN)/assistant ingest docs
-	$(BIN)/assistant serve --host $(HOST) --port $(PORT)
+	$(RUN_ENV) $(BIN)/assistant ingest $(or $(DOCS),docs)
+	$(RUN_ENV) $(BIN)/assistant serve --host $(HOST) --port $(PORT)
 
 test: install browser
 	$(BIN)/python -m pytest -q tests

@@ -1,4 +1,4 @@
-"""`assistant ingest | search | ask | serve | jobs` — the stable CLI contract."""
+"""`assistant ingest | search | ask | serve | jobs | sources` — the stable CLI contract."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from rich.table import Table
 from assistant.cli import serve_model
 from assistant.cli.errors import fail, report
 from assistant.cli.keys import keys_app
+from assistant.cli.sources import sources_app
 from assistant.cli.users import groups_app, note_new_data_dir, users_app
 from assistant.core.errors import AssistantError, ConfigError, InvalidRequestError
 from assistant.core.principals import ANONYMOUS, Principal
@@ -26,6 +27,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Private RAG 
 app.add_typer(users_app, name="users")
 app.add_typer(groups_app, name="groups")
 app.add_typer(keys_app, name="keys")
+app.add_typer(sources_app, name="sources")
 serve_model.register(app)
 console = Console(stderr=True)
 

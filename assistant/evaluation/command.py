@@ -23,7 +23,8 @@ _ROWS = (
     ("nDCG@10", "ndcg@10"), ("answer rate (gate)", "gate_answer_rate"),
     ("abstention on no-answer (gate)", "gate_abstention_rate"), ("answer rate", "answer_rate"),
     ("abstention on no-answer", "abstention_rate"), ("cites an answer file", "cites_answer_file"),
-    ("contains a key fact", "has_key_fact"), ("search p50 (ms)", "latency_p50_ms"),
+    ("contains a key fact", "has_key_fact"), ("answer in the question's language", "same_language"),
+    ("search p50 (ms)", "latency_p50_ms"),
     ("search p95 (ms)", "latency_p95_ms"),
 )
 
@@ -36,7 +37,7 @@ def eval_command(
     no_answers: bool = typer.Option(False, "--no-answers", help="skip generation (slow on CPU): retrieval and abstention only"),
 ) -> None:
     """Measure retrieval (recall@1/5/10, MRR@10, nDCG@10, latency) and answers (citations, key facts,
-    abstention) on QUESTIONS, per language and overall."""
+    abstention, the question's language) on QUESTIONS, per language and overall."""
     from assistant.composition import Assistant
     from assistant.core import resources as resources_mod
     from assistant.core.auth.access import readable_sources

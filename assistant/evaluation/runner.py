@@ -13,6 +13,7 @@ from assistant.core.principals import Principal
 from assistant.evaluation.dataset import Question
 from assistant.evaluation.metrics import (
     RANKING_METRICS,
+    answer_language,
     contains_key_fact,
     document_ranking,
     mean,
@@ -50,6 +51,8 @@ class QuestionResult:
         cites_answer_file: an answer file is among the sources the answer cites with a [n] marker;
             the sources listed when the model wrote no marker do not count (they measure
             retrieval, which the ranking metrics already do).
+        answer_lang / same_language: the language the answer is written in (`answer_language`;
+            None for an empty answer) and whether it is the question's, declines included.
     """
 
     id: str
@@ -64,6 +67,8 @@ class QuestionResult:
     abstained: bool | None = None
     has_key_fact: bool | None = None
     cites_answer_file: bool | None = None
+    answer_lang: str | None = None
+    same_language: bool | None = None
 
 
 @dataclass
@@ -164,6 +169,8 @@ def run_eval(
             r.answer = answer.answer
             r.cited = list(dict.fromkeys(c.source for c in answer.citations))
             r.abstained = answer.abstained or is_abstention(answer.answer)
+            r.answer_lang = answer_language(answer.answer)
+            r.same_language = r.answer_lang == q.lang
             if q.answerable:
                 inline = {c.source for c in answer.citations if c.inline}
                 if q.must_contain_any:  # a question without key facts is not judged on them
@@ -207,4 +214,5 @@ def aggregate(results: Sequence[QuestionResult]) -> dict:
         out["abstention_rate"] = mean(float(bool(r.abstained)) for r in unanswerable)
         out["cites_answer_file"] = mean(float(bool(r.cites_answer_file)) for r in judged)
         out["has_key_fact"] = mean(float(r.has_key_fact) for r in judged if r.has_key_fact is not None)
+        out["same_language"] = mean(float(bool(r.same_language)) for r in answered)
     return out

@@ -1,0 +1,58 @@
+"""Removing a source: its chunks leave the vector store, then its document rows and the source row.
+
+A source is what `assistant ingest PATH` registered: a folder (synced recursively) or a lone file.
+Its documents stay searchable until the source is removed; ingesting the folder again later starts
+a new source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from assistant.core.db.sources import delete_source_rows, source_document_ids, source_summaries, source_summary_by_uri
+from assistant.core.errors import NotFoundError
+from assistant.core.resources import Resources
+
+
+@dataclass(frozen=True)
+class RemovedSource:
+    """What `remove_source` did: the source's path, the document rows and vector-store points deleted."""
+
+    path: str
+    documents: int
+    chunks: int
+
+    def to_dict(self) -> dict:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+def remove_source(res: Resources, path: Path) -> RemovedSource:
+    """Remove the source registered for `path` (the folder or file given to `ingest`; it need not
+    exist on disk any more): delete every point of its documents, then its document rows and the
+    source row. Points go first, so a removal cut short leaves rows that a second run finds and
+    finishes; it never leaves chunks without a document row that could delete them.
+
+    Args:
+        res: this process's resources (its SQL database and vector store).
+        path: the source's folder or file, absolute or relative to the working directory.
+
+    Raises:
+        NotFoundError: no source is registered for `path` (the message lists the registered ones;
+            a sub-folder of a source is part of it, not a source of its own).
+    """
+    path = Path(path).expanduser().resolve()
+    source = source_summary_by_uri(res.db, path.as_uri())
+    if source is None:
+        known = ", ".join(row.path for row in source_summaries(res.db)) or "none"
+        raise NotFoundError(f"no source is registered for {path}; registered sources: {known}")
+    store = res.store
+    chunks = 0
+    for doc_id in source_document_ids(res.db, source.id):
+        ids = sorted(store.scroll_ids(doc_id=doc_id))
+        if ids:
+            store.delete(ids)
+            chunks += len(ids)
+    documents = delete_source_rows(res.db, source.id)
+    return RemovedSource(path=source.path, documents=documents, chunks=chunks)
