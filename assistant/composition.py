@@ -8,9 +8,12 @@ from assistant.answering import Answerer
 from assistant.answering.admission import FairLimiter
 from assistant.answering.prompt import SYSTEM_PROMPT
 from assistant.answering.cache import AnswerCache, MemoryStore, RedisStore, index_version
+from assistant.answering.request import GenerationParams
 from assistant.core.document_versions import readable_versions
+from assistant.core.llm.deferred import DeferredLLM
 from assistant.core.resources import Resources
 from assistant.retrieval import Retriever
+from assistant.retrieval.abstention import AbstentionRule
 from assistant.retrieval.query_batcher import QueryBatcher
 from assistant.retrieval.retriever import default_interleave_depth
 
@@ -32,20 +35,22 @@ class Assistant:
             from assistant.retrieval.reranker import Reranker
 
             reranker = Reranker(settings.reranker_model)
+        # What was measured for the embedding model (interleaving, abstention) is looked up by its
+        # configured name, the one the index was built with.
+        embedding_model = settings.embedding_model
         depth = settings.interleave_depth
         if depth is None:
-            depth = default_interleave_depth(settings.embedding_model)
+            depth = default_interleave_depth(embedding_model)
         retriever = Retriever(
             store=resources.store, embedder=QueryBatcher(resources.embedder), reranker=reranker, prefetch_k=settings.prefetch_k,
             fusion=settings.fusion, interleave_depth=depth, translate=_translator() if settings.query_translation else None,
         )
         answerer = Answerer(
             retriever=retriever,
-            llm=_LazyLLM(resources),
+            llm=DeferredLLM(lambda: resources.llm),  # search-only processes never load the model
             top_k=settings.top_k,
-            min_relevance=settings.min_relevance,
-            max_tokens=settings.llm_max_tokens,
-            temperature=settings.llm_temperature,
+            abstention=AbstentionRule.for_model(embedding_model, min_relevance=settings.min_relevance),
+            defaults=GenerationParams.from_settings(settings),
             limiter=FairLimiter.from_settings(settings),
             cache=_answer_cache(resources),
             rewrite=settings.query_rewrite if settings.query_rewrite != "auto"
@@ -78,13 +83,3 @@ def _answer_cache(resources: Resources) -> AnswerCache | None:
         store, versions=lambda ids, principal: readable_versions(resources.db, ids, principal=principal),
         index_version=version, ttl_s=settings.answer_cache_ttl_s,
     )
-
-
-class _LazyLLM:
-    """Defers loading the LLM until the first answer (search-only processes never load it)."""
-
-    def __init__(self, resources: Resources):
-        self._resources = resources
-
-    def __getattr__(self, name: str):
-        return getattr(self._resources.llm, name)

@@ -10,9 +10,10 @@ from assistant.answering.admission import FairLimiter, Ticket
 from assistant.answering.budget import plan_budget
 from assistant.answering.cache import AnswerCache
 from assistant.answering.citations import Citation, make_citations
-from assistant.answering.stops import STOP_SEQUENCES, StopFilter
+from assistant.answering.stops import StopFilter
 from assistant.answering.packing import pack_context
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, format_source
+from assistant.answering.request import AuditSink, GenerationParams
 from assistant.answering.rewrite import rewrite_query
 from assistant.core.language import question_language
 from assistant.core.llm import LLM, ChatMessage, FinishReason, StreamResult, Usage
@@ -57,14 +58,12 @@ class Answerer:
         retriever: finds chunks the principal may read.
         llm: generation backend.
         top_k: chunks retrieved per question.
-        min_relevance: cosine floor of the abstention rule (`AbstentionRule.for_model`): below it a
-            chunk is no evidence that the documents answer the question.
         abstention: the rule that decides, before generation, that the documents hold no answer
-            (a small model would otherwise invent one); default: the one calibrated for the
-            retriever's embedding model.
-        max_tokens / temperature: generation settings.
+            (a small model would otherwise invent one): `AbstentionRule.for_model` of the embedding
+            model that the retriever's index was built with.
+        defaults: the server's generation parameters, used when a request brings none.
         limiter: admission towards the model (bounded concurrency, fair queue); None = unbounded.
-        cache: answer cache for questions asked without history; None = no cache.
+        cache: answer cache for questions asked without history and with the `defaults`; None = no cache.
         rewrite: how follow-ups become standalone retrieval queries: `llm` or `rules`.
     """
 
@@ -74,10 +73,8 @@ class Answerer:
         retriever: Retriever,
         llm: LLM,
         top_k: int = 5,
-        min_relevance: float | None = None,
-        abstention: AbstentionRule | None = None,
-        max_tokens: int = 320,
-        temperature: float = 0.1,
+        abstention: AbstentionRule,
+        defaults: GenerationParams = GenerationParams(),
         limiter: FairLimiter | None = None,
         cache: AnswerCache | None = None,
         rewrite: str = "rules",
@@ -85,28 +82,35 @@ class Answerer:
         self.retriever = retriever
         self.llm = llm
         self.top_k = top_k
-        self.abstention = abstention or AbstentionRule.for_model(
-            getattr(retriever.embedder, "name", ""), min_relevance=min_relevance
-        )
-        self.max_tokens = max_tokens
-        self.temperature = temperature
+        self.abstention = abstention
+        self.defaults = defaults
         self.limiter = limiter
         self.cache = cache
         self.rewrite = rewrite
-        # Where the answer ends: the product's own stops, plus any a caller adds for its request.
-        self.stop_sequences: tuple[str, ...] = STOP_SEQUENCES
 
     def prepare(
-        self, question: str, *, principal: Principal, history: Sequence[ChatMessage] = (), query: str | None = None
+        self,
+        question: str,
+        *,
+        principal: Principal,
+        history: Sequence[ChatMessage] = (),
+        query: str | None = None,
+        params: GenerationParams | None = None,
+        audit: AuditSink | None = None,
     ) -> tuple[list[RetrievedChunk], list[ChatMessage] | None]:
         """Retrieve with `query` (default: the question) and build the prompt within the model's context
-        (history trimmed oldest first). Returns `(sources, messages)`; messages is None to abstain."""
-        retrieval = self.retriever.search(query or question, principal=principal, top_k=self.top_k)
+        (history trimmed oldest first, `params.max_tokens` kept free for the answer; default: `defaults`).
+        The retrieval is reported to `audit`. Returns `(sources, messages)`; messages is None to abstain."""
+        params = params or self.defaults
+        query = query or question
+        retrieval = self.retriever.search(query, principal=principal, top_k=self.top_k)
         chunks = retrieval.chunks
+        if audit is not None:
+            audit.retrieved(query, principal=principal, chunk_ids=[c.chunk_id for c in chunks])
         if self.abstention.abstains(retrieval):
             return chunks, None
         budget = plan_budget(
-            question, history, context_tokens=self.llm.context_tokens, max_tokens=self.max_tokens,
+            question, history, context_tokens=self.llm.context_tokens, max_tokens=params.max_tokens,
             system_prompt=SYSTEM_PROMPT, count_tokens=self.llm.count_tokens, margin_tokens=TEMPLATE_MARGIN_TOKENS,
         )
         sources = pack_context(
@@ -128,7 +132,14 @@ class Answerer:
         return self.limiter.admit(principal.name) if self.limiter else None
 
     async def stream(
-        self, question: str, *, principal: Principal, history: Sequence[ChatMessage] = (), ticket: Ticket | None = None
+        self,
+        question: str,
+        *,
+        principal: Principal,
+        history: Sequence[ChatMessage] = (),
+        ticket: Ticket | None = None,
+        params: GenerationParams | None = None,
+        audit: AuditSink | None = None,
     ) -> AsyncIterator[dict]:
         """Events: `{"type": "token", "text"}` as generated, then `{"type": "citations", "citations"}`,
         then `{"type": "done", "answer", "abstained", "cached", "finish_reason", "usage"}`.
@@ -139,24 +150,38 @@ class Answerer:
         answer generation, as the backend reports or counts them (`LLM.stream`): all zeros for a
         cached answer or an abstention (no generation); an LLM rewrite of a follow-up is not included.
 
+        The answer cache serves and stores only answers to questions without history generated
+        with the `defaults` (`params` None or equal to them).
+
         Args:
             ticket: this request's admission (`admit`); default: admitted here. Closed at the end.
+            params: this request's generation parameters; default: `defaults`.
+            audit: told of the retrieval (or of the cached answer served instead); None = not audited.
 
         Raises:
             OverloadedError: no model slot (queue full, or the wait exceeded its limit).
         """
-        async for event in self._events(question, principal=principal, history=history, ticket=ticket):
+        events = self._events(question, principal=principal, history=history, ticket=ticket, params=params, audit=audit)
+        async for event in events:
             if event["type"] == "done":
                 event.pop("citations")  # already sent in the `citations` event
             if event["type"] != "sources":
                 yield event
 
     async def answer(
-        self, question: str, *, principal: Principal, history: Sequence[ChatMessage] = (), ticket: Ticket | None = None
+        self,
+        question: str,
+        *,
+        principal: Principal,
+        history: Sequence[ChatMessage] = (),
+        ticket: Ticket | None = None,
+        params: GenerationParams | None = None,
+        audit: AuditSink | None = None,
     ) -> Answer:
         """The whole answer with its citations (non-streaming); arguments and errors as `stream`."""
         sources: list[RetrievedChunk] = []
-        async for event in self._events(question, principal=principal, history=history, ticket=ticket):
+        events = self._events(question, principal=principal, history=history, ticket=ticket, params=params, audit=audit)
+        async for event in events:
             if event["type"] == "sources":
                 sources = event["sources"]
             elif event["type"] == "done":
@@ -167,21 +192,35 @@ class Answerer:
             usage=Usage(done["usage"]["prompt_tokens"], done["usage"]["completion_tokens"]),
         )
 
+    def cacheable(self, *, history: Sequence[ChatMessage], params: GenerationParams) -> bool:
+        """Whether the answer cache may serve and store this request's answer: a cache is configured,
+        the question comes without history, and it is generated with the `defaults` (the cache's
+        entries are keyed by the server's settings, `cache.index_version`)."""
+        return self.cache is not None and not history and params == self.defaults
+
     async def _events(
-        self, question: str, *, principal: Principal, history: Sequence[ChatMessage], ticket: Ticket | None
+        self,
+        question: str,
+        *,
+        principal: Principal,
+        history: Sequence[ChatMessage],
+        ticket: Ticket | None,
+        params: GenerationParams | None,
+        audit: AuditSink | None,
     ) -> AsyncIterator[dict]:
         """`stream`'s events, with a first internal `{"type": "sources"}`; `done` also holds the citations."""
         check_query(question)
         ticket = ticket or self.admit(principal)
         history = list(history)
+        params = params or self.defaults
+        cache = self.cache if self.cacheable(history=history, params=params) else None
         try:
-            if self.cache is not None and not history:
-                hit = await asyncio.to_thread(self.cache.get, question, principal=principal)
+            if cache is not None:
+                hit = await asyncio.to_thread(cache.get, question, principal=principal)
                 if hit is not None:
-                    audit = getattr(self.retriever, "audit_cached", None)  # the API's audited retriever
                     if audit is not None:
-                        chunk_ids = [c["chunk_id"] for c in hit.citations]
-                        await asyncio.to_thread(audit, question, principal=principal, chunk_ids=chunk_ids)
+                        cited = [c["chunk_id"] for c in hit.citations]
+                        await asyncio.to_thread(audit.served_from_cache, question, principal=principal, chunk_ids=cited)
                     yield {"type": "sources", "sources": []}
                     yield {"type": "token", "text": hit.answer}
                     yield {"type": "citations", "citations": hit.citations}
@@ -195,7 +234,7 @@ class Answerer:
                     await ticket.acquire()
                 query = await rewrite_query(question, history, llm=self.llm if use_llm else None)
             sources, messages = await asyncio.to_thread(
-                self.prepare, question, principal=principal, history=history, query=query
+                self.prepare, question, principal=principal, history=history, query=query, params=params, audit=audit
             )
             yield {"type": "sources", "sources": sources}
             if messages is None:
@@ -209,16 +248,16 @@ class Answerer:
                 await ticket.acquire()
             parts: list[str] = []
             generated = StreamResult()
-            async for text in self._generate(messages, generated):
+            async for text in self._generate(messages, generated, params):
                 parts.append(text)
                 yield {"type": "token", "text": text}
             if ticket is not None:
                 ticket.close()  # the model is done: free the slot before the bookkeeping below
             answer = "".join(parts).strip()
             citations = [c.to_dict() for c in make_citations(answer, sources)]
-            if self.cache is not None and not history and answer:
+            if cache is not None and answer:
                 await asyncio.to_thread(
-                    self.cache.put, question, principal=principal, answer=answer, citations=citations,
+                    cache.put, question, principal=principal, answer=answer, citations=citations,
                     doc_ids=[s.doc_id for s in sources], finish_reason=generated.finish_reason,
                 )
             yield {"type": "citations", "citations": citations}
@@ -228,8 +267,11 @@ class Answerer:
             if ticket is not None:
                 ticket.close()
 
-    async def _generate(self, messages: list[ChatMessage], result: StreamResult) -> AsyncIterator[str]:
-        """The model's deltas up to the first stop sequence (`stop_sequences`: `STOP_SEQUENCES` and a caller's).
+    async def _generate(
+        self, messages: list[ChatMessage], result: StreamResult, params: GenerationParams
+    ) -> AsyncIterator[str]:
+        """The model's deltas up to the first stop sequence (`params.stop`: `STOP_SEQUENCES` and a caller's),
+        generated with `params.max_tokens` and `params.temperature`.
 
         The backend gets the stop sequences and ends the generation there itself, so that the server
         stops generating at once and reports its own finish reason and usage. `StopFilter` applies
@@ -240,10 +282,9 @@ class Answerer:
         `result` is filled in once the deltas are exhausted: its `finish_reason` is "stop" when a stop
         sequence ended the answer or the backend did not say, else the backend's.
         """
-        stops = StopFilter(self.stop_sequences)
+        stops = StopFilter(params.stop)
         stream = self.llm.stream(
-            messages, max_tokens=self.max_tokens, temperature=self.temperature, result=result,
-            stop=self.stop_sequences,
+            messages, max_tokens=params.max_tokens, temperature=params.temperature, result=result, stop=params.stop,
         )
         try:
             async for delta in stream:

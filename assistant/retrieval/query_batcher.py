@@ -17,7 +17,11 @@ import numpy as np
 
 
 class QueryBatcher:
-    """Wraps an embedder; `embed_query` may be called from many threads at once. Other attributes pass through.
+    """The question side of an `Embedder`, callable from many threads at once: what `Retriever` needs.
+
+    It offers the model's `name` and `languages`, and question embeddings: `embed_query`, and
+    `submit_query`, which returns at once. Passages are embedded by the `Embedder` itself
+    (`embedder`), at ingestion.
 
     Args:
         embedder: an `Embedder`; a batch goes through its `embed_queries` (one forward pass for
@@ -26,7 +30,7 @@ class QueryBatcher:
     """
 
     def __init__(self, embedder, *, max_batch: int = 32):
-        self._embedder = embedder
+        self.embedder = embedder
         self.max_batch = max_batch
         self.batches = 0
         self.queries = 0
@@ -49,8 +53,15 @@ class QueryBatcher:
         self._queue.put((text, future))
         return future
 
-    def __getattr__(self, name: str):
-        return getattr(self._embedder, name)
+    @property
+    def name(self) -> str:
+        """The embedding model's name (`ASSISTANT_EMBEDDING_MODEL`)."""
+        return self.embedder.name
+
+    @property
+    def languages(self) -> frozenset[str] | None:
+        """Languages the model embeds meaningfully; None: any (see `Embedder.languages`)."""
+        return self.embedder.languages
 
     def _run(self) -> None:
         while True:
@@ -73,5 +84,5 @@ class QueryBatcher:
 
     def _embed(self, texts: list[str]) -> list[np.ndarray]:
         if len(texts) == 1:  # a lone question: `embed_query` is all an embedder must offer
-            return [self._embedder.embed_query(texts[0])]
-        return list(self._embedder.embed_queries(texts))
+            return [self.embedder.embed_query(texts[0])]
+        return list(self.embedder.embed_queries(texts))

@@ -60,14 +60,20 @@ def test_cached_answers_are_never_shared_across_acl_scopes(serving):
         assert done_of(other)["cached"] is False
         if headers is plain:
             assert not any(s.endswith("passwords.md") for s in cited_sources(other))
+    # The outsider gets an entry of its own for a question it can answer (the password question has
+    # no answer in what it may read: an abstention, which is not cached), asked first by secops too.
+    own = "What computer standards apply?"
+    chat(server.url, secops, own)
+    _, other = chat(server.url, plain, own)
+    assert done_of(other)["cached"] is False and done_of(other)["abstained"] is False, other
     # The outsider's second ask hits its own entry, still without the restricted document.
-    _, other_again = chat(server.url, plain, question)
-    if done_of(other_again)["cached"]:
-        assert not any(s.endswith("passwords.md") for s in cited_sources(other_again))
+    _, other_again = chat(server.url, plain, own)
+    assert done_of(other_again)["cached"] is True
+    assert done_of(other_again)["answer"] == done_of(other)["answer"]
+    assert cited_sources(other_again) == cited_sources(other)
+    assert not any(s.endswith("passwords.md") for s in cited_sources(other_again))
     # A cache hit is audited like an answer.
-    assert any(e["details"].get("cached") for e in recent_events(res.db, principal=plain_name)) == done_of(
-        other_again
-    )["cached"]
+    assert any(e["details"].get("cached") for e in recent_events(res.db, principal=plain_name))
 
 
 def test_a_cited_document_that_changes_invalidates_the_cached_answer(serving):

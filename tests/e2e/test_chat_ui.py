@@ -65,13 +65,31 @@ def test_sign_in_ask_and_see_cited_answer(server):
         page.locator("#login button[type=submit]").click()
         expect(page.locator("#question")).to_be_visible(timeout=20_000)
 
+        # Every change to the conversation is recorded as it happens: the answer's length then, and
+        # whether the citations (sent after the last token) were already shown.
+        page.evaluate(
+            """() => {
+                window.answerUpdates = [];
+                new MutationObserver(() => {
+                    const answers = document.querySelectorAll("[data-testid=answer]");
+                    window.answerUpdates.push({
+                        ms: performance.now(),
+                        chars: answers.length ? answers[answers.length - 1].textContent.length : 0,
+                        citations: document.querySelector("[data-testid=citations]") !== null,
+                    });
+                }).observe(document.querySelector("#thread"), {childList: true, subtree: true, characterData: true});
+            }"""
+        )
         page.fill("#question", "What does the assistant do when the documents do not contain the answer?")
         page.click("#send")
         answer = page.locator("[data-testid=answer]").last
-        # The answer streams in: text appears before the citations do.
         expect(answer).not_to_be_empty(timeout=240_000)
         citations = page.locator("[data-testid=citations]").last
         expect(citations).to_be_visible(timeout=240_000)
         expect(citations).to_contain_text("getting-started.md")
         assert len(answer.inner_text().strip()) > 10
+        # The answer streams in: the page showed it growing, in several steps, before the citations came.
+        updates = page.evaluate("window.answerUpdates")
+        streamed = [u for u in updates if u["chars"] > 0 and not u["citations"]]
+        assert len({u["chars"] for u in streamed}) >= 2, updates
         browser.close()

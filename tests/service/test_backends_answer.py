@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 
 import pytest
 
@@ -66,13 +67,13 @@ def test_stream_is_tokens_then_citations_then_done(assistant):
     assert "".join(e["text"] for e in events if e["type"] == "token").strip() == events[-1]["answer"]
     done = events[-1]
     assert done["finish_reason"] == "stop", done  # the model (or a stop sequence) ended it
-    assert_usage(done["usage"], max_completion=assistant.answerer.max_tokens)
+    assert_usage(done["usage"], max_completion=assistant.answerer.defaults.max_tokens)
 
 
 def test_an_answer_cut_at_max_tokens_says_length_and_counts_its_tokens(assistant):
     """Both backends report why generation ended and its tokens; a cached answer keeps its finish
     reason and counts no tokens (none were generated)."""
-    assistant.answerer.max_tokens = 3
+    assistant.answerer.defaults = dataclasses.replace(assistant.answerer.defaults, max_tokens=3)
     cut = asyncio.run(assistant.answerer.answer(QUESTION, principal=ANONYMOUS))
     assert cut.answer and cut.finish_reason == "length"
     assert_usage(cut.usage.to_dict(), max_completion=3)

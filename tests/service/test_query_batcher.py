@@ -21,7 +21,7 @@ def test_concurrent_questions_share_batches_and_get_their_own_vectors():
         assert vector.dtype == np.float32 and vector.shape == (embedder.dim,)
         assert np.allclose(vector, embedder.embed_query(question), atol=1e-5)
     assert batcher.queries == len(QUESTIONS) and batcher.batches < len(QUESTIONS)
-    assert batcher.name == embedder.name  # other attributes pass through
+    assert batcher.name == embedder.name  # the model's identity is the embedder's
 
 
 def test_an_error_reaches_every_caller_of_the_batch():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 from typing import AsyncIterator
 
@@ -13,66 +12,52 @@ from starlette.background import BackgroundTask
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.schemas import ChatRequest
 from assistant.api.sse import SSE_HEADERS, paced_stream, render_sse_events
-from assistant.answering import Answerer
 from assistant.composition import Assistant
 from assistant.core.auth.audit import record_event
+from assistant.core.db.session import Database
 from assistant.core.errors import AssistantError
+from assistant.core.principals import Principal
 from assistant.core.questions import check_query
 
 router = APIRouter(prefix="/api")
 log = logging.getLogger(__name__)
 
 
-class _AuditedRetriever:
-    """Wraps the shared retriever for one request: each retrieval writes an audit row with its chunk IDs.
+class ChatAudit:
+    """One request's audit trail, as `Answerer.stream`'s `audit` sink (`AuditSink`): an `audit_events`
+    row of action `chat` per retrieval, with the chunk IDs the reader was shown, and one per answer
+    served from the answer cache (details `cached: true`, the chunks it cites).
 
-    Written at retrieval time, so the row exists even when generation fails afterwards.
+    Rows are written as it happens, so a retrieval's row exists even when generation fails afterwards.
+
+    Args:
+        db: the SQL database holding `audit_events`.
+        details: recorded with every row (the auth method, the endpoint, a ticket ID...).
     """
 
-    def __init__(self, retriever, *, db, details: dict):
-        self._retriever = retriever
+    def __init__(self, db: Database, *, details: dict):
         self._db = db
         self._details = details
 
-    def retrieve(self, query: str, *, principal, **kwargs):
-        chunks = self._retriever.retrieve(query, principal=principal, **kwargs)
-        self._record(query, principal, chunks)
-        return chunks
-
-    def search(self, query: str, *, principal, **kwargs):
-        retrieval = self._retriever.search(query, principal=principal, **kwargs)
-        self._record(query, principal, retrieval.chunks)
-        return retrieval
-
-    def audit_cached(self, query: str, *, principal, chunk_ids: list[str]) -> None:
-        """Audit an answer served from the answer cache (no retrieval ran): the chunks it cites."""
+    def retrieved(self, query: str, *, principal: Principal, chunk_ids: list[str]) -> None:
         record_event(
-            self._db, principal=principal, action="chat", query=query, chunk_ids=chunk_ids,
+            self._db, principal=principal, action="chat", query=query, chunk_ids=chunk_ids, details=self._details
+        )
+
+    def served_from_cache(self, question: str, *, principal: Principal, chunk_ids: list[str]) -> None:
+        record_event(
+            self._db, principal=principal, action="chat", query=question, chunk_ids=chunk_ids,
             details={**self._details, "cached": True},
         )
 
-    def _record(self, query: str, principal, chunks) -> None:
-        record_event(
-            self._db, principal=principal, action="chat", query=query,
-            chunk_ids=[c.chunk_id for c in chunks], details=self._details,
-        )
 
-    def __getattr__(self, name: str):
-        return getattr(self._retriever, name)
-
-
-def audited_answerer(assistant: Assistant, request: Request, **details) -> Answerer:
-    """The shared answerer with this request's audited retriever (a shallow copy: the same models).
+def request_audit(assistant: Assistant, request: Request, **details) -> ChatAudit:
+    """The audit trail of this request (`request.state.auth_method` is always recorded).
 
     Args:
-        details: extra audit details (the auth method is always recorded).
+        details: extra audit details, e.g. `endpoint="helpdesk"`.
     """
-    answerer = copy.copy(assistant.answerer)
-    answerer.retriever = _AuditedRetriever(
-        assistant.answerer.retriever, db=assistant.resources.db,
-        details={"auth": request.state.auth_method, **details},
-    )
-    return answerer
+    return ChatAudit(assistant.resources.db, details={"auth": request.state.auth_method, **details})
 
 
 @router.post("/chat")
@@ -88,11 +73,14 @@ async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalD
     check_query(body.question)  # a blank question is a 400 here, not an error event inside a 200 stream
     ticket = assistant.answerer.admit(principal)
     history = [{"role": t.role, "content": t.content} for t in body.history]
-    answerer = audited_answerer(assistant, request)
+    audit = request_audit(assistant, request)
 
     async def events() -> AsyncIterator[tuple[str, dict]]:
+        answering = assistant.answerer.stream(
+            body.question, principal=principal, history=history, ticket=ticket, audit=audit
+        )
         try:
-            async for event in answerer.stream(body.question, principal=principal, history=history, ticket=ticket):
+            async for event in answering:
                 kind = event.pop("type")
                 yield kind, event
         except AssistantError as exc:

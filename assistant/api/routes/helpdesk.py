@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from assistant.api.deps import AssistantDep, PrincipalDep
-from assistant.api.routes.chat import audited_answerer
+from assistant.api.routes.chat import request_audit
 from assistant.core.errors import InvalidRequestError
 
 router = APIRouter(prefix="/api/helpdesk")
@@ -54,9 +54,9 @@ async def answer_ticket(
     question = ticket_question(body)
     if not question:
         raise InvalidRequestError(f"ticket '{body.ticket_id}' has neither subject nor body")
-    answerer = audited_answerer(assistant, request, endpoint="helpdesk", ticket_id=body.ticket_id)
-    ticket = answerer.admit(principal)
-    result = await answerer.answer(question, principal=principal, ticket=ticket)
+    audit = request_audit(assistant, request, endpoint="helpdesk", ticket_id=body.ticket_id)
+    ticket = assistant.answerer.admit(principal)
+    result = await assistant.answerer.answer(question, principal=principal, ticket=ticket, audit=audit)
     return HelpdeskAnswerPublic(
         ticket_id=body.ticket_id, answer=result.answer, citations=[c.to_dict() for c in result.citations],
         abstained=result.abstained, finish_reason=result.finish_reason, usage=result.usage.to_dict(),

@@ -17,10 +17,11 @@ request's `stop`, so it ends the answer itself and still sends them), except whe
 stream is closed before the server's usage chunk): then both are over-estimates counted here. An answer
 from the answer cache, or an abstention (no model call), reports zeros; an LLM rewrite of a follow-up
 question is not counted. Streamed, usage comes as OpenAI sends it: when the request sets
-`stream_options.include_usage`, in a last chunk with empty `choices`. A request that sets its own
-`max_tokens`, `temperature` or `stop` bypasses the answer cache, which holds answers made with the
-server's settings. `stop` adds the caller's sequences (at most 4) to the product's own; `n` other than
-1 and tool calling are refused with a 400 (`unsupported_parameter`) instead of being ignored.
+`stream_options.include_usage`, in a last chunk with empty `choices`. A request whose `max_tokens`,
+`temperature` or `stop` change the server's generation parameters (`generation_params`) bypasses the
+answer cache, which holds answers made with the server's own. `stop` adds the caller's sequences (at
+most 4) to the product's own; `n` other than 1 and tool calling are refused with a 400
+(`unsupported_parameter`) instead of being ignored.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import json
 import logging
 import time
 import uuid
+from dataclasses import replace
 from typing import Any, AsyncIterator, Literal
 
 from fastapi import APIRouter, Depends, Request
@@ -38,8 +40,9 @@ from starlette.background import BackgroundTask
 
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.errors import openai_error_body
-from assistant.api.routes.chat import audited_answerer
+from assistant.api.routes.chat import request_audit
 from assistant.api.sse import SSE_HEADERS, paced_stream
+from assistant.answering.request import GenerationParams
 from assistant.core.questions import check_query
 from assistant.core.errors import AssistantError, AuthenticationError, InvalidRequestError, NotFoundError
 
@@ -124,6 +127,22 @@ class ChatCompletionRequest(BaseModel):
         if any(not s for s in stops):
             raise InvalidRequestError("'stop' contains an empty sequence")
         return tuple(stops)
+
+    def generation_params(self, defaults: GenerationParams) -> GenerationParams:
+        """This request's generation parameters, from the server's `defaults`: `max_completion_tokens`
+        (or the older `max_tokens`) capped at the server's limit, the request's `temperature` if set, and
+        its stop sequences after the product's own (duplicates dropped).
+
+        Raises:
+            InvalidRequestError: a bad `stop` (see `stop_sequences`).
+        """
+        limit = self.max_completion_tokens or self.max_tokens
+        return replace(
+            defaults,
+            max_tokens=min(defaults.max_tokens, limit) if limit else defaults.max_tokens,
+            temperature=defaults.temperature if self.temperature is None else self.temperature,
+            stop=tuple(dict.fromkeys(defaults.stop + self.stop_sequences())),
+        )
 
     def check_supported(self) -> None:
         """Refuse what this endpoint cannot do instead of ignoring it.
@@ -214,20 +233,15 @@ async def chat_completions(
     body.check_supported()
     question, history = _conversation(body)
     check_query(question)  # before a stream starts: a 400, not an in-band error
-    answerer = audited_answerer(assistant, request, endpoint="/v1/chat/completions")
-    limit = body.max_completion_tokens or body.max_tokens
-    if limit:
-        answerer.max_tokens = min(answerer.max_tokens, limit)
-    if body.temperature is not None:
-        answerer.temperature = body.temperature
-    answerer.stop_sequences = tuple(dict.fromkeys(answerer.stop_sequences + body.stop_sequences()))
-    own = (assistant.answerer.max_tokens, assistant.answerer.temperature, assistant.answerer.stop_sequences)
-    if (answerer.max_tokens, answerer.temperature, answerer.stop_sequences) != own:
-        answerer.cache = None  # its answers were made with the server's settings: neither served nor stored
+    answerer = assistant.answerer
+    params = body.generation_params(answerer.defaults)
+    audit = request_audit(assistant, request, endpoint="/v1/chat/completions")
     ticket = answerer.admit(principal)
     base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": RAG_MODEL}
     if not body.stream:
-        result = await answerer.answer(question, principal=principal, history=history, ticket=ticket)
+        result = await answerer.answer(
+            question, principal=principal, history=history, ticket=ticket, params=params, audit=audit
+        )
         return {
             **base,
             "object": "chat.completion",
@@ -245,8 +259,11 @@ async def chat_completions(
     async def chunks() -> AsyncIterator[dict]:
         yield _chunk(base, {"role": "assistant", "content": ""})
         citations: list[dict] = []
+        answering = answerer.stream(
+            question, principal=principal, history=history, ticket=ticket, params=params, audit=audit
+        )
         try:
-            async for event in answerer.stream(question, principal=principal, history=history, ticket=ticket):
+            async for event in answering:
                 if event["type"] == "token":
                     yield _chunk(base, {"content": event["text"]})
                 elif event["type"] == "citations":
