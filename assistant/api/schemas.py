@@ -23,8 +23,11 @@ class SearchRequest(BaseModel):
 
 
 class SearchHitPublic(BaseModel):
+    """A search hit as readers get it: `source` is the document's path relative to its source folder and
+    `route` the API route of the document (`/api/documents/{doc_id}/content`); never a server path."""
+
     source: str
-    uri: str
+    route: str
     chunk_id: str
     doc_id: str
     title: str
