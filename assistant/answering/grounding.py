@@ -58,6 +58,7 @@ MIN_SUPPORTED_SHARE = 0.5
 MIN_ECHO_OVERLAP = 0.6
 
 _MARKER = re.compile(r"\s*\[(\d+(?:\s*[,，]\s*\d+)*)\]")
+_SPACED_MARKER = re.compile(r"([ \t]*)\[(\d+(?:\s*[,，]\s*\d+)*)\]")
 _ANY_MARKER = re.compile(r"\[(\d+(?:\s*[,，]\s*\d+)*)\]")
 _WORD = re.compile(r"[a-z0-9][a-z0-9_\-.]*[a-z0-9]|[a-z0-9]", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -143,11 +144,10 @@ def drop_unknown_markers(answer: str, n_sources: int) -> str:
     is removed with the space before it."""
 
     def keep(m: re.Match) -> str:
-        numbers = [n for n in re.findall(r"\d+", m.group(1)) if 1 <= int(n) <= n_sources]
-        return f"[{', '.join(numbers)}]" if numbers else ""
+        numbers = [n for n in re.findall(r"\d+", m.group(2)) if 1 <= int(n) <= n_sources]
+        return f"{m.group(1)}[{', '.join(numbers)}]" if numbers else ""
 
-    out = _ANY_MARKER.sub(keep, answer)
-    return re.sub(r"[ \t]+(?=[.,;:!?。，；：！？]|$)", "", out, flags=re.MULTILINE)
+    return _SPACED_MARKER.sub(keep, answer)
 
 
 @dataclass

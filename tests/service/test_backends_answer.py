@@ -123,7 +123,7 @@ def test_a_stop_sequence_ends_the_generation_before_it(backend, request):
 
 
 # A small model's habit: it echoes the prompt's next source block after its answer.
-ECHOING = "Use at least 12 characters [1].\n\n[2] departments/tech-ops/process/application_access_request.md"
+ECHOING = "Create a password that is ideally 15 characters or longer [1].\n\n[2] departments/tech-ops/process/application_access_request.md"
 
 
 @pytest.mark.parametrize("honour_stop", [True, False], ids=["server-stops", "server-ignores-stop"])
@@ -145,7 +145,7 @@ def test_the_answerer_sends_its_stop_sequences_and_still_cuts_where_they_are_ign
             res.close()
 
     assert len(server.requests) == 1 and server.requests[0]["stop"] == list(STOP_SEQUENCES)
-    assert (answer.answer, answer.finish_reason) == ("Use at least 12 characters [1].", "stop")
+    assert (answer.answer, answer.finish_reason) == ("Create a password that is ideally 15 characters or longer [1].", "stop")
     served = (answer.usage.prompt_tokens, answer.usage.completion_tokens)
     if honour_stop:
         assert served == (321, 9), "the server's own usage: it reached its last chunk"
