@@ -22,8 +22,8 @@ import re
 from typing import AsyncIterator, Callable
 
 from assistant.answering.grounding import (
-    SENTENCE_BOUNDARY, MIN_SUPPORTED_SHARE, Grounder, Sentence, Verdict, drop_unknown_markers, join_sep,
-    split_sentences, supported_share, with_marker,
+    MIN_SUPPORTED_SHARE, SENTENCE_BOUNDARY, Grounder, Renderer, Sentence, Verdict, drop_unknown_markers,
+    split_sentences, supported_share,
 )
 from assistant.answering.language_check import answer_lang_matches
 from assistant.answering.prompt import NO_ANSWER, firmer_language, question_lang
@@ -96,7 +96,7 @@ class GroundedStream:
         self._lang_checked = False
         self._note = False
         self._sent: list[str] = []
-        self._pending_seps: list[str] = []
+        self._renderer = Renderer()
 
     async def events(
         self, generate: Callable[[list[ChatMessage]], AsyncIterator[str]], messages: list[ChatMessage]
@@ -172,20 +172,15 @@ class GroundedStream:
                 if not self.retried and not self._sent:
                     self._seen.clear()
                     self.verdicts.clear()
-                    self._pending_seps.clear()
+                    self._renderer = Renderer()
                     raise _Restart()
                 self._note = True
         self.verdicts.append(verdict)
-        if not verdict.kept:
-            self._pending_seps.append(sentence.sep)
-            return ""
-        text = with_marker(sentence.text, verdict.source)
-        if self._sent:
-            text = join_sep(self._pending_seps) + text
-        elif self._note:
+        text = self._renderer.add(verdict)
+        if text and not self._sent and self._note:
             text = LANGUAGE_NOTE[self.lang] + "\n\n" + text
-        self._pending_seps = [sentence.sep]
-        self._sent.append(text)
+        if text:
+            self._sent.append(text)
         return text
 
 

@@ -290,19 +290,44 @@ def supported_share(verdicts: Sequence[Verdict]) -> float:
     return sum(len(v.sentence.text) for v in claims if v.source is not None) / total
 
 
+def is_fence(text: str) -> bool:
+    """True for a line that opens or closes a fenced code block (three backticks)."""
+    return text.lstrip().startswith("```")
+
+
+class Renderer:
+    """Joins kept sentences as they come: each with its marker (none inside a fenced code block, where
+    it would break the command: the block's lines are still checked, and removed when unsupported),
+    separated by the separators of the sentences dropped before it (see `join_sep`)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self._seps: list[str] = []
+        self._fenced = False
+
+    def add(self, verdict: Verdict) -> str:
+        """The text to append for `verdict` ("" when the sentence is dropped)."""
+        fence = is_fence(verdict.sentence.text)
+        if not verdict.kept and not fence:
+            self._seps.append(verdict.sentence.sep)
+            return ""
+        marker = None if (self._fenced or fence) else verdict.source
+        if fence:
+            self._fenced = not self._fenced
+        text = with_marker(verdict.sentence.text, marker)
+        if self.parts:
+            text = join_sep(self._seps) + text
+        self._seps = [verdict.sentence.sep]
+        self.parts.append(text)
+        return text
+
+
 def render(verdicts: Sequence[Verdict]) -> str:
-    """The kept sentences with their markers, joined by their separators (see `join_sep`)."""
-    out: list[str] = []
-    pending: list[str] = []
+    """The kept sentences with their markers, joined by their separators (`Renderer`)."""
+    renderer = Renderer()
     for v in verdicts:
-        if not v.kept:
-            pending.append(v.sentence.sep)
-            continue
-        if out:
-            out.append(join_sep(pending))
-        out.append(with_marker(v.sentence.text, v.source))
-        pending = [v.sentence.sep]
-    return "".join(out).strip()
+        renderer.add(v)
+    return "".join(renderer.parts).strip()
 
 
 def ground(answer: str, grounder: Grounder, *, lang: str = "en") -> Grounded:

@@ -180,3 +180,12 @@ def test_stream_declines_with_a_replace_event_when_most_of_the_answer_was_invent
     events = _run(stream, generate)
     assert [e["type"] for e in events] == ["token", "replace"]
     assert stream.declined and events[-1]["text"] == stream.text == NO_ANSWER["en"]
+
+
+def test_code_lines_are_checked_but_get_no_marker_and_an_invented_command_is_removed(grounder):
+    answer = (
+        "在前台执行目录中的 run_tidb.sh 脚本。\n```bash\nmysql -h 127.0.0.1 -P 4000 -u root\n"
+        "curl -X POST https://reset.example.com\n```"
+    )
+    result = ground(answer, grounder, lang="zh")
+    assert result.text == "在前台执行目录中的 run_tidb.sh 脚本[3]。\n```bash\nmysql -h 127.0.0.1 -P 4000 -u root\n```"
