@@ -187,12 +187,14 @@ class GroundedStream:
 
 def grounder_for(retriever, sources) -> Grounder:
     """A `Grounder` for `sources` that uses `retriever`'s embedder when it has one (a retriever without
-    `embedder`, or whose embedder cannot embed passages, grounds by lexical support alone)."""
+    `embedder`, or whose embedder cannot embed passages, grounds by lexical support alone) and its
+    query translation (`translate`, None when `ASSISTANT_QUERY_TRANSLATION` is off)."""
     embedder = getattr(retriever, "embedder", None)
     queries = getattr(embedder, "embed_queries", None)
     passages = getattr(embedder, "embed_passages", None)
     return Grounder(
         sources, embed_queries=queries, embed_passages=passages, embedder_name=str(getattr(embedder, "name", "")),
+        translate=getattr(retriever, "translate", None),
     )
 
 

@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from assistant.answering.language_check import MIN_CJK_SHARE_ZH, cjk_share
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT
 from assistant.retrieval import RetrievedChunk
 
@@ -47,6 +48,12 @@ MIN_LEXICAL = 0.6
 # is MiniLM's usual paraphrase level; e5's cosines crowd into 0.7-0.9, hence its higher floor.
 MIN_LEXICAL_WITH_EMBEDDING = 0.35
 MIN_COSINE = {"default": 0.55, "e5": 0.84}
+# Across languages (a Chinese sentence, an English source): share of the sentence's words found in the
+# source in either language, through the dictionary translation (`Translation.coverage`). It is only a
+# floor for the embedding check: on 11 Chinese renderings of handbook sentences against their page and
+# 6 pages of the same folders, the right page scored highest for 3 of the 11 and tied for 3 more
+# (dictionary senses match any page on devices or passwords); its coverage was 0.5-0.89 for 10 of them.
+MIN_CROSS_LINGUAL = 0.5
 # A sentence with fewer content terms than this carries no claim to check ("Yes.", "Steps:"): it is
 # kept when the answer around it is, and does not count towards the supported share.
 MIN_CLAIM_TERMS = 3
@@ -176,6 +183,10 @@ class Grounder:
         embed_queries / embed_passages: the retriever's embedder (`Embedder.embed_queries`,
             `embed_passages`: texts -> L2-normalised rows); None = lexical support only.
         embedder_name: selects the cosine threshold (`MIN_COSINE`): "e5" models have compressed cosines.
+        translate: dictionary translation of a text into the other language (the retriever's
+            `crosslingual.translate`): a Chinese sentence about an English source (or the reverse) is
+            then scored by the share of its words found in the source in either language
+            (`Translation.coverage`); None = such a sentence can only be supported by an embedding.
     """
 
     def __init__(
@@ -185,8 +196,11 @@ class Grounder:
         embed_queries: Callable[[Sequence[str]], np.ndarray] | None = None,
         embed_passages: Callable[[Sequence[str]], np.ndarray] | None = None,
         embedder_name: str = "",
+        translate: Callable[[str], object] | None = None,
     ):
         self.sources = list(sources)
+        self.translate = translate
+        self._chinese = [cjk_share(c.text[:2000]) >= MIN_CJK_SHARE_ZH for c in self.sources]
         self._terms = [content_terms(f"{c.title} {c.heading} {c.text}") for c in self.sources]
         self._numbers = [numbers_in(f"{c.title} {c.heading} {c.text}") for c in self.sources]
         self._embed_queries = embed_queries if embed_passages is not None else None
@@ -216,21 +230,35 @@ class Grounder:
         if not self.sources:
             return Verdict(sentence, None, 0.0, None, claim, echo)
         lexical = [self.lexical(terms, n) for n in range(1, len(self.sources) + 1)]
+        # Across languages (a Chinese sentence, an English source) the words are compared through the
+        # dictionary translation; that alone attributes too loosely (see MIN_CROSS_LINGUAL), so such a
+        # source supports the sentence only when the embeddings agree as well.
+        chinese = cjk_share(sentence.text) >= MIN_CJK_SHARE_ZH
+        across = [zh != chinese for zh in self._chinese]
+        coverage = [0.0] * len(self.sources)  # of the sentence's words, through the translation
+        if self.translate is not None and any(across):
+            translation = self.translate(sentence.text)
+            if translation:
+                coverage = [translation.coverage(c.text) if across[i] else 0.0 for i, c in enumerate(self.sources)]
         numbers = numbers_in(sentence.text)
         states_only_known = [numbers <= self._numbers[i] for i in range(len(self.sources))]
+        alone = [lexical[i] >= MIN_LEXICAL for i in range(len(self.sources))]
+        # Lexical support needed before the embedding may decide.
+        near = [
+            lexical[i] >= MIN_LEXICAL_WITH_EMBEDDING or coverage[i] >= MIN_CROSS_LINGUAL
+            for i in range(len(self.sources))
+        ]
         cosines = None
-        if max(lexical) < MIN_LEXICAL and max(lexical) >= MIN_LEXICAL_WITH_EMBEDDING:
+        if not any(a and k for a, k in zip(alone, states_only_known)) and any(near):
             cosines = self._cosines(sentence.text)
 
         def supports(i: int) -> bool:
             if not states_only_known[i]:
                 return False
-            if lexical[i] >= MIN_LEXICAL:
-                return True
-            return cosines is not None and lexical[i] >= MIN_LEXICAL_WITH_EMBEDDING and cosines[i] >= self.min_cosine
+            return alone[i] or (cosines is not None and near[i] and cosines[i] >= self.min_cosine)
 
         def strength(i: int) -> float:
-            return lexical[i] + (float(cosines[i]) if cosines is not None else 0.0)
+            return max(lexical[i], coverage[i]) + (float(cosines[i]) if cosines is not None else 0.0)
 
         supporting = [i for i in range(len(self.sources)) if supports(i)]
         own = [n - 1 for n in sentence.markers if 1 <= n <= len(self.sources) and (n - 1) in supporting]
