@@ -33,26 +33,33 @@ def folder(tmp_path_factory):
     return root
 
 
-def scripted_answer(folder, tmp_path, script: str, question: str = QUESTION):
-    """`question` answered by the real answerer whose model always writes `script`; also the events."""
-    with ScriptedOpenAIServer(script) as server:
+@pytest.fixture(scope="module")
+def scripted(folder, tmp_path_factory):
+    """The real answerer over `folder`, whose model (a real HTTP server) writes `server.answer`."""
+    with ScriptedOpenAIServer("") as server:
         settings = make_settings(
-            tmp_path / "var", llm_backend="openai", llm_context_tokens=4096,
-            openai_base_url=server.base_url, openai_model="assistant",
+            tmp_path_factory.mktemp("scripted") / "var", llm_backend="openai", llm_context_tokens=4096,
+            openai_base_url=server.base_url, openai_model="assistant", answer_cache_entries=0,
         )
         res = open_resources(settings)
         try:
             Ingestor(res).sync(folder)
-            answerer = Assistant.build(res).answerer
-
-            async def run():
-                events = [e async for e in answerer.stream(question, principal=ANONYMOUS)]
-                return await answerer.answer(question, principal=ANONYMOUS), events
-
-            answer, events = asyncio.run(run())
+            yield server, Assistant.build(res).answerer, settings
         finally:
             asyncio.run(res.llm.aclose())
             res.close()
+
+
+def scripted_answer(scripted, script: str, question: str = QUESTION):
+    """`question` answered by the real answerer whose model writes `script`; also the stream's events."""
+    server, answerer, settings = scripted
+    server.answer = script
+
+    async def run():
+        events = [e async for e in answerer.stream(question, principal=ANONYMOUS)]
+        return await answerer.answer(question, principal=ANONYMOUS), events
+
+    answer, events = asyncio.run(run())
     return answer, events, settings
 
 
@@ -61,13 +68,13 @@ def assert_no_server_path(answer, settings) -> None:
     assert "file://" not in body and str(settings.data_dir) not in body and str(HANDBOOK) not in body
 
 
-def test_unknown_markers_and_unsupported_sentences_are_removed_and_only_used_sources_cited(folder, tmp_path):
+def test_unknown_markers_and_unsupported_sentences_are_removed_and_only_used_sources_cited(scripted):
     script = (
         "Create a password that is ideally 15 characters or longer [9]. "
         "Use a mix of numbers, letters (upper and lower case), and special characters. "
         "The IT desk resets forgotten passwords every Friday at 4pm in room 12."
     )
-    answer, events, settings = scripted_answer(folder, tmp_path, script)
+    answer, events, settings = scripted_answer(scripted, script)
     assert not answer.abstained
     assert "[9]" not in answer.answer and "Friday" not in answer.answer
     assert "15 characters or longer" in answer.answer and "special characters" in answer.answer
@@ -78,16 +85,16 @@ def test_unknown_markers_and_unsupported_sentences_are_removed_and_only_used_sou
     assert len(tokens) == 2 and "".join(tokens) == events[-1]["answer"] == answer.answer  # a sentence each
 
 
-def test_an_answer_built_from_nothing_is_declined(folder, tmp_path):
+def test_an_answer_built_from_nothing_is_declined(scripted):
     script = "The canteen serves lunch from 11:30 to 14:00. Vegetarian dishes cost 6 euros on Fridays."
-    answer, events, _ = scripted_answer(folder, tmp_path, script)
+    answer, events, _ = scripted_answer(scripted, script)
     assert answer.abstained and answer.answer == NO_ANSWER["en"] and answer.citations == []
     assert [e["type"] for e in events] == ["token", "citations", "done"]  # nothing invented was shown
 
 
-def test_a_looping_model_is_stopped(folder, tmp_path):
+def test_a_looping_model_is_stopped(scripted):
     script = "Create a new password for every system [1]. " * 12
-    answer, _, _ = scripted_answer(folder, tmp_path, script)
+    answer, _, _ = scripted_answer(scripted, script)
     assert answer.answer == "Create a new password for every system [1]." and answer.finish_reason == "stop"
 
 
