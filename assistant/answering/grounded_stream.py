@@ -10,7 +10,7 @@ prompt are never shown. Meanwhile:
   before anything was sent, the generation is restarted once with a firmer instruction; if the retry
   is in the wrong language too, the answer is kept with a short note saying so.
 
-When the supported sentences hold too little of the answer (`MIN_SUPPORTED_SHARE`), the answer is
+When the supported sentences hold too little of the answer (`grounding.declines`), the answer is
 declined: `NO_ANSWER` is sent as a token when nothing was sent before, else as a `replace` event whose
 `text` replaces everything sent so far.
 """
@@ -22,8 +22,7 @@ import re
 from typing import AsyncIterator, Callable
 
 from assistant.answering.grounding import (
-    MIN_SUPPORTED_SHARE, SENTENCE_BOUNDARY, Grounder, Renderer, Sentence, Verdict, drop_unknown_markers,
-    split_sentences, supported_share,
+    SENTENCE_BOUNDARY, Grounder, Renderer, Sentence, Verdict, declines, drop_unknown_markers, split_sentences,
 )
 from assistant.answering.language_check import answer_lang_matches
 from assistant.answering.prompt import NO_ANSWER, firmer_language, question_lang
@@ -117,7 +116,7 @@ class GroundedStream:
                 self.retried = True
                 messages = firmer_language(messages, self.lang)
         self.text = "".join(self._sent)
-        if supported_share(self.verdicts) < MIN_SUPPORTED_SHARE:
+        if declines(self.verdicts, self.text):
             self.declined = True
             self.text = NO_ANSWER[self.lang]
             yield {"type": "replace" if self._sent else "token", "text": self.text}

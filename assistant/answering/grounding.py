@@ -270,7 +270,8 @@ class Grounder:
         def strength(i: int) -> float:
             return max(lexical[i], coverage[i]) + (float(cosines[i]) if cosines is not None else 0.0)
 
-        supporting = [i for i in range(len(self.sources)) if supports(i)]
+        # A sentence that states nothing checkable gets no marker: no source is vouching for it.
+        supporting = [i for i in range(len(self.sources)) if claim and supports(i)]
         own = [n - 1 for n in sentence.markers if 1 <= n <= len(self.sources) and (n - 1) in supporting]
         best = own[0] if own else (max(supporting, key=strength) if supporting else None)
         top = best if best is not None else max(range(len(self.sources)), key=strength)
@@ -370,9 +371,20 @@ def render(verdicts: Sequence[Verdict]) -> str:
 
 def ground(answer: str, grounder: Grounder, *, lang: str = "en") -> Grounded:
     """Ground a whole answer: unknown markers dropped, unsupported sentences removed, declined (with
-    `NO_ANSWER[lang]`) when less than `MIN_SUPPORTED_SHARE` of its claims is supported."""
+    `NO_ANSWER[lang]`) when `declines`."""
     answer = drop_unknown_markers(answer, len(grounder.sources))
     verdicts = [grounder.judge(s) for s in split_sentences(answer)]
-    if supported_share(verdicts) < MIN_SUPPORTED_SHARE:
+    text = render(verdicts)
+    if declines(verdicts, text):
         return Grounded(NO_ANSWER[lang], True, verdicts)
-    return Grounded(render(verdicts), False, verdicts)
+    return Grounded(text, False, verdicts)
+
+
+def declines(verdicts: Sequence[Verdict], text: str) -> bool:
+    """True when an answer whose sentences got `verdicts` and whose grounded `text` is this must be
+    declined: it states facts and less than `MIN_SUPPORTED_SHARE` of them is supported, or nothing is
+    left (an empty answer, or only echoes and code fences). An answer cut before its first fact (a
+    few tokens at `max_tokens`) is kept as it is: nothing in it is unsupported."""
+    if any(v.claim and not v.echo for v in verdicts):
+        return supported_share(verdicts) < MIN_SUPPORTED_SHARE
+    return not "".join(line for line in text.splitlines() if not is_fence(line)).strip()

@@ -189,3 +189,9 @@ def test_code_lines_are_checked_but_get_no_marker_and_an_invented_command_is_rem
     )
     result = ground(answer, grounder, lang="zh")
     assert result.text == "在前台执行目录中的 run_tidb.sh 脚本[3]。\n```bash\nmysql -h 127.0.0.1 -P 4000 -u root\n```"
+
+
+def test_an_answer_cut_before_its_first_fact_is_kept_and_an_empty_one_declined(grounder):
+    cut = ground("Passwords should be", grounder)
+    assert (cut.text, cut.declined) == ("Passwords should be", False)
+    assert ground("", grounder).declined
