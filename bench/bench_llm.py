@@ -161,6 +161,7 @@ def bench_model(name: str, data_dir: Path, args) -> dict:
 
     settings = Settings(
         _env_file=None, data_dir=data_dir, llm_model=name, llm_threads=args.threads, answer_cache_entries=0,
+        llm_max_tokens=args.max_tokens,
         **({"llm_cpu_window_tokens": args.window} if args.window is not None else {}),
     )
     res = Resources.open(settings)
@@ -220,7 +221,7 @@ def omp_child(args) -> dict:
     from assistant.core.llm.model_files import builtin_gguf_path, gguf_dir
 
     prompts = json.loads(Path(args.omp_prompts).read_text())
-    path = builtin_gguf_path(args.omp_model, gguf_dir(None, Path(args.omp_data)))
+    path = builtin_gguf_path(args.omp_model, gguf_dir(None, Path(args.omp_data)))  # the repository's var/
     llama = Llama(model_path=str(path), n_ctx=4096, n_threads=args.threads, n_threads_batch=args.threads, verbose=False)
     from assistant.core.llm.llama_cpp import DEFAULT_SAMPLING
 
@@ -234,9 +235,11 @@ def main() -> None:
     parser.add_argument("--models", default="qwen2.5-1.5b,qwen2.5-0.5b,smollm2")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--window", type=int, default=None, help="ASSISTANT_LLM_CPU_WINDOW_TOKENS (default: the setting's)")
+    parser.add_argument("--max-tokens", type=int, default=320, help="ASSISTANT_LLM_MAX_TOKENS of the product runs")
     parser.add_argument("--raw-prompts", type=int, default=4, help="prompts timed through raw llama.cpp")
     parser.add_argument("--raw-tokens", type=int, default=48, help="answer tokens in the raw runs")
     parser.add_argument("--omp", action="store_true", help="also compare OpenMP wait policies (child processes)")
+    parser.add_argument("--omp-only", action="store_true", help="only the OpenMP comparison (no index, raw llama.cpp)")
     parser.add_argument("--omp-child-default", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--omp-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--omp-model", help=argparse.SUPPRESS)
@@ -248,26 +251,18 @@ def main() -> None:
         return
 
     OUT.mkdir(parents=True, exist_ok=True)
+    if args.omp_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            report([], omp_compare(args, Path(tmp)), args)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = build_index(Path(tmp))
-        results = [bench_model(name, data_dir, args) for name in args.models.split(",")]
-        omp_rows = []
-        if args.omp:
-            prompts_file = Path(tmp) / "prompts.json"
-            prompts_file.write_text(json.dumps(_prepared_messages(data_dir)))
-            for name in args.models.split(","):
-                for policy in ("default", "PASSIVE"):
-                    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-                    flag = "--omp-child-default"
-                    if policy == "PASSIVE":
-                        env["OMP_WAIT_POLICY"] = "PASSIVE"
-                        flag = "--omp-child"
-                    out = subprocess.run(
-                        [sys.executable, __file__, flag, "--omp-model", name, "--omp-prompts", str(prompts_file),
-                         "--omp-data", str(data_dir), "--threads", str(args.threads), "--raw-tokens", str(args.raw_tokens)],
-                        env=env, capture_output=True, text=True, check=True,
-                    )
-                    omp_rows.append({"model": name, "policy": policy, **json.loads(out.stdout.strip().splitlines()[-1])})
+        print_header(args)
+        results = []
+        for name in args.models.split(","):
+            results.append(bench_model(name, data_dir, args))
+            print_row(results[-1])
+        omp_rows = omp_compare(args, Path(tmp)) if args.omp else []
     with (OUT / "llm_answers.jsonl").open("w", encoding="utf-8") as f:
         for result in results:
             for row in result["product"]:
@@ -275,40 +270,67 @@ def main() -> None:
     report(results, omp_rows, args)
 
 
-def _prepared_messages(data_dir: Path) -> list:
-    """The product's messages for the first three answerable prompts (packed with SmolLM2's tokenizer)."""
-    from assistant.composition import Assistant
-    from assistant.core.principals import ANONYMOUS
-    from assistant.core.resources import Resources
-    from assistant.core.settings import Settings
+def passage_messages() -> list:
+    """Three prompts in the product's format, each one answer file's opening (~1,500 characters) as
+    source [1] and its question (for the OpenMP comparison, which needs no index)."""
+    from assistant.answering.prompt import SYSTEM_PROMPT
 
-    res = Resources.open(Settings(_env_file=None, data_dir=data_dir, llm_model="smollm2", answer_cache_entries=0))
-    answerer = Assistant.build(res).answerer
-    messages = [answerer.prepare(q, principal=ANONYMOUS)[1] for _, q, facts in PROMPTS if facts][:3]
-    res.close()
-    return [m for m in messages if m]
+    cases = [(HANDBOOK / HANDBOOK_FILES[0], PROMPTS[0][1]), (HANDBOOK / HANDBOOK_FILES[1], PROMPTS[1][1]),
+             (DOCS_ZH / ZH_FILES[0], PROMPTS[5][1])]
+    return [
+        [{"role": "system", "content": SYSTEM_PROMPT},
+         {"role": "user", "content": f"Sources:\n\n[1] {path.name}\n{path.read_text(encoding='utf-8')[:1500]}\n\nQuestion: {q}"}]
+        for path, q in cases
+    ]
+
+
+def omp_compare(args, workdir: Path) -> list[dict]:
+    """Run `omp_child` for each model with OpenMP's default wait policy and with PASSIVE."""
+    prompts_file = workdir / "prompts.json"
+    prompts_file.write_text(json.dumps(passage_messages()))
+    rows = []
+    for name in args.models.split(","):
+        for policy in ("default", "PASSIVE"):
+            env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+            flag = "--omp-child-default"
+            if policy == "PASSIVE":
+                env["OMP_WAIT_POLICY"] = "PASSIVE"
+                flag = "--omp-child"
+            out = subprocess.run(
+                [sys.executable, __file__, flag, "--omp-model", name, "--omp-prompts", str(prompts_file),
+                 "--omp-data", str(REPO / "var"), "--threads", str(args.threads), "--raw-tokens", str(args.raw_tokens)],
+                env=env, capture_output=True, text=True, check=True,
+            )
+            rows.append({"model": name, "policy": policy, **json.loads(out.stdout.strip().splitlines()[-1])})
+            print(f"  OpenMP {policy}: {rows[-1]}", file=sys.stderr, flush=True)
+    return rows
+
+
+def print_header(args) -> None:
+    print(f"\n### Chat models on {args.threads} threads (8 grounded prompts, product path unless said)\n")
+    print("| model | right | key fact (6) | declined (2) | language (8) | loops | echoes | [n] markers | prompt tokens p50 | "
+          "TTFT p50 / p95 s | tokens/s | raw warm TTFT p50 | raw cold TTFT p50 | raw tokens/s | load s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+
+
+def print_row(r: dict) -> None:
+    rows = r["product"]
+    answerable = [x for x in rows if not x["id"].endswith("none")]
+    none = [x for x in rows if x["id"].endswith("none")]
+    ttft = [x["ttft_s"] for x in rows if not x["abstained"]]
+    print(
+        f"| {r['model']} | {sum(x['right'] for x in rows)}/8 | {sum(x['fact'] for x in answerable)}/{len(answerable)} "
+        f"| {sum(x['declined'] for x in none)}/{len(none)} | {sum(x['language'] for x in rows)}/8 | {sum(x['loop'] for x in rows)} "
+        f"| {sum(x['echo'] for x in rows)} | {sum(x['marker'] for x in rows)} "
+        f"| {pct([x['prompt_tokens'] for x in rows if x['prompt_tokens']], 50):.0f} "
+        f"| {pct(ttft, 50):.1f} / {pct(ttft, 95):.1f} | {tokens_per_s(rows):.1f} "
+        f"| {pct([x['ttft_s'] for x in r['raw_warm']], 50):.1f} | {pct([x['ttft_s'] for x in r['raw_cold']], 50):.1f} "
+        f"| {tokens_per_s(r['raw_warm'] + r['raw_cold']):.1f} | {r['load_s']:.1f} |", flush=True,
+    )
 
 
 def report(results: list[dict], omp_rows: list[dict], args) -> None:
     base = next((r for r in results if r["model"] == "smollm2"), None)
-    print(f"\n### Chat models on {args.threads} threads (8 grounded prompts, product path unless said)\n")
-    print("| model | right | key fact (6) | declined (2) | language (8) | loops | echoes | [n] markers | prompt tokens p50 | "
-          "TTFT p50 / p95 s | tokens/s | raw warm TTFT p50 | raw cold TTFT p50 | raw tokens/s | load s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in results:
-        rows = r["product"]
-        answerable = [x for x in rows if not x["id"].endswith("none")]
-        none = [x for x in rows if x["id"].endswith("none")]
-        ttft = [x["ttft_s"] for x in rows if not x["abstained"]]
-        print(
-            f"| {r['model']} | {sum(x['right'] for x in rows)}/8 | {sum(x['fact'] for x in answerable)}/{len(answerable)} "
-            f"| {sum(x['declined'] for x in none)}/{len(none)} | {sum(x['language'] for x in rows)}/8 | {sum(x['loop'] for x in rows)} "
-            f"| {sum(x['echo'] for x in rows)} | {sum(x['marker'] for x in rows)} "
-            f"| {pct([x['prompt_tokens'] for x in rows if x['prompt_tokens']], 50):.0f} "
-            f"| {pct(ttft, 50):.1f} / {pct(ttft, 95):.1f} | {tokens_per_s(rows):.1f} "
-            f"| {pct([x['ttft_s'] for x in r['raw_warm']], 50):.1f} | {pct([x['ttft_s'] for x in r['raw_cold']], 50):.1f} "
-            f"| {tokens_per_s(r['raw_warm'] + r['raw_cold']):.1f} | {r['load_s']:.1f} |"
-        )
     if base:
         print("\nRatios to SmolLM2-135M in the same run (TTFT p50, tokens/s): " + "; ".join(
             f"{r['model']} {pct([x['ttft_s'] for x in r['product']], 50) / pct([x['ttft_s'] for x in base['product']], 50):.1f}x, "
