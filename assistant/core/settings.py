@@ -95,8 +95,8 @@ class Settings(BaseSettings):
 
     # LLM
     llm_backend: Literal["llama_cpp", "openai"] = "llama_cpp"
-    llm_model: Literal["qwen2.5-0.5b", "qwen2.5-1.5b", "smollm2"] = Field(
-        default="qwen2.5-0.5b",
+    llm_model: Literal["qwen2.5-1.5b", "qwen2.5-0.5b", "smollm2"] = Field(
+        default="qwen2.5-1.5b",
         description="built-in chat model for llama_cpp (assembled from its registry packages at install, "
         "see core/llm/model_files.py); ASSISTANT_LLM_MODEL_PATH overrides it",
     )
