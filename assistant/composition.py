@@ -77,7 +77,7 @@ def _answer_cache(resources: Resources) -> AnswerCache | None:
     )
     version = index_version(
         SYSTEM_PROMPT, settings.collection, settings.embedding_model, settings.llm_backend, settings.openai_model,
-        settings.llm_model_path, settings.top_k, settings.llm_max_tokens, settings.llm_temperature,
+        settings.llm_model, settings.llm_model_path, settings.top_k, settings.llm_max_tokens, settings.llm_temperature,
     )
     return AnswerCache(
         store, versions=lambda ids, principal: readable_versions(resources.db, ids, principal=principal),

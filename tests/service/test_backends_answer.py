@@ -14,6 +14,7 @@ from assistant.answering.stops import STOP_SEQUENCES
 from assistant.composition import Assistant
 from assistant.core.llm.base import LLM, ChatMessage, StreamResult
 from assistant.core.llm.llama_cpp import LlamaCppLLM
+from assistant.core.llm.model_files import smollm2_gguf_path
 from assistant.core.llm.openai_compat import OpenAICompatLLM
 from assistant.core.principals import ANONYMOUS
 from ingest.pipeline import Ingestor
@@ -100,7 +101,7 @@ def test_a_stop_sequence_ends_the_generation_before_it(backend, request):
 
     def open_llm() -> LLM:
         if backend == "llama_cpp":
-            return LlamaCppLLM(context_tokens=1024)
+            return LlamaCppLLM(smollm2_gguf_path(), context_tokens=1024)
         return OpenAICompatLLM(request.getfixturevalue("llm_server").base_url, "assistant", read_timeout_s=120)
 
     async def generate(llm: LLM, stop: list[str]) -> tuple[str, StreamResult]:
@@ -159,7 +160,7 @@ def test_a_request_closed_while_waiting_for_the_model_is_never_generated():
     must not spend the model's time (its prompt would otherwise be evaluated for nobody)."""
     import threading
 
-    llm = LlamaCppLLM(context_tokens=1024)
+    llm = LlamaCppLLM(smollm2_gguf_path(), context_tokens=1024)
     generated: list[int] = []
     real = llm._llama.create_chat_completion
     llm._llama.create_chat_completion = lambda *a, **k: (generated.append(1), real(*a, **k))[1]

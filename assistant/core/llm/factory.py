@@ -7,13 +7,20 @@ from assistant.core.settings import Settings
 
 
 def open_llm(settings: Settings) -> LLM:
-    """The `llama_cpp` (in-process) or `openai` (HTTP, vLLM) backend, as configured."""
+    """The `llama_cpp` (in-process) or `openai` (HTTP, vLLM) backend, as configured.
+
+    Raises:
+        ConfigError: llama_cpp's GGUF is missing, or a built-in model's parts do not assemble into
+            the published file (see `model_files`).
+    """
     if settings.llm_backend == "openai":
         from assistant.core.llm.openai_compat import OpenAICompatLLM
 
         return OpenAICompatLLM.from_settings(settings)
     from assistant.core.llm.llama_cpp import LlamaCppLLM
+    from assistant.core.llm.model_files import configured_gguf_path
 
     return LlamaCppLLM(
-        settings.llm_model_path, context_tokens=settings.llm_context_tokens, threads=settings.threads
+        configured_gguf_path(settings), context_tokens=settings.llm_context_tokens, threads=settings.threads,
+        window_tokens=settings.llm_cpu_window_tokens or None,
     )

