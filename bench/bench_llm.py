@@ -68,12 +68,6 @@ DECLINES = re.compile(
 )
 
 
-def cjk_share(text: str) -> float:
-    """Share of CJK ideographs among the letters and ideographs of `text`."""
-    letters = [c for c in text if c.isalpha()]
-    return sum("\u3400" <= c <= "\u9fff" for c in letters) / max(len(letters), 1)
-
-
 def loops(text: str) -> bool:
     """True when a span of 6 words (English) or 12 characters (no spaces) occurs three times or more."""
     words = text.split()
@@ -88,6 +82,8 @@ def loops(text: str) -> bool:
 
 def score(prompt_id: str, question: str, facts: list[str], answer: str, abstained: bool, system_prompt: str) -> dict:
     zh = prompt_id.startswith("zh")
+    from assistant.core.language import cjk_share  # after the OpenMP policy is set (see the top)
+
     share = cjk_share(answer)
     declined = abstained or bool(DECLINES.search(answer))
     return {

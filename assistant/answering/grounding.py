@@ -29,7 +29,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from assistant.answering.language_check import MIN_CJK_SHARE_ZH, cjk_share
+from assistant.answering.language_check import MIN_CJK_SHARE_ZH
+from assistant.core.language import cjk_share
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT
 from assistant.retrieval import RetrievedChunk
 

@@ -7,9 +7,7 @@ may quote English names (`TiDB`, `1Password`) and an English answer may quote a 
 
 from __future__ import annotations
 
-import re
-
-from assistant.core.language import question_language
+from assistant.core.language import cjk_share, question_language
 
 # A Chinese answer that quotes product names and commands still has most of its words in ideographs; an
 # English answer that quotes one Chinese term has almost none. Measured on prose paragraphs of the
@@ -18,23 +16,6 @@ from assistant.core.language import question_language
 MIN_CJK_SHARE_ZH = 0.3
 MAX_CJK_SHARE_EN = 0.3
 
-
-_LATIN_WORD = re.compile(r"[^\W\d_\u3400-\u9fff\uf900-\ufaff]+")
-
-
-def _is_cjk(ch: str) -> bool:
-    return "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
-
-
-def cjk_share(text: str) -> float:
-    """Share of CJK ideographs among the ideographs and alphabetic words of `text` (an English word
-    counts once, as one ideograph does: a Chinese word is about two ideographs, an English word five
-    letters); digits, punctuation and `[n]` markers do not count. In [0, 1]; 0.0 without either.
-
-    "使用 TiDB" is 2 / 3; "Open 设置 first" is 2 / 4."""
-    ideographs = sum(1 for ch in text if _is_cjk(ch))
-    words = len(_LATIN_WORD.findall(text))
-    return ideographs / (ideographs + words) if ideographs + words else 0.0
 
 
 def answer_lang_matches(question: str, answer: str) -> bool:

@@ -21,6 +21,8 @@ CJK_RUN = re.compile("[%s]+" % "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CJK_
 DOCUMENT_MIN_CJK_SHARE = 0.2
 # Characters of a document's text that `document_language` reads.
 DOCUMENT_SAMPLE_CHARS = 4000
+# An alphabetic word outside the ideograph blocks (`cjk_share` counts it as one unit).
+_LATIN_WORD = re.compile("[^\\W\\d_%s]+" % "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CJK_IDEOGRAPH_RANGES))
 
 
 def is_cjk(ch: str) -> bool:
@@ -52,3 +54,15 @@ def document_language(text: str) -> Language:
     sample = text[:DOCUMENT_SAMPLE_CHARS]
     letters = sum(1 for ch in sample if ch.isalpha()) or 1
     return "zh" if count_cjk(sample) / letters >= DOCUMENT_MIN_CJK_SHARE else "en"
+
+
+def cjk_share(text: str) -> float:
+    """Share of CJK ideographs among the ideographs and alphabetic words of `text`, in [0, 1] (0.0 when
+    it has neither). An English word counts once, as one ideograph does (a Chinese word is about two
+    ideographs, an English one about five letters); digits, punctuation and `[n]` markers do not count.
+    Answers are judged by it (`answering.language_check`): a Chinese answer quoting `TiDB` stays Chinese.
+
+    "使用 TiDB" is 2 / 3; "Open 设置 first" is 2 / 4."""
+    ideographs = count_cjk(text)
+    words = len(_LATIN_WORD.findall(text))
+    return ideographs / (ideographs + words) if ideographs + words else 0.0

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from assistant.composition import Assistant
+from assistant.core.language import cjk_share
 from assistant.core.llm.model_files import ModelFileError, assemble, builtin_model, file_digest, part_paths
 from assistant.core.principals import ANONYMOUS
 from assistant.core.settings import Settings
@@ -59,11 +60,6 @@ def assistant(assembled: Path, tmp_path_factory):
         asyncio.run(res.llm.aclose())
     res.close()
 
-
-def cjk_share(text: str) -> float:
-    """Share of CJK ideographs among the letters and ideographs of `text`."""
-    letters = [c for c in text if c.isalpha()]
-    return sum("\u3400" <= c <= "\u9fff" for c in letters) / max(len(letters), 1)
 
 
 def test_answers_a_grounded_english_question_in_english(assistant):

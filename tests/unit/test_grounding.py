@@ -10,7 +10,8 @@ import pytest
 from assistant.answering.citations import make_citations
 from assistant.answering.grounded_stream import GroundedStream, SentenceBuffer
 from assistant.answering.grounding import Grounder, drop_unknown_markers, ground, split_sentences
-from assistant.answering.language_check import answer_lang_matches, cjk_share
+from assistant.answering.language_check import answer_lang_matches
+from assistant.core.language import cjk_share
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages
 from assistant.answering.stops import RepetitionGuard
 from assistant.retrieval import RetrievedChunk
