@@ -29,14 +29,16 @@ RATE_KEYS = ("answer_rate", "abstention_rate", "cites_answer_file", "has_key_fac
 
 @pytest.fixture
 def small_index(tmp_path, monkeypatch):
-    """A data folder with three corpus files ingested in place, each a source of its own (so each
-    is known by its file name), and a short answer limit: the test checks the path, not the prose."""
+    """A data folder with a handbook folder of five pages and one Chinese page, ingested in place
+    (sources known relative to the folder, the lone page by its name), and a short answer limit:
+    the test checks the path, not the prose."""
     monkeypatch.setenv("ASSISTANT_DATA_DIR", str(tmp_path / "var"))
     monkeypatch.setenv("ASSISTANT_LLM_MAX_TOKENS", "64")
     get_settings.cache_clear()
-    for path in (SECURITY / "passwords.md", SECURITY / "computer-standards.md", DOCS_ZH / "user-account-management.md"):
+    for path in (SECURITY, DOCS_ZH / "user-account-management.md"):
         result = CliRunner().invoke(app, ["ingest", str(path), "--json"])
-        assert result.exit_code == 0 and json.loads(result.stdout)["status"] == "done", result.output
+        assert result.exit_code == 0, result.output
+        assert {json.loads(line)["status"] for line in result.stdout.splitlines()} == {"done"}
     questions = tmp_path / "questions.jsonl"
     questions.write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in QUESTIONS), encoding="utf-8")
     yield questions
