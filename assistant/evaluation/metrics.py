@@ -7,7 +7,6 @@ its best chunk), as in passage-to-document "MaxP" evaluation (Dai & Callan, SIGI
 
 from __future__ import annotations
 
-import re
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -71,28 +70,6 @@ def contains_key_fact(answer: str, facts: Sequence[str]) -> bool:
 # What an answer may hold that is in neither language's words: code (fenced or inline), links and
 # URLs, file paths, citation markers.
 # (ASCII only: Chinese prose has no spaces to end a path or URL at.)
-_NOT_PROSE = re.compile(
-    r"```.*?```|`[^`\n]*`|\]\([^)]*\)|https?://[\x21-\x7e]+|[\w.~-]+(?:/[\w.~-]+)+|\[\d+\]", re.DOTALL | re.ASCII
-)
-_LATIN_WORD = re.compile(r"[A-Za-z]+")
-
-
-def answer_language(answer: str) -> str | None:
-    """The language an answer is written in: `zh` when its prose holds at least as many CJK
-    ideographs as Latin words, `en` when it holds Latin words and fewer ideographs, None when it
-    holds neither (an empty answer).
-
-    Code, links, URLs, paths and [n] markers are left out first: a Chinese answer naming
-    `tiup cluster upgrade` or TiDB is still Chinese, an English one quoting 内存 still English.
-    """
-    prose = _NOT_PROSE.sub(" ", answer)
-    ideographs = sum(1 for ch in prose if "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff")
-    words = len(_LATIN_WORD.findall(prose))
-    if not ideographs and not words:
-        return None
-    return "zh" if ideographs >= words else "en"
-
-
 def mean(values: Iterable[float]) -> float | None:
     """Arithmetic mean, or None for no values."""
     values = list(values)

@@ -9,11 +9,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 from assistant.answering import Answerer
+from assistant.core.language import answer_language
 from assistant.core.principals import Principal
 from assistant.evaluation.dataset import Question
 from assistant.evaluation.metrics import (
     RANKING_METRICS,
-    answer_language,
     contains_key_fact,
     document_ranking,
     mean,

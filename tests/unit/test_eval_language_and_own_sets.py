@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from assistant.core.language import answer_language
 from assistant.evaluation.dataset import load_questions
-from assistant.evaluation.metrics import answer_language
 from assistant.evaluation.runner import QuestionResult, aggregate
 
 REPO = Path(__file__).resolve().parents[2]
