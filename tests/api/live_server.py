@@ -22,7 +22,7 @@ from assistant.core.auth.api_keys import create_api_key
 from assistant.core.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor
 from tests.api.conftest import API_FILES
-from tests.conftest import copy_subset, make_settings, open_resources
+from tests.conftest import CORPUS_MODEL, copy_subset, make_settings, open_resources
 from tests.conftest_llm_server import free_port
 from tests.corpus import HANDBOOK
 
@@ -74,8 +74,12 @@ RESTRICTED = "departments/tech-ops/process/internal-security/passwords.md"
 
 
 def serving_settings(data_dir: Path, llm_url: str, **overrides):
-    """Settings of an app whose model is the llama.cpp server at `llm_url` (short answers: CPU tests)."""
+    """Settings of an app whose model is the llama.cpp server at `llm_url` (short answers: CPU tests).
+
+    Retrieval runs on `CORPUS_MODEL` (MiniLM), as the session's corpus index does: what SmolLM2 writes
+    (where it stops, what it cites) depends on the sources it is given, and these tests assert on it."""
     values = dict(
+        embedding_model=CORPUS_MODEL,
         llm_backend="openai", openai_base_url=llm_url, openai_model="assistant", llm_context_tokens=2048,
         llm_max_tokens=24, request_timeout_s=120.0, sse_heartbeat_s=0.05, query_rewrite="rules",
     )
