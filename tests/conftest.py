@@ -81,10 +81,14 @@ def open_resources(settings: Settings) -> Resources:
 @pytest.fixture(scope="session")
 def corpus_index(tmp_path_factory) -> Iterator[Resources]:
     """The handbook and the Chinese docs, ingested once for the whole session with `CORPUS_MODEL`
-    (Qdrant Edge, SQLite)."""
+    (Qdrant Edge, SQLite). Answers are packed into the model's whole context, as before the CPU window
+    (`llm_cpu_window_tokens`) existed: the tests that ask SmolLM2 expect the answering file among the
+    sources it was given, which a 1,024-token window (about two chunks) often leaves out."""
     from ingest.pipeline import Ingestor
 
-    settings = make_settings(tmp_path_factory.mktemp("corpus") / "var", embedding_model=CORPUS_MODEL)
+    settings = make_settings(
+        tmp_path_factory.mktemp("corpus") / "var", embedding_model=CORPUS_MODEL, llm_cpu_window_tokens=0
+    )
     res = open_resources(settings)
     ingestor = Ingestor(res)
     for root in (HANDBOOK, DOCS_ZH):
