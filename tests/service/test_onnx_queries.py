@@ -14,7 +14,7 @@ from assistant.core import onnx_queries
 from assistant.core.embedder import Embedder
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings
-from tests.conftest import make_settings
+from tests.conftest import CORPUS_MODEL, make_settings
 
 QUESTIONS = [
     "How many days of parental leave do I get?",
@@ -98,7 +98,8 @@ def test_a_graph_that_computes_something_else_fails_the_probe_check(tmp_path):
 
 
 def test_the_server_moves_questions_to_onnx_and_keeps_answering(tmp_path):
-    settings = make_settings(tmp_path / "var")
+    # MiniLM: the model whose questions start on PyTorch and move to an exported graph (e5 is ONNX throughout).
+    settings = make_settings(tmp_path / "var", embedding_model=CORPUS_MODEL)
     res = Resources.open(settings)  # its own embedder, still on PyTorch
     try:
         app = create_app(settings, resources=res)
@@ -112,7 +113,7 @@ def test_the_server_moves_questions_to_onnx_and_keeps_answering(tmp_path):
     finally:
         res.close()
 
-    torch_settings = make_settings(tmp_path / "var-torch", query_runtime="torch")
+    torch_settings = make_settings(tmp_path / "var-torch", embedding_model=CORPUS_MODEL, query_runtime="torch")
     res = Resources.open(torch_settings)
     try:
         assert res.prepare_query_runtime() == "torch"
