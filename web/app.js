@@ -96,8 +96,8 @@ function renderCitations(turn, citations) {
   for (const c of citations) {
     const item = el("li");
     item.append(el("span", "n", `[${c.n}] `));
-    const src = el("span", "src", c.source + (c.page ? ` (page ${c.page})` : ""));
-    src.title = c.uri;
+    const src = el("a", "src", c.source + (c.page ? ` (page ${c.page})` : ""));
+    src.href = c.route;  // the document route of the API (ACL-checked), never a server path
     item.append(src);
     if (c.heading) item.append(el("span", "heading", ` — ${c.heading}`));
     item.append(el("span", "snippet", c.snippet));
@@ -139,6 +139,7 @@ async function ask(question) {
     }
     for await (const { event, data } of readEvents(response)) {
       if (event === "token") { text += data.text; answer.textContent = text; }
+      else if (event === "replace") { text = data.text; answer.textContent = text; }  // declined after all
       else if (event === "citations") renderCitations(turn, data.citations);
       else if (event === "done" && data.finish_reason === "length") noteCut(answer);
       else if (event === "error") throw new Error(data.message);

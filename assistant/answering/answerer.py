@@ -10,6 +10,7 @@ from assistant.answering.admission import FairLimiter, Ticket
 from assistant.answering.budget import plan_budget
 from assistant.answering.cache import AnswerCache
 from assistant.answering.citations import Citation, make_citations
+from assistant.answering.grounded_stream import GroundedStream, combined_result, grounder_for
 from assistant.answering.stops import StopFilter
 from assistant.answering.packing import pack_context
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, format_source
@@ -22,8 +23,9 @@ from assistant.retrieval import RetrievedChunk, Retriever
 from assistant.retrieval.abstention import AbstentionRule
 from assistant.core.questions import check_query
 
-# Room kept free in the context window beyond the answer: chat-template tokens and estimate error.
-TEMPLATE_MARGIN_TOKENS = 64
+# Room kept free in the context window beyond the answer: chat-template tokens and estimate error, and
+# the answer reminder and language retry instruction added to the question (`prompt.ANSWER_REMINDER`).
+TEMPLATE_MARGIN_TOKENS = 128
 
 
 @dataclass
@@ -141,8 +143,11 @@ class Answerer:
         params: GenerationParams | None = None,
         audit: AuditSink | None = None,
     ) -> AsyncIterator[dict]:
-        """Events: `{"type": "token", "text"}` as generated, then `{"type": "citations", "citations"}`,
-        then `{"type": "done", "answer", "abstained", "cached", "finish_reason", "usage"}`.
+        """Events: `{"type": "token", "text"}` per grounded sentence (`GroundedStream`), possibly one
+        `{"type": "replace", "text"}` whose text replaces all tokens sent before it (an answer declined
+        after some of it was sent), then `{"type": "citations", "citations"}`, then
+        `{"type": "done", "answer", "abstained", "cached", "finish_reason", "usage"}`; `answer` is the
+        grounded text (the tokens joined, or the replacement).
 
         `finish_reason` is "length" when the answer was cut at `max_tokens` (a cached answer keeps the
         one it was generated with), else "stop" (the model ended it, a stop sequence did, or no model
@@ -246,15 +251,28 @@ class Answerer:
                 return
             if ticket is not None:
                 await ticket.acquire()
-            parts: list[str] = []
-            generated = StreamResult()
-            async for text in self._generate(messages, generated, params):
-                parts.append(text)
-                yield {"type": "token", "text": text}
+            # --- grounding hook (assistant/answering/grounded_stream.py): sentences checked against the
+            # sources before they are sent; a `replace` event when the answer is declined afterwards.
+            grounded = GroundedStream(question, grounder_for(self.retriever, sources))
+            attempts: list[StreamResult] = []
+
+            def generate(prompt: list[ChatMessage]) -> AsyncIterator[str]:
+                attempts.append(StreamResult())
+                return self._generate(prompt, attempts[-1], params)
+
+            async for event in grounded.events(generate, messages):
+                yield event
+            generated = combined_result(attempts)
+            # --- end of grounding hook
             if ticket is not None:
                 ticket.close()  # the model is done: free the slot before the bookkeeping below
-            answer = "".join(parts).strip()
+            answer = grounded.text
             citations = [c.to_dict() for c in make_citations(answer, sources)]
+            if grounded.declined:
+                yield {"type": "citations", "citations": []}
+                yield {"type": "done", "answer": answer, "abstained": True, "cached": False,
+                       "finish_reason": generated.finish_reason, "usage": generated.usage.to_dict(), "citations": []}
+                return
             if cache is not None and answer:
                 await asyncio.to_thread(
                     cache.put, question, principal=principal, answer=answer, citations=citations,

@@ -1,4 +1,9 @@
-"""Map the `[n]` markers of an answer to the sources they name."""
+"""Map the `[n]` markers of an answer to the sources they name.
+
+A citation tells the reader where a fact comes from without telling them anything about the server:
+the document's path relative to its source folder (`source`) and the API route that serves the
+document to readers its ACL admits (`route`), never the `file://` URI of the server's copy.
+"""
 
 from __future__ import annotations
 
@@ -11,14 +16,22 @@ from assistant.retrieval import RetrievedChunk
 SNIPPET_CHARS = 280
 
 
+def document_route(doc_id: str) -> str:
+    """The API route that serves document `doc_id`'s original file (`GET /api/documents/{id}/content`,
+    ACL-checked there)."""
+    return f"/api/documents/{doc_id}/content"
+
+
 @dataclass
 class Citation:
-    """A source cited by an answer. `n` is the marker number; `inline` is False when the model gave no
-    marker and the sources it was given are listed instead."""
+    """A source cited by an answer. `n` is the marker number; `source` the document's path relative to
+    its source folder; `route` the API route of the document. `inline` is True: every citation comes
+    from a marker in the answer (kept for clients of the earlier API, where False meant "listed
+    although not cited")."""
 
     n: int
     source: str
-    uri: str
+    route: str
     doc_id: str
     chunk_id: str
     title: str
@@ -43,19 +56,17 @@ def cited_numbers(answer: str) -> list[int]:
 
 
 def make_citations(answer: str, sources: Sequence[RetrievedChunk]) -> list[Citation]:
-    """Citations for the markers in `answer` that name a real source; if there are none, every
-    source the answer was generated from, in prompt order (marked `inline=False`): without markers
-    nothing says which of them the model used, so none is left out."""
-
-    def cite(n: int, chunk: RetrievedChunk, inline: bool) -> Citation:
-        snippet = " ".join(chunk.text.split())[:SNIPPET_CHARS]
-        return Citation(
-            n=n, source=chunk.source, uri=chunk.uri, doc_id=chunk.doc_id, chunk_id=chunk.chunk_id,
-            title=chunk.title, heading=chunk.heading, page=chunk.page, score=chunk.score,
-            snippet=snippet, inline=inline,
-        )
-
-    numbers = [n for n in cited_numbers(answer) if 1 <= n <= len(sources)]
-    if numbers:
-        return [cite(n, sources[n - 1], True) for n in numbers]
-    return [cite(i, c, False) for i, c in enumerate(sources, start=1)]
+    """Citations for the markers in `answer` that name a real source (1..len(sources)), in order of
+    first appearance; none for an answer without markers (a grounded answer has one per sentence)."""
+    out = []
+    for n in cited_numbers(answer):
+        if 1 <= n <= len(sources):
+            chunk = sources[n - 1]
+            out.append(
+                Citation(
+                    n=n, source=chunk.source, route=document_route(chunk.doc_id), doc_id=chunk.doc_id,
+                    chunk_id=chunk.chunk_id, title=chunk.title, heading=chunk.heading, page=chunk.page,
+                    score=chunk.score, snippet=" ".join(chunk.text.split())[:SNIPPET_CHARS],
+                )
+            )
+    return out

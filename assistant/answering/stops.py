@@ -41,3 +41,33 @@ class StopFilter:
         """Whatever is still held back, at the end of the stream."""
         out, self.pending = ("" if self.stopped else self.pending), ""
         return out
+
+
+class RepetitionGuard:
+    """Detects a looping model in a token stream: the same stretch of text again and again.
+
+    Feed deltas with `push`; it returns True once the last `ngram_chars` characters have occurred
+    `max_repeats` times within the last `window_chars` (a sentence repeated to the token limit, as
+    SmolLM2-135M does, trips it on its third copy). 32 characters thrice is rare in a real answer
+    (a list whose items share a 32-character opening is the nearest case) and short enough to catch a
+    looping Chinese phrase, which has no spaces to count words by. Whole repeated sentences are caught
+    earlier by `GroundedStream` (a sentence equal to an earlier one ends the answer).
+    """
+
+    def __init__(self, *, ngram_chars: int = 32, max_repeats: int = 3, window_chars: int = 1200):
+        self.ngram_chars = ngram_chars
+        self.max_repeats = max_repeats
+        self.window_chars = window_chars
+        self.window = ""
+        self.looping = False
+
+    def push(self, delta: str) -> bool:
+        """True once the text so far loops (and from then on)."""
+        if self.looping:
+            return True
+        self.window = (self.window + delta)[-self.window_chars :]
+        tail = " ".join(self.window.split())[-self.ngram_chars :]
+        if len(tail) == self.ngram_chars:
+            flat = " ".join(self.window.split())
+            self.looping = flat.count(tail) >= self.max_repeats
+        return self.looping

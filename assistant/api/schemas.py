@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, Field
 
 from assistant.core.questions import MAX_QUERY_CHARS
@@ -23,8 +25,11 @@ class SearchRequest(BaseModel):
 
 
 class SearchHitPublic(BaseModel):
+    """A search hit as readers get it: `source` is the document's path relative to its source folder and
+    `route` the API route of the document (`/api/documents/{doc_id}/content`); never a server path."""
+
     source: str
-    uri: str
+    route: str
     chunk_id: str
     doc_id: str
     title: str
@@ -32,3 +37,18 @@ class SearchHitPublic(BaseModel):
     page: int | None
     score: float
     text: str
+
+
+class DocumentMetaPublic(BaseModel):
+    """A document's metadata as readers get it: `source` is its path relative to its source folder and
+    `route` the API route of its content; the server's own path (the `file://` URI) is not sent."""
+
+    id: str
+    source: str
+    route: str
+    title: str
+    mime: str
+    size_bytes: int
+    page_count: int | None
+    chunk_count: int
+    updated_at: datetime | None

@@ -171,6 +171,8 @@ def ask(
                 if event["type"] == "token":
                     sys.stdout.write(event["text"])
                     sys.stdout.flush()
+                elif event["type"] == "replace":  # declined after all: the answer so far is withdrawn
+                    sys.stdout.write("\n\n" + event["text"])
                 elif event["type"] == "citations":
                     citations.extend(event["citations"])
 

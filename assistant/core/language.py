@@ -69,7 +69,7 @@ def cjk_share(text: str) -> float:
     """Share of CJK ideographs among the ideographs and alphabetic words of `text`, in [0, 1] (0.0 when
     it has neither). An English word counts once, as one ideograph does (a Chinese word is about two
     ideographs, an English one about five letters); digits, punctuation and `[n]` markers do not count.
-    A Chinese answer quoting `TiDB` stays Chinese.
+    Answers are judged by it (`answering.language_check`): a Chinese answer quoting `TiDB` stays Chinese.
 
     "使用 TiDB" is 2 / 3; "Open 设置 first" is 2 / 4."""
     ideographs = count_cjk(text)

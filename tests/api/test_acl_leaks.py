@@ -219,6 +219,7 @@ def test_document_preview_and_download_are_not_found_for_outsiders(acl_app, acl_
         sign_in(client, probe.member)
         meta = client.get(f"/api/documents/{doc_id}")
         assert meta.status_code == 200 and meta.json()["source"] == probe.file
+        assert meta.json()["route"] == f"/api/documents/{doc_id}/content" and "file://" not in meta.text
         content = client.get(f"/api/documents/{doc_id}/content")
         assert content.status_code == 200 and leaked(content.text, probe)
         assert content.headers["content-security-policy"] == "sandbox"

@@ -14,7 +14,8 @@ def test_search_returns_chunks_best_first(client):
     assert r.status_code == 200
     hits = r.json()
     assert hits[0]["source"].endswith("passwords.md")
-    assert {"source", "uri", "chunk_id", "score", "text"} <= set(hits[0])
+    assert {"source", "route", "chunk_id", "score", "text"} <= set(hits[0])
+    assert "uri" not in hits[0] and all(h["route"] == f"/api/documents/{h['doc_id']}/content" for h in hits)
     assert hits == sorted(hits, key=lambda h: -h["score"])
 
 
@@ -26,10 +27,12 @@ def test_chat_streams_tokens_then_citations_then_done(client):
         body = "".join(r.iter_text())
     events = parse_sse(body)
     kinds = [k for k, _ in events]
-    assert kinds.count("token") >= 3, kinds
+    assert kinds.count("token") >= 1, kinds  # one per grounded sentence
     assert kinds[-2:] == ["citations", "done"]
-    assert set(kinds[:-2]) == {"token"}
-    answer = "".join(d["text"] for k, d in events if k == "token")
+    assert set(kinds[:-2]) <= {"token", "replace"}
+    answer = ""  # what a client shows: the tokens, or a `replace` event's text instead of those before it
+    for k, d in events[:-2]:
+        answer = d["text"] if k == "replace" else answer + d["text"]
     assert answer.strip() == events[-1][1]["answer"]
     citations = events[-2][1]["citations"]
     assert any(c["source"].endswith("passwords.md") for c in citations)

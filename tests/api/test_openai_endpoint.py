@@ -11,6 +11,7 @@ import httpx
 import openai
 import pytest
 
+from assistant.answering.citations import cited_numbers
 from tests.api.live_server import new_key, serving  # noqa: F401
 from tests.conftest_llm_server import llm_server  # noqa: F401
 
@@ -93,7 +94,10 @@ def test_streamed_completion_ends_with_a_citations_chunk(serving):
     assert text.strip()
     last = chunks[-1]
     assert last.choices[0].finish_reason == "length"  # cut at max_tokens=3
-    assert any(c["source"].endswith("passwords.md") for c in last.model_extra["citations"])
+    # Three tokens state no fact yet: the citations are those of the markers in the text (none, or
+    # passwords.md), never every source listed as if cited.
+    cited = {c["n"] for c in last.model_extra["citations"]}
+    assert cited == set(cited_numbers(text)) and all(c["source"].endswith("passwords.md") for c in last.model_extra["citations"])
     assert all(c.object == "chat.completion.chunk" and c.model == MODEL for c in chunks)
     assert all(c.choices and c.usage is None for c in chunks), "usage only when stream_options asks for it"
 

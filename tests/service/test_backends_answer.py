@@ -64,8 +64,12 @@ def test_stream_is_tokens_then_citations_then_done(assistant):
 
     events = asyncio.run(collect())
     kinds = [e["type"] for e in events]
-    assert kinds[-2:] == ["citations", "done"] and set(kinds[:-2]) == {"token"} and len(kinds) > 3
-    assert "".join(e["text"] for e in events if e["type"] == "token").strip() == events[-1]["answer"]
+    # Tokens come a grounded sentence at a time; `replace` when the answer was declined afterwards.
+    assert kinds[-2:] == ["citations", "done"] and set(kinds[:-2]) <= {"token", "replace"} and len(kinds) >= 3
+    shown = ""  # what a client shows: the tokens, or a `replace` event's text instead of those before it
+    for e in events[:-2]:
+        shown = e["text"] if e["type"] == "replace" else shown + e["text"]
+    assert shown.strip() == events[-1]["answer"]
     done = events[-1]
     assert done["finish_reason"] == "stop", done  # the model (or a stop sequence) ended it
     assert_usage(done["usage"], max_completion=assistant.answerer.defaults.max_tokens)
@@ -121,7 +125,7 @@ def test_a_stop_sequence_ends_the_generation_before_it(backend, request):
 
 
 # A small model's habit: it echoes the prompt's next source block after its answer.
-ECHOING = "Use at least 12 characters [1].\n\n[2] departments/tech-ops/process/application_access_request.md"
+ECHOING = "Create a password that is ideally 15 characters or longer [1].\n\n[2] departments/tech-ops/process/application_access_request.md"
 
 
 @pytest.mark.parametrize("honour_stop", [True, False], ids=["server-stops", "server-ignores-stop"])
@@ -143,7 +147,7 @@ def test_the_answerer_sends_its_stop_sequences_and_still_cuts_where_they_are_ign
             res.close()
 
     assert len(server.requests) == 1 and server.requests[0]["stop"] == list(STOP_SEQUENCES)
-    assert (answer.answer, answer.finish_reason) == ("Use at least 12 characters [1].", "stop")
+    assert (answer.answer, answer.finish_reason) == ("Create a password that is ideally 15 characters or longer [1].", "stop")
     served = (answer.usage.prompt_tokens, answer.usage.completion_tokens)
     if honour_stop:
         assert served == (321, 9), "the server's own usage: it reached its last chunk"

@@ -41,4 +41,6 @@ def test_ask_cites_the_answering_file(corpus_index, example):
     assert answer.answer.strip()
     assert example.answer_file in [c.source for c in answer.citations], answer.to_dict()
     for citation in answer.citations:
-        assert citation.chunk_id and citation.uri.startswith("file://") and citation.snippet
+        assert citation.chunk_id and citation.snippet
+        assert citation.route == f"/api/documents/{citation.doc_id}/content"
+        assert "file://" not in str(citation.to_dict()) and str(corpus_index.settings.data_dir) not in str(citation.to_dict())

@@ -41,6 +41,11 @@ def test_markers_map_to_sources_in_order_of_appearance():
     assert [(c.n, c.source, c.inline) for c in cits] == [(2, "f2.md", True)]
 
 
-def test_without_markers_every_source_used_is_listed():
-    cits = make_citations("An answer without markers.", [_chunk(n) for n in range(1, 6)])
-    assert [(c.n, c.source, c.inline) for c in cits] == [(n, f"f{n}.md", False) for n in range(1, 6)]
+def test_without_markers_no_source_is_listed_as_if_cited():
+    assert make_citations("An answer without markers.", [_chunk(n) for n in range(1, 6)]) == []
+
+
+def test_citations_carry_the_relative_path_and_document_route_not_the_server_path():
+    (cit,) = make_citations("Fact [1].", [_chunk(1)])
+    assert (cit.source, cit.route) == ("f1.md", "/api/documents/d1/content")
+    assert "file://" not in str(cit.to_dict())

@@ -8,22 +8,29 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
+from assistant.answering.citations import document_route
 from assistant.api.deps import DatabaseDep, PrincipalDep
-from assistant.core.auth.access import DocumentPublic, read_original, readable_document
+from assistant.api.schemas import DocumentMetaPublic
+from assistant.core.auth.access import read_original, readable_document
 from assistant.core.auth.audit import record_event
 from assistant.core.errors import NotFoundError
 
 router = APIRouter(prefix="/api/documents", tags=["documents"])
 
 
-@router.get("/{doc_id}", response_model=DocumentPublic)
-async def get_document(doc_id: str, principal: PrincipalDep, db: DatabaseDep) -> DocumentPublic:
-    """Metadata of a document the caller may open.
+@router.get("/{doc_id}", response_model=DocumentMetaPublic)
+async def get_document(doc_id: str, principal: PrincipalDep, db: DatabaseDep) -> DocumentMetaPublic:
+    """Metadata of a document the caller may open (its source-relative path and content route, never
+    the server's path).
 
     Raises:
         NotFoundError: unknown, deleted, or not readable by the caller (the same answer for each).
     """
-    return await run_in_threadpool(readable_document, db, doc_id, principal=principal)
+    doc = await run_in_threadpool(readable_document, db, doc_id, principal=principal)
+    return DocumentMetaPublic(
+        id=doc.id, source=doc.source, route=document_route(doc.id), title=doc.title, mime=doc.mime,
+        size_bytes=doc.size_bytes, page_count=doc.page_count, chunk_count=doc.chunk_count, updated_at=doc.updated_at,
+    )
 
 
 @router.get("/{doc_id}/content")

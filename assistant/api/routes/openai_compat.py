@@ -4,7 +4,10 @@ Tools that speak the OpenAI API (SDKs, IDE plugins, the helpdesk's bot framework
 key. The last user message is the question, earlier user/assistant messages are the history; system
 messages from the client are ignored, so the product's stable system prompt stays first (prefix cache)
 and a client cannot talk the model out of citing. Citations come in the non-standard `citations`
-field: of the completion, or of the last streamed chunk (the one with `finish_reason`). Errors use
+field: of the completion, or of the last streamed chunk (the one with `finish_reason`). When an answer
+is declined after part of it was streamed (too little of it was supported by the sources), that last
+chunk also carries a non-standard `replace` field: the whole answer to show instead of the content
+streamed before it. Errors use
 OpenAI's shape `{"error": {"message", "type", "code"}}` (see `assistant.api.errors`).
 
 `finish_reason` is "length" when the answer was cut at `max_tokens` (the request's, capped at the
@@ -259,6 +262,7 @@ async def chat_completions(
     async def chunks() -> AsyncIterator[dict]:
         yield _chunk(base, {"role": "assistant", "content": ""})
         citations: list[dict] = []
+        replaced: dict = {}
         answering = answerer.stream(
             question, principal=principal, history=history, ticket=ticket, params=params, audit=audit
         )
@@ -266,10 +270,14 @@ async def chat_completions(
             async for event in answering:
                 if event["type"] == "token":
                     yield _chunk(base, {"content": event["text"]})
+                elif event["type"] == "replace":  # declined after some content was sent
+                    replaced = {"replace": event["text"]}
                 elif event["type"] == "citations":
                     citations = event["citations"]
                 elif event["type"] == "done":
-                    yield _chunk(base, {}, event["finish_reason"], citations=citations, abstained=event["abstained"])
+                    yield _chunk(
+                        base, {}, event["finish_reason"], citations=citations, abstained=event["abstained"], **replaced
+                    )
                     if body.stream_options is not None and body.stream_options.include_usage:
                         yield {**base, "object": "chat.completion.chunk", "choices": [], "usage": event["usage"]}
         except AssistantError as exc:

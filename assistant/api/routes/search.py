@@ -4,6 +4,7 @@ from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AssistantDep, PrincipalDep
+from assistant.answering.citations import document_route
 from assistant.api.schemas import SearchHitPublic, SearchRequest
 from assistant.core.auth.audit import record_event
 from assistant.core.questions import check_query
@@ -24,7 +25,7 @@ async def search(
     )
     return [
         SearchHitPublic(
-            source=c.source, uri=c.uri, chunk_id=c.chunk_id, doc_id=c.doc_id, title=c.title,
+            source=c.source, route=document_route(c.doc_id), chunk_id=c.chunk_id, doc_id=c.doc_id, title=c.title,
             heading=c.heading, page=c.page, score=c.score, text=c.text,
         )
         for c in chunks

@@ -1,0 +1,391 @@
+"""Grounded answers by construction: every sentence kept is attributed to a source that supports it.
+
+A small chat model rarely writes `[n]` markers, sometimes writes markers that name no source, and
+invents facts when its sources hold none. Citing and declining are therefore decided here, not by the
+model:
+
+1. The answer is split into sentences (English `.!?` followed by white space, Chinese `。！？；`, and
+   line breaks, so that each list item is one sentence); a marker written after a sentence's end
+   belongs to that sentence.
+2. Markers that name no source (`[7]` with five sources) are dropped.
+3. Each sentence is scored against each source: lexical support (share of the sentence's content
+   terms found in the source: English words, Chinese character bigrams) and, when an embedder is
+   given, the cosine similarity of their embeddings. A sentence is supported when its best source
+   passes the thresholds below and every number it states occurs in that source; it then carries that
+   source's marker (the model's own marker is kept when the source it names also supports the
+   sentence). Sentences no source supports are removed, as are echoes of the system prompt.
+4. When the supported sentences hold less than `MIN_SUPPORTED_SHARE` of the answer's claim
+   characters, the whole answer is declined with the product's `NO_ANSWER` text.
+
+`GroundedStream` applies this to a token stream sentence by sentence (the current sentence is held back
+until it ends), stops a looping model, and checks the answer's language on its first sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from assistant.answering.language_check import MIN_CJK_SHARE_ZH
+from assistant.core.language import cjk_share
+from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT
+from assistant.retrieval import RetrievedChunk
+
+# --- thresholds (calibrated with bench/calibrate_grounding.py on the development questions' pages) ----
+# Lexical support alone: at least 60% of a sentence's content terms occur in one source. Measured (prose
+# sentences of the answering page against it plus 4 pages of its folder, 322 en / 390 zh; unsupported:
+# 252 en / 721 zh sentences of other pages of the same folder): accepted at 0.6 are 100% of copied
+# sentences, 99.1% (en) / 94.1% (zh) of reworded ones (a third dropped, foreign words added), and
+# 10.3% / 9.6% of the unsupported ones (many of those say what the sources also say: "Please reach out
+# to the People Team with questions"); at 0.5: 23% / 19% unsupported; at 0.7: 96% / 85% reworded.
+MIN_LEXICAL = 0.6
+# With embeddings: a weaker lexical overlap (a paraphrase) is accepted when the sentence is closest to
+# that source among all sources and its cosine passes a floor; the lexical floor keeps the embedding to
+# deciding between sentences that share words with the passage (the unsupported sentences' median
+# lexical support is 0.33 en / 0.28 zh). Sentence-to-passage cosines of multilingual-e5-small (int8,
+# `query:` / `passage:`) are compressed: on the calibration's pages, reworded sentences against their
+# passage have median 0.859 en / 0.899 zh, unsupported ones against the closest passage 0.818 / 0.884;
+# so the absolute floor only removes the clearly unrelated (0.80: 98% / 100% of reworded pass), and
+# the choice of the closest source does the rest: for 11 Chinese renderings of handbook sentences
+# against 7 pages, the right page was the closest for 9. MiniLM's floor (0.55, its usual paraphrase
+# level) is not calibrated here; MiniLM cannot embed Chinese, so a Chinese sentence about an English
+# page is then unsupported (declined) whatever its translation shares with the page.
+MIN_LEXICAL_WITH_EMBEDDING = 0.35
+MIN_COSINE = {"default": 0.55, "e5": 0.80}
+# Across languages (a Chinese sentence, an English source): share of the sentence's words found in the
+# source in either language, through the dictionary translation (`Translation.coverage`). It is only a
+# floor for the embedding check: on 11 Chinese renderings of handbook sentences against their page and
+# 6 pages of the same folders, the right page scored highest for 3 of the 11 and tied for 3 more
+# (dictionary senses match any page on devices or passwords); its coverage was 0.5-0.89 for 10 of them.
+MIN_CROSS_LINGUAL = 0.5
+# A sentence with fewer content terms than this carries no claim to check ("Yes.", "Steps:"): it is
+# kept when the answer around it is, and does not count towards the supported share.
+MIN_CLAIM_TERMS = 3
+# Decline when less than half of the answer's claims (by characters) is supported: a mostly invented
+# answer with one supported sentence would still mislead (the issue's trial: SmolLM2 answered
+# "12 characters max" beside a correct sentence).
+MIN_SUPPORTED_SHARE = 0.5
+# A sentence that shares this much of its terms with one sentence of the system prompt is an echo.
+MIN_ECHO_OVERLAP = 0.6
+
+_MARKER = re.compile(r"\s*\[(\d+(?:\s*[,，]\s*\d+)*)\]")
+_SPACED_MARKER = re.compile(r"([ \t]*)\[(\d+(?:\s*[,，]\s*\d+)*)\]")
+_ANY_MARKER = re.compile(r"\[(\d+(?:\s*[,，]\s*\d+)*)\]")
+_WORD = re.compile(r"[a-z0-9][a-z0-9_\-.]*[a-z0-9]|[a-z0-9]", re.IGNORECASE)
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
+# Sentence ends: English terminal punctuation before white space, Chinese terminal punctuation, lines.
+SENTENCE_BOUNDARY = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])\s*|\s*\n\s*")
+_NOT_AN_END = re.compile(r"(?:^\s*(?:[-*]\s*)?(?:\d{1,2}|[a-zA-Z])\.|\b(?:e\.g|i\.e|etc|vs|cf|approx|Mr|Ms|Dr|No)\.)$")
+_ENUMERATOR = re.compile(r"^\s*(?:[-*]\s*)?\d{1,2}[.)、]\s*")
+_STOPWORDS = frozenset(
+    """a an the and or but if then else of to in on at by for with from as is are was were be been being
+    it its this that these those there here you your we our they their he she his her i me my do does did
+    not no yes can could should would will may might must shall have has had about into over than so such
+    also just only any all each more most other some very what which who whom when where why how""".split()
+)
+
+
+def content_terms(text: str) -> set[str]:
+    """The terms that carry a sentence's meaning: lower-cased English words and numbers without stop
+    words, and the character bigrams of each Chinese run (a single ideograph when the run has one)."""
+    text = _ANY_MARKER.sub(" ", text)
+    terms = {w.lower().rstrip(".") for w in _WORD.findall(text)}
+    terms = {t[:-1] if len(t) > 3 and t.endswith("s") else t for t in terms if t not in _STOPWORDS}
+    for run in _CJK_RUN.findall(text):
+        terms.update([run] if len(run) == 1 else (run[i : i + 2] for i in range(len(run) - 1)))
+    return terms
+
+
+def numbers_in(text: str) -> set[str]:
+    """The numbers a text states (`15`, `1,400`, `3.5`), digits only; markers and a list item's
+    number (`2. Turn on ...`) excluded."""
+    text = _ENUMERATOR.sub("", _ANY_MARKER.sub(" ", text))
+    return {re.sub(r"[.,]", "", n) for n in _NUMBER.findall(text)}
+
+
+@dataclass
+class Sentence:
+    """One sentence of an answer: `text` without markers, the marker numbers the model wrote after or in
+    it, and `sep`, the white space that followed it in the answer."""
+
+    text: str
+    markers: list[int]
+    sep: str = ""
+
+
+def split_sentences(answer: str) -> list[Sentence]:
+    """Sentences of `answer` in order; markers that follow a sentence's end are that sentence's."""
+    pieces: list[tuple[str, str]] = []
+    pos = 0
+    for m in SENTENCE_BOUNDARY.finditer(answer):
+        if m.end() == pos and not m.group():
+            continue
+        pieces.append((answer[pos : m.start()], m.group()))
+        pos = m.end()
+    if pos < len(answer):
+        pieces.append((answer[pos:], ""))
+    merged: list[tuple[str, str]] = []
+    for text, sep in pieces:  # "1. Item", "e.g. this": not sentence ends
+        if merged and _NOT_AN_END.search(merged[-1][0]) and "\n" not in merged[-1][1]:
+            merged[-1] = (merged[-1][0] + merged[-1][1] + text, sep)
+        else:
+            merged.append((text, sep))
+    sentences: list[Sentence] = []
+    for text, sep in merged:
+        lead = re.match(r"(?:\s*\[\d+(?:\s*[,，]\s*\d+)*\])+", text)
+        if lead and sentences:  # "Fact. [1] Next": the marker closes the previous sentence
+            sentences[-1].markers += [int(n) for n in re.findall(r"\d+", lead.group())]
+            rest = text[lead.end() :]
+            text = rest.lstrip()
+            if not text:
+                sentences[-1].sep = rest + sep
+                continue
+        markers = [int(n) for g in _ANY_MARKER.findall(text) for n in re.findall(r"\d+", g)]
+        clean = _MARKER.sub("", text).strip()
+        if clean or markers:
+            sentences.append(Sentence(clean, markers, sep))
+        elif sentences:
+            sentences[-1].sep += sep
+    return [s for s in sentences if s.text]
+
+
+def drop_unknown_markers(answer: str, n_sources: int) -> str:
+    """`answer` without the marker numbers that name no source (1..`n_sources`); a marker left empty
+    is removed with the space before it."""
+
+    def keep(m: re.Match) -> str:
+        numbers = [n for n in re.findall(r"\d+", m.group(2)) if 1 <= int(n) <= n_sources]
+        return f"{m.group(1)}[{', '.join(numbers)}]" if numbers else ""
+
+    return _SPACED_MARKER.sub(keep, answer)
+
+
+@dataclass
+class Verdict:
+    """How one sentence fared: `source` is the 1-based number of the source that supports it (None when
+    none does); `claim` is False for a sentence too short to state a checkable fact; `echo` is True for
+    a sentence that repeats the system prompt."""
+
+    sentence: Sentence
+    source: int | None
+    lexical: float
+    cosine: float | None
+    claim: bool
+    echo: bool = False
+
+    @property
+    def kept(self) -> bool:
+        return not self.echo and (self.source is not None or not self.claim)
+
+
+class Grounder:
+    """Attributes sentences to the sources an answer was generated from.
+
+    Args:
+        sources: the numbered sources of the prompt, in prompt order (source `n` is `sources[n - 1]`).
+        embed_queries / embed_passages: the retriever's embedder (`Embedder.embed_queries`,
+            `embed_passages`: texts -> L2-normalised rows); None = lexical support only.
+        embedder_name: selects the cosine threshold (`MIN_COSINE`): "e5" models have compressed cosines.
+        translate: dictionary translation of a text into the other language (the retriever's
+            `crosslingual.translate`): a Chinese sentence about an English source (or the reverse) is
+            then scored by the share of its words found in the source in either language
+            (`Translation.coverage`); None = such a sentence can only be supported by an embedding.
+    """
+
+    def __init__(
+        self,
+        sources: Sequence[RetrievedChunk],
+        *,
+        embed_queries: Callable[[Sequence[str]], np.ndarray] | None = None,
+        embed_passages: Callable[[Sequence[str]], np.ndarray] | None = None,
+        embedder_name: str = "",
+        translate: Callable[[str], object] | None = None,
+    ):
+        self.sources = list(sources)
+        self.translate = translate
+        self._chinese = [cjk_share(c.text[:2000]) >= MIN_CJK_SHARE_ZH for c in self.sources]
+        self._terms = [content_terms(f"{c.title} {c.heading} {c.text}") for c in self.sources]
+        self._numbers = [numbers_in(f"{c.title} {c.heading} {c.text}") for c in self.sources]
+        self._embed_queries = embed_queries if embed_passages is not None else None
+        self._embed_passages = embed_passages
+        self._passage_vectors: np.ndarray | None = None
+        self.min_cosine = MIN_COSINE["e5" if "e5" in embedder_name.lower() else "default"]
+        self._echo_terms = [t for t in (content_terms(s) for s in re.split(r"(?<=[.:])\s+|\n", SYSTEM_PROMPT)) if t]
+
+    def lexical(self, terms: set[str], n: int) -> float:
+        """Share of `terms` found in source `n` (1-based), in [0, 1]."""
+        return len(terms & self._terms[n - 1]) / len(terms) if terms else 0.0
+
+    def _cosines(self, text: str) -> np.ndarray | None:
+        if self._embed_queries is None or not self.sources:
+            return None
+        if self._passage_vectors is None:
+            self._passage_vectors = np.asarray(self._embed_passages([c.text for c in self.sources]))
+        vector = np.asarray(self._embed_queries([text]))[0]
+        return self._passage_vectors @ vector
+
+    def judge(self, sentence: Sentence) -> Verdict:
+        """The verdict on one sentence (embeds it when an embedder was given and lexical support alone
+        does not decide)."""
+        terms = content_terms(sentence.text)
+        echo = any(len(terms & e) / len(terms) >= MIN_ECHO_OVERLAP for e in self._echo_terms) if terms else False
+        claim = len(terms) >= MIN_CLAIM_TERMS or bool(numbers_in(sentence.text))
+        if not self.sources:
+            return Verdict(sentence, None, 0.0, None, claim, echo)
+        lexical = [self.lexical(terms, n) for n in range(1, len(self.sources) + 1)]
+        # Across languages (a Chinese sentence, an English source) the words are compared through the
+        # dictionary translation; that alone attributes too loosely (see MIN_CROSS_LINGUAL), so such a
+        # source supports the sentence only when the embeddings agree as well.
+        chinese = cjk_share(sentence.text) >= MIN_CJK_SHARE_ZH
+        across = [zh != chinese for zh in self._chinese]
+        coverage = [0.0] * len(self.sources)  # of the sentence's words, through the translation
+        if self.translate is not None and any(across):
+            translation = self.translate(sentence.text)
+            if translation:
+                coverage = [translation.coverage(c.text) if across[i] else 0.0 for i, c in enumerate(self.sources)]
+        numbers = numbers_in(sentence.text)
+        states_only_known = [numbers <= self._numbers[i] for i in range(len(self.sources))]
+        alone = [lexical[i] >= MIN_LEXICAL for i in range(len(self.sources))]
+        # Lexical support needed before the embedding may decide.
+        near = [
+            lexical[i] >= MIN_LEXICAL_WITH_EMBEDDING or coverage[i] >= MIN_CROSS_LINGUAL
+            for i in range(len(self.sources))
+        ]
+        cosines = None
+        if not any(a and k for a, k in zip(alone, states_only_known)) and any(near):
+            cosines = self._cosines(sentence.text)
+
+        def supports(i: int) -> bool:
+            if not states_only_known[i]:
+                return False
+            if alone[i]:
+                return True
+            # The embedding decides only for the source the sentence is closest to (sentence-level
+            # cosines are compressed, see MIN_COSINE), above an absolute floor.
+            return cosines is not None and near[i] and i == int(np.argmax(cosines)) and cosines[i] >= self.min_cosine
+
+        def strength(i: int) -> float:
+            return max(lexical[i], coverage[i]) + (float(cosines[i]) if cosines is not None else 0.0)
+
+        # A sentence that states nothing checkable gets no marker: no source is vouching for it.
+        supporting = [i for i in range(len(self.sources)) if claim and supports(i)]
+        own = [n - 1 for n in sentence.markers if 1 <= n <= len(self.sources) and (n - 1) in supporting]
+        best = own[0] if own else (max(supporting, key=strength) if supporting else None)
+        top = best if best is not None else max(range(len(self.sources)), key=strength)
+        return Verdict(
+            sentence, None if best is None else best + 1, lexical[top],
+            None if cosines is None else float(cosines[top]), claim, echo,
+        )
+
+
+def with_marker(text: str, n: int | None) -> str:
+    """`text` with the marker `[n]` before its terminal punctuation (`... 15 characters [1].`)."""
+    if n is None:
+        return text
+    m = re.search(r"[.!?。！？；:：]+$", text)
+    if m:
+        return f"{text[: m.start()]} [{n}]{text[m.start():]}" if not _CJK_RUN.search(text[-2:]) else (
+            f"{text[: m.start()]}[{n}]{text[m.start():]}"
+        )
+    return f"{text} [{n}]" if not _CJK_RUN.search(text[-1:]) else f"{text}[{n}]"
+
+
+def join_sep(dropped: list[str]) -> str:
+    """The separator to put where sentences were dropped: the widest one among them (a paragraph break
+    survives the removal of the sentence it followed)."""
+    return max(dropped, key=lambda s: (s.count("\n"), len(s)), default=" ")
+
+
+@dataclass
+class Grounded:
+    """A grounded answer: `text` with a marker after each supported sentence; `declined` when too little
+    was supported (then `text` is `NO_ANSWER`); the verdicts of all sentences, in order."""
+
+    text: str
+    declined: bool
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    @property
+    def supported_share(self) -> float:
+        """Share of the claim characters in supported sentences, in [0, 1] (0.0 without claims)."""
+        return supported_share(self.verdicts)
+
+    @property
+    def cited(self) -> list[int]:
+        """Source numbers the text cites, in order of first appearance."""
+        return list(dict.fromkeys(v.source for v in self.verdicts if v.kept and v.source is not None))
+
+
+def supported_share(verdicts: Sequence[Verdict]) -> float:
+    """Share of the claim characters (sentences that state a checkable fact, echoes excluded) that are
+    supported, in [0, 1]; 0.0 when there is no claim."""
+    claims = [v for v in verdicts if v.claim and not v.echo]
+    total = sum(len(v.sentence.text) for v in claims)
+    if not total:
+        return 0.0
+    return sum(len(v.sentence.text) for v in claims if v.source is not None) / total
+
+
+def is_fence(text: str) -> bool:
+    """True for a line that opens or closes a fenced code block (three backticks)."""
+    return text.lstrip().startswith("```")
+
+
+class Renderer:
+    """Joins kept sentences as they come: each with its marker (none inside a fenced code block, where
+    it would break the command: the block's lines are still checked, and removed when unsupported),
+    separated by the separators of the sentences dropped before it (see `join_sep`)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self._seps: list[str] = []
+        self._fenced = False
+
+    def add(self, verdict: Verdict) -> str:
+        """The text to append for `verdict` ("" when the sentence is dropped)."""
+        fence = is_fence(verdict.sentence.text)
+        if not verdict.kept and not fence:
+            self._seps.append(verdict.sentence.sep)
+            return ""
+        marker = None if (self._fenced or fence) else verdict.source
+        if fence:
+            self._fenced = not self._fenced
+        text = with_marker(verdict.sentence.text, marker)
+        if self.parts:
+            text = join_sep(self._seps) + text
+        self._seps = [verdict.sentence.sep]
+        self.parts.append(text)
+        return text
+
+
+def render(verdicts: Sequence[Verdict]) -> str:
+    """The kept sentences with their markers, joined by their separators (`Renderer`)."""
+    renderer = Renderer()
+    for v in verdicts:
+        renderer.add(v)
+    return "".join(renderer.parts).strip()
+
+
+def ground(answer: str, grounder: Grounder, *, lang: str = "en") -> Grounded:
+    """Ground a whole answer: unknown markers dropped, unsupported sentences removed, declined (with
+    `NO_ANSWER[lang]`) when `declines`."""
+    answer = drop_unknown_markers(answer, len(grounder.sources))
+    verdicts = [grounder.judge(s) for s in split_sentences(answer)]
+    text = render(verdicts)
+    if declines(verdicts, text):
+        return Grounded(NO_ANSWER[lang], True, verdicts)
+    return Grounded(text, False, verdicts)
+
+
+def declines(verdicts: Sequence[Verdict], text: str) -> bool:
+    """True when an answer whose sentences got `verdicts` and whose grounded `text` is this must be
+    declined: it states facts and less than `MIN_SUPPORTED_SHARE` of them is supported, or nothing is
+    left (an empty answer, or only echoes and code fences). An answer cut before its first fact (a
+    few tokens at `max_tokens`) is kept as it is: nothing in it is unsupported."""
+    if any(v.claim and not v.echo for v in verdicts):
+        return supported_share(verdicts) < MIN_SUPPORTED_SHARE
+    return not "".join(line for line in text.splitlines() if not is_fence(line)).strip()

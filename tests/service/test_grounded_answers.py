@@ -1,0 +1,119 @@
+"""Grounded answers through the real answerer over a real index: scripted answers (a real HTTP server
+speaking OpenAI's protocol) for each case the grounding must handle, and the real embedded model for a
+Chinese question, whose answer must come back in Chinese, cited, with no server path."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from assistant.answering.citations import cited_numbers
+from assistant.answering.grounded_stream import LANGUAGE_NOTE
+from assistant.answering.language_check import answer_lang_matches
+from assistant.answering.prompt import NO_ANSWER
+from assistant.composition import Assistant
+from assistant.core.principals import ANONYMOUS
+from ingest.pipeline import Ingestor
+from tests.conftest import copy_subset, make_settings, open_resources
+from tests.corpus import DOCS_ZH, HANDBOOK
+from tests.standin_openai import ScriptedOpenAIServer
+
+PASSWORDS = "departments/tech-ops/process/internal-security/passwords.md"
+FILES = [PASSWORDS, "departments/tech-ops/process/application_access_request.md"]
+ZH_FILE = "user-account-management.md"
+QUESTION = "How long should my passwords be?"
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("grounded") / "docs"
+    copy_subset(HANDBOOK, root, FILES)
+    copy_subset(DOCS_ZH, root, [ZH_FILE])
+    return root
+
+
+@pytest.fixture(scope="module")
+def scripted(folder, tmp_path_factory):
+    """The real answerer over `folder`, whose model (a real HTTP server) writes `server.answer`."""
+    with ScriptedOpenAIServer("") as server:
+        settings = make_settings(
+            tmp_path_factory.mktemp("scripted") / "var", llm_backend="openai", llm_context_tokens=4096,
+            openai_base_url=server.base_url, openai_model="assistant", answer_cache_entries=0,
+        )
+        res = open_resources(settings)
+        try:
+            Ingestor(res).sync(folder)
+            yield server, Assistant.build(res).answerer, settings
+        finally:
+            asyncio.run(res.llm.aclose())
+            res.close()
+
+
+def scripted_answer(scripted, script: str, question: str = QUESTION):
+    """`question` answered by the real answerer whose model writes `script`; also the stream's events."""
+    server, answerer, settings = scripted
+    server.answer = script
+
+    async def run():
+        events = [e async for e in answerer.stream(question, principal=ANONYMOUS)]
+        return await answerer.answer(question, principal=ANONYMOUS), events
+
+    answer, events = asyncio.run(run())
+    return answer, events, settings
+
+
+def assert_no_server_path(answer, settings) -> None:
+    body = str(answer.to_dict())
+    assert "file://" not in body and str(settings.data_dir) not in body and str(HANDBOOK) not in body
+
+
+def test_unknown_markers_and_unsupported_sentences_are_removed_and_only_used_sources_cited(scripted):
+    script = (
+        "Create a password that is ideally 15 characters or longer [9]. "
+        "Use a mix of numbers, letters (upper and lower case), and special characters. "
+        "The IT desk resets forgotten passwords every Friday at 4pm in room 12."
+    )
+    answer, events, settings = scripted_answer(scripted, script)
+    assert not answer.abstained
+    assert "[9]" not in answer.answer and "Friday" not in answer.answer
+    assert "15 characters or longer" in answer.answer and "special characters" in answer.answer
+    assert [c.source for c in answer.citations] == [PASSWORDS]  # the one source the answer uses
+    assert set(cited_numbers(answer.answer)) == {c.n for c in answer.citations}
+    assert_no_server_path(answer, settings)
+    tokens = [e["text"] for e in events if e["type"] == "token"]
+    assert len(tokens) == 2 and "".join(tokens) == events[-1]["answer"] == answer.answer  # a sentence each
+
+
+def test_an_answer_built_from_nothing_is_declined(scripted):
+    script = "The canteen serves lunch from 11:30 to 14:00. Vegetarian dishes cost 6 euros on Fridays."
+    answer, events, _ = scripted_answer(scripted, script)
+    assert answer.abstained and answer.answer == NO_ANSWER["en"] and answer.citations == []
+    assert [e["type"] for e in events] == ["token", "citations", "done"]  # nothing invented was shown
+
+
+def test_a_looping_model_is_stopped(scripted):
+    script = "Create a new password for every system [1]. " * 12
+    answer, _, _ = scripted_answer(scripted, script)
+    assert answer.answer == "Create a new password for every system [1]." and answer.finish_reason == "stop"
+
+
+@pytest.mark.slow
+def test_the_embedded_model_answers_a_chinese_question_in_chinese_with_valid_citations(folder, tmp_path):
+    question = "忘记了 TiDB 的 root 密码，怎么重置？"
+    res = open_resources(make_settings(tmp_path / "var", llm_context_tokens=4096))
+    try:
+        Ingestor(res).sync(folder)
+        answer = asyncio.run(Assistant.build(res).answerer.answer(question, principal=ANONYMOUS))
+        settings = res.settings
+    finally:
+        asyncio.run(res.llm.aclose()) if res._llm is not None else None
+        res.close()
+    text = answer.answer
+    # In Chinese, or (the model wrote English twice) with the note that says so.
+    assert answer_lang_matches(question, text) or text.startswith(LANGUAGE_NOTE["zh"]), text
+    numbers = {c.n for c in answer.citations}
+    assert set(cited_numbers(text)) == numbers, answer.to_dict()  # every marker names a listed source
+    if not answer.abstained:
+        assert answer.citations, answer.to_dict()
+    assert_no_server_path(answer, settings)

@@ -1,0 +1,198 @@
+"""Grounding an answer in its sources, on real corpus pages: markers checked, sentences attributed,
+unsupported ones removed, mostly invented answers declined, loops stopped, the language checked."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from assistant.answering.citations import make_citations
+from assistant.answering.grounded_stream import GroundedStream, SentenceBuffer
+from assistant.answering.grounding import Grounder, drop_unknown_markers, ground, split_sentences
+from assistant.answering.language_check import answer_lang_matches
+from assistant.core.language import cjk_share
+from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages
+from assistant.answering.stops import RepetitionGuard
+from assistant.retrieval import RetrievedChunk
+from tests.corpus import DOCS_ZH, HANDBOOK
+
+SECURITY = "departments/tech-ops/process/internal-security"
+
+
+def source(root, path: str, doc_id: str) -> RetrievedChunk:
+    text = (root / path).read_text(encoding="utf-8")
+    return RetrievedChunk(
+        chunk_id=f"{doc_id}-0", doc_id=doc_id, chunk_index=0, text=text, source=path,
+        uri=f"file://{root / path}", title="", heading="", page=None, lang="en", score=1.0, relevance=0.7,
+    )
+
+
+@pytest.fixture(scope="module")
+def sources() -> list[RetrievedChunk]:
+    return [
+        source(HANDBOOK, f"{SECURITY}/passwords.md", "pw"),
+        source(HANDBOOK, f"{SECURITY}/computer-standards.md", "cs"),
+        source(DOCS_ZH, "user-account-management.md", "uam"),
+    ]
+
+
+@pytest.fixture(scope="module")
+def grounder(sources) -> Grounder:
+    return Grounder(sources)  # lexical support only: the embedding path is covered by the service test
+
+
+def test_sentences_split_in_both_languages_and_markers_after_a_sentence_stay_with_it():
+    parts = split_sentences("Use 1Password. [1] Make it 15 characters or longer [1, 2].\n\n1. Open settings.\n设置密码。[3]然后重启！")
+    assert [(s.text, s.markers) for s in parts] == [
+        ("Use 1Password.", [1]), ("Make it 15 characters or longer.", [1, 2]), ("1. Open settings.", []),
+        ("设置密码。", [3]), ("然后重启！", []),
+    ]
+
+
+def test_a_marker_that_names_no_source_is_dropped():
+    assert drop_unknown_markers("Passwords [7] need 15 characters [1, 9].", 5) == "Passwords need 15 characters [1]."
+
+
+def test_supported_sentences_get_their_source_marker_and_unsupported_ones_are_removed(grounder):
+    answer = (
+        "Create a password that is ideally 15 characters or longer [7]. "
+        "Do not use the browser based auto-fill; use the 1Password browser extension instead. "
+        "Passwords must be 12 characters max [1]. "
+        "Call the helpdesk at 555-1234 every Monday to reset them."
+    )
+    result = ground(answer, grounder)
+    assert not result.declined
+    assert result.text == (
+        "Create a password that is ideally 15 characters or longer [1]. "
+        "Do not use the browser based auto-fill; use the 1Password browser extension instead [1]."
+    )
+    assert "[7]" not in result.text and "12 characters" not in result.text and "555" not in result.text
+
+
+def test_an_answer_built_from_nothing_is_declined(grounder):
+    invented = "The canteen opens at 11:30 every weekday. Lunch costs 8 euros and vegetarian dishes are served on Fridays."
+    result = ground(invented, grounder, lang="en")
+    assert result.declined and result.text == NO_ANSWER["en"]
+
+
+def test_citations_list_only_the_sources_the_answer_uses(grounder, sources):
+    answer = "Make passwords hard to guess, even by those who know a lot about you."
+    result = ground(answer, grounder)
+    citations = make_citations(result.text, sources)
+    assert [c.source for c in citations] == [f"{SECURITY}/passwords.md"]
+    for c in citations:
+        assert "file://" not in str(c.to_dict()) and str(HANDBOOK) not in str(c.to_dict())
+
+
+def test_a_chinese_sentence_is_attributed_to_the_chinese_source(grounder):
+    result = ground("设置 skip-grant-table 之后，只有操作系统的 root 用户才能启动 TiDB 进程。", grounder, lang="zh")
+    assert result.text.endswith("[3]。"), result.text
+
+
+def test_an_echo_of_the_system_prompt_is_removed(grounder):
+    echo = SYSTEM_PROMPT.splitlines()[2]  # "1. Use only facts written in the sources. ..."
+    result = ground(f"{echo}\nCreate a new password for every system [1].", grounder)
+    assert result.text == "Create a new password for every system [1]."
+
+
+def test_language_check_by_script():
+    assert cjk_share("使用 TiDB") == pytest.approx(2 / 3)
+    assert answer_lang_matches("新员工入职第一天需要做什么？", "第一天需要领取电脑并设置 1Password。")
+    assert not answer_lang_matches("新员工入职第一天需要做什么？", "On the first day you get a laptop.")
+    assert not answer_lang_matches("How do I reset the root password?", "在配置文件中添加 skip-grant-table。")
+
+
+def test_prompt_asks_for_markers_and_the_decline_and_ends_with_the_language_reminder():
+    messages = build_messages("新员工入职第一天需要做什么？", [])
+    assert messages[0]["content"] == SYSTEM_PROMPT and "[1]" in SYSTEM_PROMPT and NO_ANSWER["en"] in SYSTEM_PROMPT
+    assert messages[-1]["content"].rstrip().endswith("标注资料编号。")
+
+
+def test_sentence_buffer_holds_a_sentence_until_it_ends_and_keeps_its_trailing_marker():
+    buffer = SentenceBuffer()
+    assert buffer.push("Use a pass") == []
+    assert buffer.push("word manager. [") == []  # a marker may still follow
+    (done,) = buffer.push("1] Next")
+    assert (done.text, done.markers) == ("Use a password manager.", [1])
+    assert [s.text for s in buffer.flush()] == ["Next"]
+
+
+def test_repetition_guard_trips_on_a_looping_stream():
+    guard = RepetitionGuard()
+    line = "Your card limit is shown in the finance tool. "
+    assert not any(guard.push(w + " ") for w in (line * 2).split())
+    assert any(guard.push(w + " ") for w in line.split())
+
+
+def _scripted(*answers: str):
+    """A generator factory that streams each answer in turn, a few characters per delta."""
+    queue = list(answers)
+    prompts: list[list[dict]] = []
+
+    def generate(messages):
+        prompts.append(messages)
+        text = queue.pop(0)
+
+        async def deltas():
+            for i in range(0, len(text), 7):
+                yield text[i : i + 7]
+
+        return deltas()
+
+    return generate, prompts
+
+
+def _run(stream: GroundedStream, generate) -> list[dict]:
+    async def collect():
+        return [e async for e in stream.events(generate, [{"role": "user", "content": "q"}])]
+
+    return asyncio.run(collect())
+
+
+def test_stream_sends_only_grounded_sentences_and_stops_a_loop(grounder):
+    loop = "Create a new password for every system. " * 6
+    generate, _ = _scripted("Make passwords hard to guess, even by those who know a lot about you. " + loop)
+    stream = GroundedStream("How do I choose passwords?", grounder, judge_in_thread=False)
+    events = _run(stream, generate)
+    assert [e["type"] for e in events] == ["token", "token"]
+    assert "".join(e["text"] for e in events) == stream.text
+    assert stream.looped and stream.text.count("every system") == 1
+
+
+def test_stream_retries_once_in_the_question_language(grounder):
+    english = "Set skip-grant-table = true in the security section of tidb.toml [3]."
+    chinese = "在 tidb.toml 配置文件的 security 部分添加配置项 skip-grant-table [3]。"
+    generate, prompts = _scripted(english, chinese)
+    stream = GroundedStream("忘记了 TiDB 的 root 密码，怎么重置？", grounder, judge_in_thread=False)
+    events = _run(stream, generate)
+    assert stream.retried and len(prompts) == 2 and "简体中文" in prompts[1][-1]["content"]
+    assert answer_lang_matches("忘记了 TiDB 的 root 密码，怎么重置？", stream.text)
+    assert "".join(e["text"] for e in events) == stream.text
+
+
+def test_stream_declines_with_a_replace_event_when_most_of_the_answer_was_invented(grounder):
+    generate, _ = _scripted(
+        "Create a new password for every system. "
+        "The finance team reviews every password each quarter and rejects passwords shorter than twenty letters. "
+        "Employees who forget their passwords three times must attend a security training in the Berlin office."
+    )
+    stream = GroundedStream("How do I choose passwords?", grounder, judge_in_thread=False)
+    events = _run(stream, generate)
+    assert [e["type"] for e in events] == ["token", "replace"]
+    assert stream.declined and events[-1]["text"] == stream.text == NO_ANSWER["en"]
+
+
+def test_code_lines_are_checked_but_get_no_marker_and_an_invented_command_is_removed(grounder):
+    answer = (
+        "在前台执行目录中的 run_tidb.sh 脚本。\n```bash\nmysql -h 127.0.0.1 -P 4000 -u root\n"
+        "curl -X POST https://reset.example.com\n```"
+    )
+    result = ground(answer, grounder, lang="zh")
+    assert result.text == "在前台执行目录中的 run_tidb.sh 脚本[3]。\n```bash\nmysql -h 127.0.0.1 -P 4000 -u root\n```"
+
+
+def test_an_answer_cut_before_its_first_fact_is_kept_and_an_empty_one_declined(grounder):
+    cut = ground("Passwords should be", grounder)
+    assert (cut.text, cut.declined) == ("Passwords should be", False)
+    assert ground("", grounder).declined
