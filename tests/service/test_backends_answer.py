@@ -10,6 +10,8 @@ import dataclasses
 
 import pytest
 
+from assistant.answering.citations import cited_numbers
+from assistant.answering.prompt import NO_ANSWER
 from assistant.answering.stops import STOP_SEQUENCES
 from assistant.composition import Assistant
 from assistant.core.llm.base import LLM, ChatMessage, StreamResult
@@ -52,10 +54,18 @@ def assistant(request, folder, tmp_path):
     res.close()
 
 
-def test_answer_cites_the_answering_file(assistant):
+def test_answer_is_grounded_in_the_sources_given(assistant):
+    # SmolLM2-135M mostly writes what its sources do not say, which grounding declines; what it keeps
+    # must cite the sources it was given, each marker a listed citation (a citing model's answer is
+    # tested in tests/api/test_chat_and_search.py, the shipped model's in test_builtin_chat_model.py).
     answer = asyncio.run(assistant.answerer.answer(QUESTION, principal=ANONYMOUS))
-    assert not answer.abstained and answer.answer.strip()
-    assert any(c.source.endswith("passwords.md") for c in answer.citations)
+    assert any(c.source.endswith("passwords.md") for c in answer.chunks)
+    assert answer.grounding is not None and 0.0 <= answer.grounding["supported_share"] <= 1.0
+    if answer.abstained:
+        assert answer.answer == NO_ANSWER["en"] and answer.citations == []
+    else:
+        assert answer.citations and {c.source for c in answer.citations} <= set(FILES), answer.to_dict()
+        assert set(cited_numbers(answer.answer)) == {c.n for c in answer.citations}
 
 
 def test_stream_is_tokens_then_citations_then_done(assistant):

@@ -103,9 +103,9 @@ def test_language_check_by_script():
     assert not answer_lang_matches("How do I reset the root password?", "在配置文件中添加 skip-grant-table。")
 
 
-def test_prompt_asks_for_markers_and_the_decline_and_ends_with_the_language_reminder():
+def test_prompt_asks_for_markers_leaves_declines_to_grounding_and_ends_with_the_language_reminder():
     messages = build_messages("新员工入职第一天需要做什么？", [])
-    assert messages[0]["content"] == SYSTEM_PROMPT and "[1]" in SYSTEM_PROMPT and NO_ANSWER["en"] in SYSTEM_PROMPT
+    assert messages[0]["content"] == SYSTEM_PROMPT and "[1]" in SYSTEM_PROMPT and NO_ANSWER["en"] not in SYSTEM_PROMPT
     assert messages[-1]["content"].rstrip().endswith("标注资料编号。")
 
 
