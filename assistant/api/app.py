@@ -17,7 +17,9 @@ from assistant.api.deps import PrincipalDep, get_principal
 from assistant.api.body_limit import BodyLimitMiddleware
 from assistant.api.errors import install_error_handlers
 from assistant.api.security_headers import SecurityHeadersMiddleware
-from assistant.api.routes import auth, chat, documents, health, helpdesk, jobs, openai_compat, search, users
+from assistant.api.routes import (
+    auth, chat, conversations, documents, feedback, health, helpdesk, jobs, openai_compat, search, users,
+)
 from assistant.composition import Assistant
 from assistant.core import resources as resources_mod
 from assistant.core.jobs import JobDispatcher
@@ -94,7 +96,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     signed_in = [Depends(get_principal)]
     for router in (
         auth.router, search.router, chat.router, documents.router, users.router, helpdesk.router, openai_compat.router,
-        jobs.router,
+        jobs.router, conversations.router, feedback.router,
     ):
         app.include_router(router, dependencies=signed_in)
 
