@@ -28,7 +28,8 @@ from assistant.core.errors import ConfigError
 from assistant.core.settings import Settings, get_settings
 from assistant.core.signing import signing_key
 
-WEB_DIR = Path(__file__).resolve().parents[2] / "web"
+# The browser app as `make install` builds it (web/build.mjs: npm libraries bundled, public/ copied).
+WEB_DIR = Path(__file__).resolve().parents[2] / "web" / "dist"
 
 
 def create_app(settings: Settings | None = None, *, resources: Resources | None = None) -> FastAPI:
