@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from assistant.api.app import create_app
 from assistant.core.auth.accounts import create_user
-from assistant.core.db.conversations import conversation_messages
+from assistant.core.db.conversations import add_answer, conversation_messages, start_exchange
 from assistant.core.db.session import Database
 from assistant.core.identity import load_principal
 from ingest.pipeline import Ingestor
@@ -125,6 +125,22 @@ def test_chat_stores_the_question_and_cited_answer_and_follow_ups_use_the_stored
             "How long should my passwords be?", done["answer"]]
     finally:
         fresh.dispose()
+
+
+def test_citations_of_documents_the_reader_may_no_longer_open_are_not_shown_again(app_env):
+    _, _, res, _ = app_env
+    alice = signed_in(app_env)
+    conv = alice.post("/api/conversations", json={}).json()
+    events = ask(alice, "How long should my passwords be?", conversation_id=conv["id"])
+    citations = next(d for k, d in events if k == "citations")["citations"]
+    # As a removed (or since restricted) document's citation would be stored: its snippet must not come back.
+    gone = {**citations[0], "source": "departments/removed/secret-plans.md", "snippet": "the secret plan"}
+    owner = load_principal(res.db, alice.get("/api/auth/me").json()["name"])
+    start_exchange(res.db, conv["id"], user_id=owner.user_id, question="What are the plans?")
+    add_answer(res.db, conv["id"], user_id=owner.user_id, answer="From a removed page [1].", citations=[gone], abstained=False)
+    shown = alice.get(f"/api/conversations/{conv['id']}/messages").json()
+    assert shown[-1]["content"] == "From a removed page [1]." and shown[-1]["citations"] == []
+    assert shown[1]["citations"] == citations and citations
 
 
 def test_another_reader_gets_not_found_for_everything_of_a_conversation(app_env):

@@ -3,11 +3,14 @@ messages, and rate an answer. Another reader's conversation or answer is "not fo
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fastapi import APIRouter, Query, Response
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import DatabaseDep, PrincipalDep
 from assistant.api.schemas import ConversationCreate, ConversationUpdate, FeedbackCreate
+from assistant.core.auth.access import readable_sources
 from assistant.core.db.conversations import (
     ConversationPublic,
     MessagePublic,
@@ -18,6 +21,7 @@ from assistant.core.db.conversations import (
     list_conversations,
     rename_conversation,
 )
+from assistant.core.db.session import Database
 from assistant.core.db.feedback import FeedbackPublic, rate_answer
 from assistant.core.errors import InvalidRequestError
 from assistant.core.principals import Principal
@@ -79,15 +83,23 @@ async def delete(conversation_id: str, principal: PrincipalDep, db: DatabaseDep)
     return Response(status_code=204)
 
 
+def _readable_messages(db: Database, conversation_id: str, principal: Principal) -> list[MessagePublic]:
+    stored = conversation_messages(db, conversation_id, user_id=principal.user_id)
+    # A citation shows a passage of its document: only while the reader may still open that document.
+    readable = readable_sources(db, {c.get("source", "") for m in stored for c in m.citations}, principal=principal)
+    return [replace(m, citations=[c for c in m.citations if c.get("source") in readable]) for m in stored]
+
+
 @router.get("/conversations/{conversation_id}/messages", response_model=list[MessagePublic])
 async def messages(conversation_id: str, principal: PrincipalDep, db: DatabaseDep) -> list[MessagePublic]:
-    """The conversation's questions and answers, oldest first; answers with their citations and the
-    caller's rating.
+    """The conversation's questions and answers, oldest first; answers with the caller's rating and
+    those of their citations whose documents the caller may still open (deleted or since restricted
+    documents' citations, with their snippets, are left out).
 
     Raises:
         NotFoundError: as `conversation`.
     """
-    return await run_in_threadpool(conversation_messages, db, conversation_id, user_id=principal.user_id)
+    return await run_in_threadpool(_readable_messages, db, conversation_id, principal)
 
 
 @router.put("/messages/{message_id}/feedback", response_model=FeedbackPublic)
