@@ -12,7 +12,7 @@ rmSync(dist, { recursive: true, force: true });
 mkdirSync(dist, { recursive: true });
 cpSync(join(here, "public"), dist, { recursive: true });
 // The Bootstrap icons the page shows (src/icons.js), where Shoelace's <sl-icon> fetches them.
-const ICONS = ["arrow-clockwise", "clipboard", "hand-thumbs-down", "hand-thumbs-up", "list", "pencil", "trash"];
+const ICONS = ["arrow-clockwise", "clipboard", "hand-thumbs-down", "hand-thumbs-up", "list", "pencil", "trash", "x-lg"];
 const iconDir = join(dist, "shoelace", "assets", "icons");
 mkdirSync(iconDir, { recursive: true });
 for (const name of ICONS) {

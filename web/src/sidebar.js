@@ -13,8 +13,10 @@ let searchTimer = 0;
 const $ = (id) => document.getElementById(id);
 
 function closeOnPhone() {
+  if (!$("sidebar").classList.contains("open")) return;
   $("sidebar").classList.remove("open");
   $("sidebar-toggle").setAttribute("aria-expanded", "false");
+  $("sidebar-toggle").focus();
 }
 
 function item(conv) {
@@ -89,8 +91,13 @@ export function initSidebar() {
     refreshConversations();
   });
   $("sidebar-toggle").addEventListener("click", () => {
-    const open = $("sidebar").classList.toggle("open");
-    $("sidebar-toggle").setAttribute("aria-expanded", String(open));
+    $("sidebar").classList.add("open");
+    $("sidebar-toggle").setAttribute("aria-expanded", "true");
+    $("new-chat").focus();
+  });
+  $("sidebar-close").addEventListener("click", closeOnPhone);
+  $("sidebar").addEventListener("keydown", (event) => {
+    if (event.key === "Escape") closeOnPhone();
   });
   $("rename-form").addEventListener("submit", async (event) => {
     event.preventDefault();

@@ -13,6 +13,7 @@ export default {
   "signout": "Sign out",
   "whoami": "Signed in as {name}",
   "sidebar.toggle": "Show or hide conversations",
+  "sidebar.close": "Hide conversations",
   "sidebar.title": "Conversations",
   "sidebar.new": "New chat",
   "sidebar.search": "Search conversations",

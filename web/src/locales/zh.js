@@ -13,6 +13,7 @@ export default {
   "signout": "退出登录",
   "whoami": "当前用户：{name}",
   "sidebar.toggle": "显示或隐藏会话列表",
+  "sidebar.close": "隐藏会话列表",
   "sidebar.title": "会话",
   "sidebar.new": "新对话",
   "sidebar.search": "搜索会话",
