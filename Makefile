@@ -7,9 +7,24 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-build.txt re
 HOST ?= $(or $(ASSISTANT_HOST),127.0.0.1)
 PORT ?= $(or $(ASSISTANT_PORT),8000)
 
-.PHONY: install run test test-fast lint bench clean browser
+# The web app: npm ci installs what web/package-lock.json pins (its own stamp, so that a change there does
+# not rebuild the Python environment), then esbuild bundles web/src into web/dist, which the API serves.
+WEB_STAMP := web/node_modules/.installed-$(shell cat web/package.json web/package-lock.json 2>/dev/null | sha1sum | cut -c1-12)
+WEB_SOURCES := web/build.mjs $(wildcard web/src/*.js web/src/*.css web/src/locales/*.js web/public/*)
 
-install: $(STAMP)
+.PHONY: install run test test-fast lint bench clean browser web
+
+install: $(STAMP) web/dist/.built
+
+web: web/dist/.built
+
+$(WEB_STAMP): web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+	touch $@
+
+web/dist/.built: $(WEB_STAMP) $(WEB_SOURCES)
+	cd web && npm run build
+	touch $@
 
 $(STAMP): pyproject.toml requirements-build.txt requirements-models.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -59,4 +74,4 @@ bench: install
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) var .pytest_cache
+	rm -rf $(VENV) var .pytest_cache web/node_modules web/dist

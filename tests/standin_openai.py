@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
@@ -73,16 +74,28 @@ class ScriptedOpenAIServer:
         honour_stop: True: the answer ends before the first of the request's `stop` sequences that
             occurs in it (as vLLM does); False: `stop` is ignored.
         usage: `(prompt_tokens, completion_tokens)` reported in the usage chunk.
+        delay_s: seconds to wait before each word (a model that takes its time: streaming and
+            stopping can be watched).
 
     Attributes:
         requests: the JSON bodies received, oldest first.
+        closed_early: how many responses the client closed before their end.
     """
 
-    def __init__(self, answer: str | Callable[[dict], str], *, honour_stop: bool = True, usage: tuple[int, int] = (90, 7)):
+    def __init__(
+        self,
+        answer: str | Callable[[dict], str],
+        *,
+        honour_stop: bool = True,
+        usage: tuple[int, int] = (90, 7),
+        delay_s: float = 0.0,
+    ):
         self.answer = answer
         self.honour_stop = honour_stop
         self.usage = usage
+        self.delay_s = delay_s
         self.requests: list[dict] = []
+        self.closed_early = 0
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._http.serve_forever, name="scripted-openai", daemon=True)
 
@@ -121,6 +134,8 @@ class ScriptedOpenAIServer:
                 words = server._text_for(request).split(" ")
                 try:
                     for i, word in enumerate(words):
+                        if server.delay_s:
+                            time.sleep(server.delay_s)
                         piece = word if i == 0 else " " + word
                         self._send({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
                     self._send({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
@@ -131,7 +146,7 @@ class ScriptedOpenAIServer:
                             "total_tokens": prompt + completion}})
                     self.wfile.write(b"data: [DONE]\n\n")
                 except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client closed the stream early (at a stop sequence it found itself)
+                    server.closed_early += 1  # the client closed the stream early (a stop sequence, a disconnect)
                 self.close_connection = True
 
             def _send(self, chunk: dict) -> None:

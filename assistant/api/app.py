@@ -17,7 +17,9 @@ from assistant.api.deps import PrincipalDep, get_principal
 from assistant.api.body_limit import BodyLimitMiddleware
 from assistant.api.errors import install_error_handlers
 from assistant.api.security_headers import SecurityHeadersMiddleware
-from assistant.api.routes import auth, chat, documents, health, helpdesk, jobs, openai_compat, search, users
+from assistant.api.routes import (
+    auth, chat, conversations, documents, feedback, health, helpdesk, jobs, openai_compat, search, users,
+)
 from assistant.composition import Assistant
 from assistant.core import resources as resources_mod
 from assistant.core.jobs import JobDispatcher
@@ -26,7 +28,8 @@ from assistant.core.errors import ConfigError
 from assistant.core.settings import Settings, get_settings
 from assistant.core.signing import signing_key
 
-WEB_DIR = Path(__file__).resolve().parents[2] / "web"
+# The browser app as `make install` builds it (web/build.mjs: npm libraries bundled, public/ copied).
+WEB_DIR = Path(__file__).resolve().parents[2] / "web" / "dist"
 
 
 def create_app(settings: Settings | None = None, *, resources: Resources | None = None) -> FastAPI:
@@ -94,7 +97,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     signed_in = [Depends(get_principal)]
     for router in (
         auth.router, search.router, chat.router, documents.router, users.router, helpdesk.router, openai_compat.router,
-        jobs.router,
+        jobs.router, conversations.router, feedback.router,
     ):
         app.include_router(router, dependencies=signed_in)
 

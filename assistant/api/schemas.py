@@ -15,8 +15,29 @@ class ChatTurn(BaseModel):
 
 
 class ChatRequest(BaseModel):
+    """A question. With `conversation_id` the question and its answer are stored in that conversation
+    (the caller's own) and its stored turns are the history (`history` is then ignored); `regenerate`
+    replaces the conversation's last question and answer by this question and a new answer."""
+
     question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     history: list[ChatTurn] = Field(default_factory=list, max_length=50)
+    conversation_id: str | None = Field(default=None, max_length=36)
+    regenerate: bool = False
+
+
+class ConversationCreate(BaseModel):
+    title: str = Field(default="", max_length=512)
+
+
+class ConversationUpdate(BaseModel):
+    title: str = Field(min_length=1, max_length=512)
+
+
+class FeedbackCreate(BaseModel):
+    """A rating of an answer: 1 (thumbs up) or -1 (thumbs down), with an optional comment."""
+
+    rating: int = Field(ge=-1, le=1)
+    comment: str = Field(default="", max_length=4000)
 
 
 class SearchRequest(BaseModel):

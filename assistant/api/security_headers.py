@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+# `connect-src data:`: Shoelace's icons (its dialogs' close button) are SVG data URLs that it fetch()es.
 HEADERS = {
-    b"content-security-policy": b"default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+    b"content-security-policy": b"default-src 'self'; img-src 'self' data:; connect-src 'self' data:; "
+    b"object-src 'none'; base-uri 'none'; "
     b"form-action 'self'; frame-ancestors 'none'",
     b"x-frame-options": b"DENY",
     b"x-content-type-options": b"nosniff",

@@ -1,4 +1,5 @@
-"""Streaming chat: server-sent events `token`..., then `citations`, then `done` (or `error`)."""
+"""Streaming chat: server-sent events `token`..., then `citations`, then `done` (or `error`); a question
+that names a conversation is stored there with its answer."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from typing import AsyncIterator
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.schemas import ChatRequest
 from assistant.api.sse import SSE_HEADERS, paced_stream, render_sse_events
 from assistant.composition import Assistant
 from assistant.core.auth.audit import record_event
+from assistant.core.db.conversations import add_answer, get_conversation, start_exchange
 from assistant.core.db.session import Database
 from assistant.core.errors import AssistantError
 from assistant.core.principals import Principal
@@ -64,24 +67,52 @@ def request_audit(assistant: Assistant, request: Request, **details) -> ChatAudi
 async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalDep, request: Request) -> StreamingResponse:
     """Answer `question` from the documents the caller may read, as server-sent events; audited.
 
-    The events are `Answerer.stream`'s: `token` (`text`)..., `citations`, then `done` with `answer`,
-    `abstained`, `cached`, `finish_reason` ("length" when the answer was cut) and `usage` (tokens).
+    The events are `Answerer.stream`'s: `token` (`text`)..., possibly `replace` (`text` replaces what
+    was sent before), `citations`, then `done` with `answer`, `abstained`, `cached`, `finish_reason`
+    ("length" when the answer was cut) and `usage` (tokens). With `conversation_id`, the question is
+    stored before the stream starts and the answer with its citations before `done`, which then also
+    carries `conversation_id` and `message_id` (the answer's ID, to rate it).
 
     Raises:
+        NotFoundError: `conversation_id` names no conversation of the caller's (404, before streaming).
         OverloadedError: too many requests wait for the model (429 with Retry-After, before streaming).
     """
     check_query(body.question)  # a blank question is a 400 here, not an error event inside a 200 stream
+    db = assistant.resources.db
+    conversation_id = body.conversation_id
+    if conversation_id is not None:
+        await run_in_threadpool(get_conversation, db, conversation_id, user_id=principal.user_id)
     ticket = assistant.answerer.admit(principal)
     history = [{"role": t.role, "content": t.content} for t in body.history]
+    if conversation_id is not None:
+        try:
+            exchange = await run_in_threadpool(
+                start_exchange, db, conversation_id, user_id=principal.user_id, question=body.question,
+                regenerate=body.regenerate,
+            )
+        except BaseException:
+            if ticket:
+                ticket.close()
+            raise
+        history = exchange.history
     audit = request_audit(assistant, request)
 
     async def events() -> AsyncIterator[tuple[str, dict]]:
         answering = assistant.answerer.stream(
             body.question, principal=principal, history=history, ticket=ticket, audit=audit
         )
+        citations: list[dict] = []
         try:
             async for event in answering:
                 kind = event.pop("type")
+                if kind == "citations":
+                    citations = event["citations"]
+                elif kind == "done" and conversation_id is not None:
+                    stored = await run_in_threadpool(
+                        add_answer, db, conversation_id, user_id=principal.user_id, answer=event["answer"],
+                        citations=citations, abstained=event["abstained"],
+                    )
+                    event = {**event, "conversation_id": conversation_id, "message_id": stored.id}
                 yield kind, event
         except AssistantError as exc:
             yield "error", {"code": exc.code, "message": exc.message}

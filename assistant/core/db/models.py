@@ -172,16 +172,21 @@ class AuditEvent(Base):
 
 
 class Conversation(Base):
+    """A user's chat thread. Only its owner (`user_id`) ever sees it; `updated_at` moves with each message."""
+
     __tablename__ = "conversations"
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     title: Mapped[str] = mapped_column(String(512), default="")
     share_token: Mapped[str | None] = mapped_column(String(64), unique=True, default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow, index=True)
 
 
 class Message(Base):
+    """One turn of a conversation: the user's question or the assistant's answer (with its citations,
+    and whether it was the "not found" answer)."""
+
     __tablename__ = "messages"
     id: Mapped[int] = mapped_column(primary_key=True)
     conversation_id: Mapped[str] = mapped_column(
@@ -190,14 +195,28 @@ class Message(Base):
     role: Mapped[str] = mapped_column(String(16))
     content: Mapped[str] = mapped_column(Text, default="")
     citations: Mapped[list[Any]] = mapped_column(JSON, default=list)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    abstained: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
 
 
 class Feedback(Base):
+    """A reader's rating of an answer (+1 or -1, with an optional comment), one per answer and reader.
+
+    The question, the answer and the cited chunk IDs are copied in when it is given, so the rating
+    keeps its meaning (for the quality view and finetune datasets) after the conversation is deleted;
+    `message_id` then becomes NULL."""
+
     __tablename__ = "feedback"
     id: Mapped[int] = mapped_column(primary_key=True)
-    message_id: Mapped[int] = mapped_column(ForeignKey("messages.id", ondelete="CASCADE"), index=True)
+    message_id: Mapped[int | None] = mapped_column(ForeignKey("messages.id", ondelete="SET NULL"), index=True)
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    principal: Mapped[str] = mapped_column(String(255), default="", index=True)
     rating: Mapped[int] = mapped_column(Integer)
     comment: Mapped[str] = mapped_column(Text, default="")
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    question: Mapped[str] = mapped_column(Text, default="")
+    answer: Mapped[str] = mapped_column(Text, default="")
+    chunk_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
+    abstained: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+    __table_args__ = (UniqueConstraint("message_id", "user_id"),)

@@ -1,0 +1,174 @@
+"""The queries on feedback: a reader's thumbs up or down on an answer, and the admins' quality view
+(questions per day, answered against "not found", the share of positive ratings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
+
+from sqlalchemy import select
+
+from assistant.core.db.models import Conversation, Feedback, Message, utcnow
+from assistant.core.db.session import Database
+from assistant.core.errors import InvalidRequestError, NotFoundError
+from assistant.core.principals import Principal
+
+
+@dataclass(frozen=True)
+class FeedbackPublic:
+    """A rating as stored: `rating` 1 (thumbs up) or -1 (down), the reader's comment, and the copy of
+    the question, the answer and the chunk IDs it cited taken when the rating was given. `message_id`
+    is None once the conversation was deleted."""
+
+    id: int
+    message_id: int | None
+    principal: str
+    rating: int
+    comment: str
+    question: str
+    answer: str
+    chunk_ids: list[str]
+    abstained: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class QualityDay:
+    """One UTC day of the quality view: questions asked in conversations, answers given from the
+    documents (`answered`), "not found" answers, and the ratings given to that day's answers."""
+
+    day: date
+    questions: int = 0
+    answered: int = 0
+    not_found: int = 0
+    thumbs_up: int = 0
+    thumbs_down: int = 0
+
+
+@dataclass(frozen=True)
+class QualityReport:
+    """The quality view over `days` UTC days ending today: per-day figures (oldest first) and totals.
+    `positive_ratio` is thumbs up over all ratings, `rated_ratio` rated answers over all answers
+    (None when there is nothing to divide)."""
+
+    days: list[QualityDay]
+    questions: int
+    answered: int
+    not_found: int
+    thumbs_up: int
+    thumbs_down: int
+    positive_ratio: float | None
+    rated_ratio: float | None = field(default=None)
+
+
+def _public(row: Feedback) -> FeedbackPublic:
+    return FeedbackPublic(
+        id=row.id, message_id=row.message_id, principal=row.principal, rating=row.rating, comment=row.comment,
+        question=row.question, answer=row.answer, chunk_ids=list(row.chunk_ids or []), abstained=row.abstained,
+        created_at=row.created_at, updated_at=row.updated_at,
+    )
+
+
+def rate_answer(db: Database, message_id: int, *, principal: Principal, rating: int, comment: str = "") -> FeedbackPublic:
+    """Record `principal`'s rating of an answer in one of their own conversations; rating it again
+    replaces the earlier rating and comment.
+
+    Args:
+        message_id: the answer's message ID (the chat stream's `done` event carries it).
+        rating: 1 (thumbs up) or -1 (thumbs down).
+        comment: optional free text.
+
+    Raises:
+        InvalidRequestError: `rating` is neither 1 nor -1.
+        NotFoundError: no such answer, or not in one of the principal's conversations.
+    """
+    if rating not in (1, -1):
+        raise InvalidRequestError(f"rating must be 1 (thumbs up) or -1 (thumbs down), not {rating}")
+    with db.session() as session:
+        found = session.execute(
+            select(Message, Conversation.user_id).join(Conversation, Conversation.id == Message.conversation_id)
+            .where(Message.id == message_id)
+        ).first()
+        if found is None or found[0].role != "assistant" or principal.user_id is None or found[1] != principal.user_id:
+            raise NotFoundError(f"answer {message_id} not found")
+        answer = found[0]
+        question = session.scalar(
+            select(Message.content).where(
+                Message.conversation_id == answer.conversation_id, Message.id < answer.id, Message.role == "user"
+            ).order_by(Message.id.desc()).limit(1)
+        )
+        row = session.scalar(select(Feedback).where(Feedback.message_id == answer.id, Feedback.user_id == principal.user_id))
+        if row is None:
+            row = Feedback(message_id=answer.id, user_id=principal.user_id)
+            session.add(row)
+        row.principal = principal.name
+        row.rating = rating
+        row.comment = comment.strip()
+        row.question = question or ""
+        row.answer = answer.content
+        row.chunk_ids = [c["chunk_id"] for c in answer.citations or [] if c.get("chunk_id")]
+        row.abstained = answer.abstained
+        session.flush()
+        return _public(row)
+
+
+def list_feedback(db: Database, *, rating: int | None = None, limit: int = 100) -> list[FeedbackPublic]:
+    """Ratings, newest first (for admins).
+
+    Args:
+        rating: only thumbs up (1) or only thumbs down (-1); None: both.
+        limit: at most this many.
+    """
+    stmt = select(Feedback).order_by(Feedback.updated_at.desc(), Feedback.id.desc()).limit(limit)
+    if rating is not None:
+        stmt = stmt.where(Feedback.rating == rating)
+    with db.session() as session:
+        return [_public(row) for row in session.scalars(stmt)]
+
+
+def _day(moment: datetime) -> date:
+    # SQLite hands back naive datetimes (stored as UTC): read them as UTC.
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).date()
+
+
+def quality_report(db: Database, *, days: int = 30, now: datetime | None = None) -> QualityReport:
+    """The quality view of the last `days` UTC days (today included), over every user's conversations.
+
+    Args:
+        days: how many days, at least 1.
+        now: the end of the window (default: now); for tests.
+    """
+    today = _day(now or utcnow())
+    first = today - timedelta(days=days - 1)
+    since = datetime(first.year, first.month, first.day, tzinfo=timezone.utc)
+    counts = {first + timedelta(days=i): dict(questions=0, answered=0, not_found=0, thumbs_up=0, thumbs_down=0) for i in range(days)}
+    with db.session() as session:
+        for role, abstained, at in session.execute(
+            select(Message.role, Message.abstained, Message.created_at).where(Message.created_at >= since)
+        ):
+            day = counts.get(_day(at))
+            if day is None:
+                continue
+            if role == "user":
+                day["questions"] += 1
+            else:
+                day["not_found" if abstained else "answered"] += 1
+        for rating, at in session.execute(
+            select(Feedback.rating, Message.created_at).join(Message, Message.id == Feedback.message_id)
+            .where(Message.created_at >= since)
+        ):
+            day = counts.get(_day(at))
+            if day is not None:
+                day["thumbs_up" if rating > 0 else "thumbs_down"] += 1
+    per_day = [QualityDay(day=d, **c) for d, c in sorted(counts.items())]
+    totals = {k: sum(getattr(d, k) for d in per_day) for k in ("questions", "answered", "not_found", "thumbs_up", "thumbs_down")}
+    ratings = totals["thumbs_up"] + totals["thumbs_down"]
+    answers = totals["answered"] + totals["not_found"]
+    return QualityReport(
+        days=per_day, **totals,
+        positive_ratio=totals["thumbs_up"] / ratings if ratings else None,
+        rated_ratio=ratings / answers if answers else None,
+    )

@@ -1,0 +1,105 @@
+// Under each answer: copy, regenerate (the last answer only), and thumbs up or down with an optional
+// comment, stored against the answer's message ID (PUT /api/messages/{id}/feedback).
+import { api } from "./api.js";
+import { t } from "./i18n.js";
+import { icon } from "./icons.js";
+import { el } from "./render.js";
+
+async function copyText(text) {
+  if (navigator.clipboard && window.isSecureContext) {
+    await navigator.clipboard.writeText(text);
+    return;
+  }
+  const area = el("textarea");
+  area.value = text;
+  area.setAttribute("readonly", "");
+  area.className = "offscreen";
+  document.body.append(area);
+  area.select();
+  document.execCommand("copy");
+  area.remove();
+}
+
+function actionButton(cls, key, iconName) {
+  const button = el("button", `action ${cls}`);
+  button.type = "button";
+  button.append(icon(iconName), el("span", "label", t(key)));
+  button.dataset.i18nKey = key;
+  return button;
+}
+
+/**
+ * The action bar of an answer.
+ *
+ * @param {object} answer `{id, text, rating, comment}`: `id` is the stored message's (null when the
+ *     answer was not stored, e.g. stopped: no rating then).
+ * @param {function|null} regenerate called by the regenerate button; null: no such button.
+ */
+export function answerActions(answer, regenerate) {
+  const bar = el("div", "actions");
+  bar.setAttribute("role", "group");
+  const copy = actionButton("copy", "answer.copy", "clipboard");
+  copy.addEventListener("click", async () => {
+    await copyText(answer.text).catch(() => {});
+    copy.querySelector(".label").textContent = t("answer.copied");
+    setTimeout(() => (copy.querySelector(".label").textContent = t("answer.copy")), 1500);
+  });
+  bar.append(copy);
+  if (regenerate) {
+    const again = actionButton("regenerate", "answer.regenerate", "arrow-clockwise");
+    again.addEventListener("click", regenerate);
+    bar.append(again);
+  }
+  if (answer.id == null) return bar;
+
+  const up = actionButton("rate-up", "answer.up", "hand-thumbs-up");
+  const down = actionButton("rate-down", "answer.down", "hand-thumbs-down");
+  const status = el("span", "rate-status");
+  status.setAttribute("role", "status");
+  const form = el("form", "comment");
+  form.hidden = true;
+  const box = document.createElement("sl-textarea");
+  box.setAttribute("rows", "2");
+  box.setAttribute("resize", "auto");
+  box.setAttribute("label", t("comment.label"));
+  box.setAttribute("placeholder", t("comment.placeholder"));
+  box.setAttribute("maxlength", "4000");
+  box.className = "comment-input";
+  box.value = answer.comment || "";
+  const send = document.createElement("sl-button");
+  send.setAttribute("size", "small");
+  send.setAttribute("type", "submit");
+  send.className = "comment-send";
+  send.textContent = t("comment.send");
+  form.append(box, send);
+
+  let rating = answer.rating ?? null;
+  const show = () => {
+    up.setAttribute("aria-pressed", String(rating === 1));
+    down.setAttribute("aria-pressed", String(rating === -1));
+  };
+  const rate = async (value) => {
+    rating = value;
+    show();
+    await api(`/api/messages/${answer.id}/feedback`, { method: "PUT", body: { rating, comment: box.value || "" } });
+    status.textContent = t("answer.thanks");
+    form.hidden = false;
+  };
+  up.addEventListener("click", () => rate(1).catch((err) => (status.textContent = err.message)));
+  down.addEventListener("click", () => rate(-1).catch((err) => (status.textContent = err.message)));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (rating == null) return;
+    try {
+      await api(`/api/messages/${answer.id}/feedback`, { method: "PUT", body: { rating, comment: box.value || "" } });
+      status.textContent = t("comment.sent");
+    } catch (err) {
+      status.textContent = err.message;
+    }
+  });
+  show();
+  bar.append(up, down, status);
+  const wrap = el("div", "answer-actions");
+  wrap.append(bar, form);
+  return wrap;
+}
