@@ -47,7 +47,7 @@ def citing_model() -> Iterator[dict]:
     shipped model is tested on its own, tests/service/test_builtin_chat_model.py)."""
     from tests.standin_openai import ScriptedOpenAIServer, extractive_answer
 
-    with ScriptedOpenAIServer(extractive_answer) as server:
+    with ScriptedOpenAIServer(extractive_answer, usage=None) as server:
         yield {"llm_backend": "openai", "openai_base_url": server.base_url, "openai_model": "assistant",
                "query_rewrite": "rules"}
 

@@ -36,7 +36,8 @@ def extractive_answer(request: dict) -> str:
     """What a model that copies and cites would answer to a chat request in the product's prompt format
     (`Sources:` blocks `[n] path` then text, then `Question: ...`): the two sentences of the sources
     that share the most words (or Chinese character pairs) with the question, each with its source's
-    `[n]`; the product's decline sentence when no sentence shares any. Deterministic, so that tests of
+    `[n]` (sentences of 12 characters to 30 words); the product's decline sentence when no sentence
+    shares any. Deterministic, so that tests of
     the answering mechanics (streaming, citations, caching, ACLs) do not depend on a small model's luck.
     """
     user = next((m["content"] for m in reversed(request.get("messages", [])) if m.get("role") == "user"), "")
@@ -50,7 +51,7 @@ def extractive_answer(request: dict) -> str:
         for line in body[header.end() : end].splitlines():
             line = line.strip().lstrip("-*#> ").strip()
             for sentence in _SENTENCE_END.split(line):
-                if len(sentence) >= 12:
+                if len(sentence) >= 12 and len(sentence.split()) <= 30:
                     scored.append((len(wanted & _terms(sentence)), -len(scored), sentence.strip(), header.group(1)))
     best = sorted((s for s in scored if s[0] > 0), reverse=True)[:2]
     if not best:
@@ -65,15 +66,17 @@ class ScriptedOpenAIServer:
     """Serves `POST /v1/chat/completions` (streamed only) on 127.0.0.1, a free port, in a thread.
 
     Each answer is `answer` (a string, or a function of the request's JSON body such as
-    `extractive_answer`) streamed one word per chunk (vLLM sends a token per chunk), then a chunk
-    with `finish_reason` "stop", then, when the request asks `stream_options.include_usage`, a chunk
+    `extractive_answer`) streamed one word per chunk (vLLM sends a token per chunk; a word counts as a
+    token here), at most the request's `max_tokens` of them, then a chunk with `finish_reason` "stop"
+    ("length" when `max_tokens` cut it), then, when the request asks `stream_options.include_usage`, a chunk
     with empty `choices` and `usage`, then `data: [DONE]`. The connection closes after each response.
 
     Args:
         answer: the text every request gets, or a function from the request body to the text.
         honour_stop: True: the answer ends before the first of the request's `stop` sequences that
             occurs in it (as vLLM does); False: `stop` is ignored.
-        usage: `(prompt_tokens, completion_tokens)` reported in the usage chunk.
+        usage: `(prompt_tokens, completion_tokens)` reported in the usage chunk; None: counted (the
+            prompt's words, the words sent).
         delay_s: seconds to wait before each word (a model that takes its time: streaming and
             stopping can be watched).
 
@@ -87,7 +90,7 @@ class ScriptedOpenAIServer:
         answer: str | Callable[[dict], str],
         *,
         honour_stop: bool = True,
-        usage: tuple[int, int] = (90, 7),
+        usage: tuple[int, int] | None = (90, 7),
         delay_s: float = 0.0,
     ):
         self.answer = answer
@@ -132,15 +135,19 @@ class ScriptedOpenAIServer:
                 base = {"id": f"cmpl-{len(server.requests)}", "object": "chat.completion.chunk",
                         "model": request.get("model", "assistant")}
                 words = server._text_for(request).split(" ")
+                limit = request.get("max_tokens") or request.get("max_completion_tokens")
+                finish = "length" if limit and len(words) > limit else "stop"
+                words = words[:limit] if limit else words
                 try:
                     for i, word in enumerate(words):
                         if server.delay_s:
                             time.sleep(server.delay_s)
                         piece = word if i == 0 else " " + word
                         self._send({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
-                    self._send({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                    self._send({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
                     if (request.get("stream_options") or {}).get("include_usage"):
-                        prompt, completion = server.usage
+                        prompt, completion = server.usage or (
+                            sum(len(str(m.get("content", "")).split()) for m in request.get("messages", [])), len(words))
                         self._send({**base, "choices": [], "usage": {
                             "prompt_tokens": prompt, "completion_tokens": completion,
                             "total_tokens": prompt + completion}})

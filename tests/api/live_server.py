@@ -74,28 +74,32 @@ RESTRICTED = "departments/tech-ops/process/internal-security/passwords.md"
 
 
 def serving_settings(data_dir: Path, llm_url: str, **overrides):
-    """Settings of an app whose model is the llama.cpp server at `llm_url` (short answers: CPU tests).
+    """Settings of an app whose model is the OpenAI-protocol server at `llm_url` (short answers).
 
-    Retrieval runs on `CORPUS_MODEL` (MiniLM), as the session's corpus index does: what SmolLM2 writes
-    (where it stops, what it cites) depends on the sources it is given, and these tests assert on it."""
+    Retrieval runs on `CORPUS_MODEL` (MiniLM), as the session's corpus index does: what the model
+    writes (where it stops, what it cites) depends on the sources it is given, and these tests assert
+    on it."""
     values = dict(
         embedding_model=CORPUS_MODEL,
         llm_backend="openai", openai_base_url=llm_url, openai_model="assistant", llm_context_tokens=2048,
-        llm_max_tokens=24, request_timeout_s=120.0, sse_heartbeat_s=0.05, query_rewrite="rules",
+        llm_max_tokens=64, request_timeout_s=120.0, sse_heartbeat_s=0.05, query_rewrite="rules",
     )
     return make_settings(data_dir, **{**values, **overrides})
 
 
 @pytest.fixture(scope="module")
-def serving(tmp_path_factory, llm_server):  # noqa: F811
-    """The handbook subset with passwords.md readable by group `secops` only, served by uvicorn."""
+def serving(tmp_path_factory, citing_model):
+    """The handbook subset with passwords.md readable by group `secops` only, served by uvicorn; its
+    model is `citing_model` (an OpenAI-protocol server that copies and cites: these tests assert on
+    cited answers, which SmolLM2-135M rarely gives once grounded; the real llama.cpp server is met
+    by tests/service/test_backends_answer.py and test_openai_backend.py)."""
     root = tmp_path_factory.mktemp("serving")
     docs = copy_subset(HANDBOOK, root / "docs", API_FILES)
     manifest = root / "acl.yaml"
     manifest.write_text(
         yaml.safe_dump({"default": ["everyone"], "rules": [{"path": RESTRICTED, "allow": ["group:secops"]}]})
     )
-    res = open_resources(serving_settings(root / "var", llm_server.base_url))
+    res = open_resources(serving_settings(root / "var", citing_model["openai_base_url"]))
     Ingestor(res).sync(docs, acl=AclManifest.load(manifest))
     server = LiveServer(res.settings, res).start()
     yield server, res, docs, manifest

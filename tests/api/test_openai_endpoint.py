@@ -13,11 +13,10 @@ import pytest
 
 from assistant.answering.citations import cited_numbers
 from tests.api.live_server import new_key, serving  # noqa: F401
-from tests.conftest_llm_server import llm_server  # noqa: F401
 
 MODEL = "assistant-rag"
 QUESTION = "How long should my password be?"
-ANSWER_LIMIT = 24  # llm_max_tokens of the `serving` fixture
+ANSWER_LIMIT = 64  # llm_max_tokens of the `serving` fixture
 
 
 def assert_usage(usage, *, max_completion: int) -> None:

@@ -14,7 +14,7 @@ from assistant.core.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor
 from tests.api.conftest import parse_sse
 from tests.api.live_server import RESTRICTED, LiveServer, new_key, serving  # noqa: F401
-from tests.conftest_llm_server import llm_server  # noqa: F401
+from tests.standin_openai import ScriptedOpenAIServer, extractive_answer
 
 QUESTION = "How long should my password be?"
 
@@ -117,9 +117,14 @@ def test_heartbeats_while_waiting_and_tokens_coalesced(serving):
     assert tokens.strip() == done_of(events)["answer"]
 
 
-def test_beyond_the_queue_requests_get_429_overloaded_with_retry_after(serving, llm_server):  # noqa: F811
+def test_beyond_the_queue_requests_get_429_overloaded_with_retry_after(serving):
     _server, res, _docs, _manifest = serving
-    settings = res.settings.model_copy(update={"llm_max_concurrency": 1, "llm_queue_max": 0, "answer_cache_entries": 0})
+    # A model that takes its time (a word every 0.2 s): the first answer holds the one slot while the
+    # other requests arrive.
+    slow = ScriptedOpenAIServer(extractive_answer, usage=None, delay_s=0.2).__enter__()
+    settings = res.settings.model_copy(update={
+        "llm_max_concurrency": 1, "llm_queue_max": 0, "answer_cache_entries": 0, "openai_base_url": slow.base_url,
+    })
     # Same SQL and index; its own LLM client, bound to the new server's event loop.
     tight = LiveServer(settings, dataclasses.replace(res, settings=settings, _llm=None)).start()
     try:
@@ -148,6 +153,7 @@ def test_beyond_the_queue_requests_get_429_overloaded_with_retry_after(serving, 
         worker.join(300)
     finally:
         tight.stop()
+        slow.__exit__(None, None, None)
     assert outcome["status"] == 200
     for r in (refused, helpdesk):
         assert r.status_code == 429, r.text
