@@ -3,9 +3,11 @@ the helpdesk API. The app runs under uvicorn against a real llama.cpp server sta
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import uuid
+from typing import Iterator
 
 import httpx
 
@@ -107,10 +109,24 @@ def test_follow_ups_are_rewritten_for_retrieval_and_long_history_is_trimmed(serv
     assert done_of(events)["answer"]
 
 
+@contextlib.contextmanager
+def slow_model_app(res, **updates) -> Iterator[LiveServer]:
+    """The app over `res`'s SQL and index with `updates` to its settings, whose model takes its time
+    (a word every 0.2 s): waits and queues can be watched. Its own LLM client, bound to its event loop."""
+    with ScriptedOpenAIServer(extractive_answer, usage=None, delay_s=0.2) as slow:
+        settings = res.settings.model_copy(update={"openai_base_url": slow.base_url, **updates})
+        app = LiveServer(settings, dataclasses.replace(res, settings=settings, _llm=None)).start()
+        try:
+            yield app
+        finally:
+            app.stop()
+
+
 def test_heartbeats_while_waiting_and_tokens_coalesced(serving):
-    server, res, _docs, _manifest = serving
+    _server, res, _docs, _manifest = serving
     _, headers = new_key(res)
-    body, events = chat(server.url, headers, "What computer standards apply?")
+    with slow_model_app(res, answer_cache_entries=0) as server:
+        body, events = chat(server.url, headers, "What computer standards apply?")
     first_token = body.index("event: token")
     assert ": ping\n\n" in body[:first_token]
     tokens = "".join(d["text"] for n, d in events if n == "token")
@@ -119,16 +135,9 @@ def test_heartbeats_while_waiting_and_tokens_coalesced(serving):
 
 def test_beyond_the_queue_requests_get_429_overloaded_with_retry_after(serving):
     _server, res, _docs, _manifest = serving
-    # A model that takes its time (a word every 0.2 s): the first answer holds the one slot while the
-    # other requests arrive.
-    slow = ScriptedOpenAIServer(extractive_answer, usage=None, delay_s=0.2).__enter__()
-    settings = res.settings.model_copy(update={
-        "llm_max_concurrency": 1, "llm_queue_max": 0, "answer_cache_entries": 0, "openai_base_url": slow.base_url,
-    })
-    # Same SQL and index; its own LLM client, bound to the new server's event loop.
-    tight = LiveServer(settings, dataclasses.replace(res, settings=settings, _llm=None)).start()
-    try:
-        _, headers = new_key(res)
+    # The first answer holds the one slot while the other requests arrive.
+    with slow_model_app(res, llm_max_concurrency=1, llm_queue_max=0, answer_cache_entries=0) as tight:
+        _, headers = new_key(res, "secops")  # passwords.md: a two-sentence answer, the first sent early
         started = threading.Event()
         outcome: dict = {}
 
@@ -151,9 +160,6 @@ def test_beyond_the_queue_requests_get_429_overloaded_with_retry_after(serving):
             headers=headers,
         )
         worker.join(300)
-    finally:
-        tight.stop()
-        slow.__exit__(None, None, None)
     assert outcome["status"] == 200
     for r in (refused, helpdesk):
         assert r.status_code == 429, r.text
