@@ -10,7 +10,7 @@ from assistant.answering.admission import FairLimiter, Ticket
 from assistant.answering.budget import plan_budget
 from assistant.answering.cache import AnswerCache
 from assistant.answering.citations import Citation, make_citations
-from assistant.answering.grounded_stream import GroundedStream, combined_result, grounder_for
+from assistant.answering.grounded_stream import GroundedStream, combined_result, grounder_for, grounding_report
 from assistant.answering.stops import StopFilter
 from assistant.answering.packing import pack_context
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, format_source
@@ -33,7 +33,8 @@ class Answer:
     """A finished answer. `abstained` is True when the documents did not contain it.
 
     `finish_reason` is "length" when the answer was cut at `max_tokens`, else "stop"; `usage` holds
-    the tokens its generation used (`Answerer.stream`'s `done` event says which are counted).
+    the tokens its generation used (`Answerer.stream`'s `done` event says which are counted);
+    `grounding` what grounding made of the generated answer (`grounding_report`; None when no model ran).
     """
 
     answer: str
@@ -42,6 +43,7 @@ class Answer:
     abstained: bool = False
     finish_reason: FinishReason = "stop"
     usage: Usage = field(default_factory=Usage)
+    grounding: dict | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -147,7 +149,9 @@ class Answerer:
         `{"type": "replace", "text"}` whose text replaces all tokens sent before it (an answer declined
         after some of it was sent), then `{"type": "citations", "citations"}`, then
         `{"type": "done", "answer", "abstained", "cached", "finish_reason", "usage"}`; `answer` is the
-        grounded text (the tokens joined, or the replacement).
+        grounded text (the tokens joined, or the replacement); `grounding` (`grounding_report`: the
+        supported share and the sentences removed) when the model generated it, absent for a cached
+        answer or an abstention before generation.
 
         `finish_reason` is "length" when the answer was cut at `max_tokens` (a cached answer keeps the
         one it was generated with), else "stop" (the model ended it, a stop sequence did, or no model
@@ -195,6 +199,7 @@ class Answerer:
         return Answer(
             done["answer"], citations, sources, abstained=done["abstained"], finish_reason=done["finish_reason"],
             usage=Usage(done["usage"]["prompt_tokens"], done["usage"]["completion_tokens"]),
+            grounding=done.get("grounding"),
         )
 
     def cacheable(self, *, history: Sequence[ChatMessage], params: GenerationParams) -> bool:
@@ -268,10 +273,12 @@ class Answerer:
                 ticket.close()  # the model is done: free the slot before the bookkeeping below
             answer = grounded.text
             citations = [c.to_dict() for c in make_citations(answer, sources)]
+            report = grounding_report(grounded.verdicts)
             if grounded.declined:
                 yield {"type": "citations", "citations": []}
                 yield {"type": "done", "answer": answer, "abstained": True, "cached": False,
-                       "finish_reason": generated.finish_reason, "usage": generated.usage.to_dict(), "citations": []}
+                       "finish_reason": generated.finish_reason, "usage": generated.usage.to_dict(), "citations": [],
+                       "grounding": report}
                 return
             if cache is not None and answer:
                 await asyncio.to_thread(
@@ -280,7 +287,8 @@ class Answerer:
                 )
             yield {"type": "citations", "citations": citations}
             yield {"type": "done", "answer": answer, "abstained": False, "cached": False,
-                   "finish_reason": generated.finish_reason, "usage": generated.usage.to_dict(), "citations": citations}
+                   "finish_reason": generated.finish_reason, "usage": generated.usage.to_dict(), "citations": citations,
+                   "grounding": report}
         finally:
             if ticket is not None:
                 ticket.close()

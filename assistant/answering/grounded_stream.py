@@ -23,6 +23,7 @@ from typing import AsyncIterator, Callable
 
 from assistant.answering.grounding import (
     SENTENCE_BOUNDARY, Grounder, Renderer, Sentence, Verdict, declines, drop_unknown_markers, split_sentences,
+    supported_share,
 )
 from assistant.answering.language_check import answer_lang_matches
 from assistant.answering.prompt import NO_ANSWER, firmer_language
@@ -184,7 +185,6 @@ class GroundedStream:
         return text
 
 
-
 def grounder_for(retriever, sources) -> Grounder:
     """A `Grounder` for `sources` that uses `retriever`'s embedder when it has one (a retriever without
     `embedder`, or whose embedder cannot embed passages, grounds by lexical support alone) and its
@@ -207,3 +207,14 @@ def combined_result(attempts: list[StreamResult]) -> StreamResult:
         sum(a.usage.prompt_tokens for a in attempts), sum(a.usage.completion_tokens for a in attempts)
     )
     return StreamResult(finish_reason=attempts[-1].finish_reason or "stop", usage=usage)
+
+
+def grounding_report(verdicts: list[Verdict]) -> dict:
+    """What grounding made of an answer, for callers that weigh it (the helpdesk's confidence):
+    `{"supported_share": float in [0, 1], "sentences": int, "unsupported": [sentence texts removed]}`.
+    Echoes of the system prompt are removed too but not listed: they state nothing about the question."""
+    return {
+        "supported_share": round(supported_share(verdicts), 4),
+        "sentences": len(verdicts),
+        "unsupported": [v.sentence.text for v in verdicts if v.claim and not v.echo and v.source is None],
+    }

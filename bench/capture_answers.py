@@ -1,0 +1,131 @@
+"""Capture the embedded chat model's raw answers on development questions, for grounding calibration.
+
+The product's own path up to generation (retrieval as an anonymous reader over a small index of the
+questions' answer files and their neighbours, abstention, packing, the product's prompt), then the
+model's raw text, before any grounding. Each line of the output JSONL holds the question, its
+judgments, the numbered sources the model was given, the raw answer, and the time to first delta and
+tokens per second of the generation.
+
+`bench/ground_answers.py` then grounds the captured answers offline, so that thresholds can be fitted
+on a real model's writing without generating again (generation is the slow part: about a minute an
+answer for Qwen2.5-1.5B on 2 cores).
+
+Run: PYTHONPATH=. python bench/capture_answers.py OUT.jsonl [--questions FILE] [--per-lang N] [--no-answer N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import shutil
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from assistant.composition import Assistant
+from assistant.core.principals import ANONYMOUS
+from assistant.core.resources import Resources
+from assistant.core.settings import Settings
+from assistant.evaluation.dataset import load_questions
+from ingest.pipeline import Ingestor
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = (REPO.parent / "shared" / "corpus").resolve()
+ROOTS = {
+    "en": CORPUS / "handbook-en" / "sourcegraph-handbook" / "content",
+    "zh": CORPUS / "docs-zh" / "pingcap-docs-cn",
+}
+SIBLINGS = 2  # neighbouring files of each answer file's folder: the pages retrieval confuses it with
+
+
+def choose(questions, per_lang: int, no_answer: int, seed: int):
+    """`per_lang` answerable and `no_answer` unanswerable questions per language, drawn with `seed`."""
+    rng = random.Random(seed)
+    chosen = []
+    for lang in ("en", "zh"):
+        answerable = [q for q in questions if q.lang == lang and q.answerable]
+        unanswerable = [q for q in questions if q.lang == lang and not q.answerable]
+        chosen += rng.sample(answerable, min(per_lang, len(answerable)))
+        chosen += rng.sample(unanswerable, min(no_answer, len(unanswerable)))
+    return chosen
+
+
+def build_folder(questions, dst: Path, seed: int) -> int:
+    """Copy each question's answer files and `SIBLINGS` neighbours of theirs into `dst` (a scratch
+    folder outside the project); returns the number of files."""
+    rng = random.Random(seed)
+    files: set[tuple[str, str]] = set()
+    for q in questions:
+        for rel in q.answer_files:
+            root = next(r for r in ROOTS.values() if (r / rel).is_file())
+            files.add((str(root), rel))
+            siblings = sorted(p for p in (root / rel).parent.glob("*.md") if p.name != Path(rel).name)
+            for p in rng.sample(siblings, min(SIBLINGS, len(siblings))):
+                files.add((str(root), str(p.relative_to(root))))
+    for root, rel in files:
+        target = dst / Path(root).parent.name / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(Path(root) / rel, target)
+    return len(files)
+
+
+async def capture(answerer, question: str) -> dict:
+    """The sources and the raw answer to `question`, with generation timings."""
+    params = answerer.defaults
+    sources, messages = answerer.prepare(question, principal=ANONYMOUS, params=params)
+    if messages is None:
+        return {"gate_abstained": True, "sources": [asdict(s) for s in sources], "raw": ""}
+    started = time.perf_counter()
+    first = None
+    parts = []
+    async for delta in answerer.llm.stream(messages, max_tokens=params.max_tokens, temperature=params.temperature,
+                                           stop=params.stop):
+        if first is None:
+            first = time.perf_counter() - started
+        parts.append(delta)
+    total = time.perf_counter() - started
+    raw = "".join(parts)
+    tokens = answerer.llm.count_tokens(raw)
+    return {
+        "gate_abstained": False, "sources": [asdict(s) for s in sources], "raw": raw,
+        "prompt_tokens": sum(answerer.llm.count_tokens(m["content"]) for m in messages),
+        "ttft_s": round(first or total, 2), "total_s": round(total, 2),
+        "tokens_per_s": round(tokens / max(total - (first or 0), 1e-6), 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--questions", type=Path, default=REPO / "tests" / "data" / "dev_questions.jsonl")
+    parser.add_argument("--per-lang", type=int, default=6)
+    parser.add_argument("--no-answer", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    questions = choose(load_questions(args.questions), args.per_lang, args.no_answer, args.seed)
+    with tempfile.TemporaryDirectory(prefix="capture-") as tmp:
+        folder = Path(tmp) / "docs"
+        n_files = build_folder(questions, folder, args.seed)
+        res = Resources.open(Settings(_env_file=None, data_dir=Path(tmp) / "var"))
+        try:
+            started = time.perf_counter()
+            Ingestor(res).sync(folder)
+            print(f"indexed {n_files} files in {time.perf_counter() - started:.0f} s", flush=True)
+            answerer = Assistant.build(res).answerer
+            with args.out.open("w", encoding="utf-8") as out:
+                for q in questions:
+                    row = {"id": q.id, "lang": q.lang, "question": q.question, "answer_files": q.answer_files,
+                           "must_contain_any": q.must_contain_any, **asyncio.run(capture(answerer, q.question))}
+                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    out.flush()
+                    print(f"{q.id}: ttft {row.get('ttft_s')} s, {row.get('tokens_per_s')} tok/s: {row['raw'][:120]!r}",
+                          flush=True)
+        finally:
+            res.close()
+
+
+if __name__ == "__main__":
+    main()
