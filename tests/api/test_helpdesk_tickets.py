@@ -383,3 +383,18 @@ def test_tickets_need_an_api_key(helpdesk):
     client, _, _ = helpdesk
     anonymous = TestClient(client.app)
     assert anonymous.post("/api/helpdesk/tickets", json={"subject": "x", "requester": "alice"}).status_code == 401
+
+
+def test_metrics_count_tickets_per_day_and_category(helpdesk, scripted):
+    client, _, _ = helpdesk
+    scripted.answer = OKTA_REPLY
+    category = f"m-{uuid.uuid4().hex[:6]}"
+    auto = post_ticket(client, subject="Okta Verify is not prompting me", category=category).json()
+    post_ticket(client, subject="The coffee machine in the kitchen is leaking water", category=category)
+    client.post(f"/api/helpdesk/tickets/{auto['ticket_id']}/resolution",
+                json={"resolution": "We re-enrolled your device in Okta.", "resolved_by": "kim", "audience": ["everyone"]})
+    [row] = [r for r in client.get("/api/helpdesk/metrics").json() if r["category"] == category]
+    assert (row["received"], row["auto_replied"], row["escalated"]) == (2, 1, 1)
+    assert (row["auto_replies_edited"], row["auto_replies_rejected"]) == (0, 1)
+    assert row["day"] == auto["created_at"][:10]
+    assert client.app.state.dispatcher.join(timeout_s=120)  # the resolution's ingestion

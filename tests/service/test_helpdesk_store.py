@@ -164,3 +164,31 @@ def test_a_url_taken_off_the_allow_list_is_not_called(pg_db, tmp_path):
         assert stored.status == "dead" and "allow-list" in stored.attempts[0]["error"] and receiver.hits == 0
     finally:
         receiver.close()
+
+
+def test_keys_commands_set_limits_and_an_allow_listed_webhook(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from assistant.cli.main import app
+    from assistant.core.settings import get_settings
+
+    monkeypatch.setenv("ASSISTANT_DATA_DIR", str(tmp_path / "var"))
+    monkeypatch.setenv("ASSISTANT_WEBHOOK_ALLOWED_HOSTS", '["hooks.example.com"]')
+    get_settings.cache_clear()
+    try:
+        assert CliRunner().invoke(app, ["keys", "create", "hd"]).exit_code == 0
+        limited = CliRunner().invoke(app, ["keys", "limits", "hd", "--rpm", "30"])
+        assert limited.exit_code == 0 and "requests/min 30" in limited.output
+        refused = CliRunner().invoke(app, ["keys", "webhook", "hd", "https://evil.example.net/x"])
+        assert refused.exit_code == 2 and "allow-list" in refused.output
+        hooked = CliRunner().invoke(app, ["keys", "webhook", "hd", "https://hooks.example.com/in"])
+        assert hooked.exit_code == 0 and hooked.stdout.strip().startswith("whsec_")
+        db = Database(get_settings().resolved_database_url)
+        try:
+            from assistant.core.auth.api_keys import webhook_secret_for
+
+            assert webhook_secret_for(db, "hd") == hooked.stdout.strip()
+        finally:
+            db.dispose()
+    finally:
+        get_settings.cache_clear()

@@ -19,6 +19,7 @@ from assistant.core.db.helpdesk import (
     get_ticket as load_ticket,
     list_deliveries,
     list_tickets,
+    ticket_counts,
     set_resolution_job,
     store_resolution,
 )
@@ -44,6 +45,18 @@ def require_service(request: Request, principal: PrincipalDep) -> Principal:
 
 
 ServiceDep = Annotated[Principal, Depends(require_service)]
+
+
+class TicketCountsPublic(BaseModel):
+    """Tickets of one UTC day and category, and what became of them."""
+
+    day: str
+    category: str | None
+    received: int
+    auto_replied: int
+    escalated: int
+    auto_replies_edited: int
+    auto_replies_rejected: int
 
 
 class HelpdeskTicket(BaseModel):
@@ -280,3 +293,22 @@ async def get_deliveries(
     return await run_in_threadpool(
         lambda: list_deliveries(assistant.resources.db, client=service.name, ticket_id=ticket_id, limit=limit)
     )
+
+
+@router.get("/metrics", response_model=list[TicketCountsPublic])
+async def get_metrics(
+    assistant: AssistantDep, principal: PrincipalDep, request: Request,
+    since: datetime | None = None, until: datetime | None = None,
+) -> list[TicketCountsPublic]:
+    """Tickets received, auto-replied, escalated, and auto-replies later edited or rejected by an agent,
+    per UTC day and category: the key's own tickets, or every key's for an admin.
+
+    Raises:
+        PermissionDeniedError: a signed-in person who is not an admin (403).
+    """
+    if principal.is_admin and getattr(request.state, "auth_method", None) == "session":
+        client = None
+    else:
+        client = require_service(request, principal).name
+    rows = await run_in_threadpool(lambda: ticket_counts(assistant.resources.db, client=client, since=since, until=until))
+    return [TicketCountsPublic(**row) for row in rows]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from sqlalchemy import delete, select
+from sqlalchemy import case, delete, func, select
 from sqlalchemy.exc import IntegrityError
 
 from assistant.core.db.models import HelpdeskTicket, WebhookDelivery, utcnow
@@ -297,3 +297,37 @@ def pending_delivery_ids(db: Database) -> list[int]:
     """Every delivery still pending (to resubmit after a restart of the in-process worker)."""
     with db.session() as session:
         return list(session.scalars(select(WebhookDelivery.id).where(WebhookDelivery.status == "pending")))
+
+
+def ticket_counts(
+    db: Database, *, client: str | None, since: datetime | None = None, until: datetime | None = None
+) -> list[dict[str, Any]]:
+    """Tickets per UTC day and category: `received`, `auto_replied`, `escalated` (needs_agent), and the
+    auto-replies an agent later `edited` or `rejected`; oldest day first.
+
+    Args:
+        client: one client's tickets, or every client's when None (the admin view).
+        since, until: creation time bounds (`since` inclusive, `until` exclusive).
+    """
+    day = func.date(HelpdeskTicket.created_at)
+    auto = HelpdeskTicket.decision == "auto_reply"
+    query = select(
+        day, HelpdeskTicket.category, func.count(),
+        func.sum(case((auto, 1), else_=0)),
+        func.sum(case((HelpdeskTicket.decision == "needs_agent", 1), else_=0)),
+        func.sum(case((auto & (HelpdeskTicket.outcome == "edited"), 1), else_=0)),
+        func.sum(case((auto & (HelpdeskTicket.outcome == "rejected"), 1), else_=0)),
+    ).where(HelpdeskTicket.state != "pending")
+    if client is not None:
+        query = query.where(HelpdeskTicket.client == client)
+    if since:
+        query = query.where(HelpdeskTicket.created_at >= since)
+    if until:
+        query = query.where(HelpdeskTicket.created_at < until)
+    query = query.group_by(day, HelpdeskTicket.category).order_by(day, HelpdeskTicket.category)
+    with db.session() as session:
+        return [
+            {"day": str(d), "category": category, "received": int(n), "auto_replied": int(a or 0),
+             "escalated": int(e or 0), "auto_replies_edited": int(ed or 0), "auto_replies_rejected": int(r or 0)}
+            for d, category, n, a, e, ed, r in session.execute(query)
+        ]
