@@ -104,8 +104,10 @@ def main() -> None:
     parser.add_argument("--per-lang", type=int, default=6)
     parser.add_argument("--no-answer", type=int, default=2)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--langs", default="en,zh", help="languages to ask in (the index holds both)")
     args = parser.parse_args()
     questions = choose(load_questions(args.questions), args.per_lang, args.no_answer, args.seed)
+    asked = [q for q in questions if q.lang in args.langs.split(",")]
     with tempfile.TemporaryDirectory(prefix="capture-") as tmp:
         folder = Path(tmp) / "docs"
         n_files = build_folder(questions, folder, args.seed)
@@ -116,7 +118,7 @@ def main() -> None:
             print(f"indexed {n_files} files in {time.perf_counter() - started:.0f} s", flush=True)
             answerer = Assistant.build(res).answerer
             with args.out.open("w", encoding="utf-8") as out:
-                for q in questions:
+                for q in asked:
                     row = {"id": q.id, "lang": q.lang, "question": q.question, "answer_files": q.answer_files,
                            "must_contain_any": q.must_contain_any, **asyncio.run(capture(answerer, q.question))}
                     out.write(json.dumps(row, ensure_ascii=False) + "\n")

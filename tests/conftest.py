@@ -39,6 +39,19 @@ def make_settings(data_dir: Path, **overrides) -> Settings:
     return Settings(_env_file=None, data_dir=data_dir, **overrides)
 
 
+@pytest.fixture(scope="session")
+def citing_model() -> Iterator[dict]:
+    """A model server that copies and cites (`tests.standin_openai.extractive_answer`), as settings
+    overrides for the `openai` backend: for the tests of the answering mechanics that need a cited
+    answer (SmolLM2-135M's answers are mostly unsupported, and grounding rightly declines them; the
+    shipped model is tested on its own, tests/service/test_builtin_chat_model.py)."""
+    from tests.standin_openai import ScriptedOpenAIServer, extractive_answer
+
+    with ScriptedOpenAIServer(extractive_answer) as server:
+        yield {"llm_backend": "openai", "openai_base_url": server.base_url, "openai_model": "assistant",
+               "query_rewrite": "rules"}
+
+
 @pytest.fixture
 def tmp_settings(tmp_path: Path) -> Settings:
     return make_settings(tmp_path / "var")
@@ -79,15 +92,16 @@ def open_resources(settings: Settings) -> Resources:
 
 
 @pytest.fixture(scope="session")
-def corpus_index(tmp_path_factory) -> Iterator[Resources]:
+def corpus_index(tmp_path_factory, citing_model) -> Iterator[Resources]:
     """The handbook and the Chinese docs, ingested once for the whole session with `CORPUS_MODEL`
     (Qdrant Edge, SQLite). Answers are packed into the model's whole context, as before the CPU window
-    (`llm_cpu_window_tokens`) existed: the tests that ask SmolLM2 expect the answering file among the
-    sources it was given, which a 1,024-token window (about two chunks) often leaves out."""
+    (`llm_cpu_window_tokens`) existed: the tests that ask expect the answering file among the sources
+    given, which a CPU window often leaves out. Its model is `citing_model`."""
     from ingest.pipeline import Ingestor
 
     settings = make_settings(
-        tmp_path_factory.mktemp("corpus") / "var", embedding_model=CORPUS_MODEL, llm_cpu_window_tokens=0
+        tmp_path_factory.mktemp("corpus") / "var", embedding_model=CORPUS_MODEL, llm_cpu_window_tokens=0,
+        **citing_model,
     )
     res = open_resources(settings)
     ingestor = Ingestor(res)

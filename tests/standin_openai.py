@@ -9,19 +9,67 @@ keeps every request body: for tests that must see what a backend sent, or meet a
 from __future__ import annotations
 
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+_SOURCE_HEADER = re.compile(r"^\[(\d+)\] .*$", re.MULTILINE)
+_WORD = re.compile(r"[a-z0-9]{3,}|[\u4e00-\u9fff]{2}", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+DECLINE = "I could not find this in the documents you can access."
+
+
+_STOP = frozenset("the and for are you your how what when where who why can may should does this that with from".split())
+
+
+def _terms(text: str) -> set[str]:
+    """English words cut to their first five letters (a crude stem: password/passwords, long/longer
+    stay apart only past it) without stop words, and Chinese character pairs."""
+    text = text.lower()
+    words = {w[:5] for w in _WORD.findall(text) if w not in _STOP and not "\u4e00" <= w[0] <= "\u9fff"}
+    return words | {text[i : i + 2] for i in range(len(text) - 1) if "\u4e00" <= text[i] <= "\u9fff"}
+
+
+def extractive_answer(request: dict) -> str:
+    """What a model that copies and cites would answer to a chat request in the product's prompt format
+    (`Sources:` blocks `[n] path` then text, then `Question: ...`): the two sentences of the sources
+    that share the most words (or Chinese character pairs) with the question, each with its source's
+    `[n]`; the product's decline sentence when no sentence shares any. Deterministic, so that tests of
+    the answering mechanics (streaming, citations, caching, ACLs) do not depend on a small model's luck.
+    """
+    user = next((m["content"] for m in reversed(request.get("messages", [])) if m.get("role") == "user"), "")
+    body, _, question = user.rpartition("Question:")
+    question = question.strip().splitlines()[0] if question.strip() else ""
+    wanted = _terms(question)
+    headers = list(_SOURCE_HEADER.finditer(body))
+    scored = []
+    for i, header in enumerate(headers):
+        end = headers[i + 1].start() if i + 1 < len(headers) else len(body)
+        for line in body[header.end() : end].splitlines():
+            line = line.strip().lstrip("-*#> ").strip()
+            for sentence in _SENTENCE_END.split(line):
+                if len(sentence) >= 12:
+                    scored.append((len(wanted & _terms(sentence)), -len(scored), sentence.strip(), header.group(1)))
+    best = sorted((s for s in scored if s[0] > 0), reverse=True)[:2]
+    if not best:
+        return DECLINE
+    return " ".join(
+        f"{text.rstrip('.。')}[{n}]。" if "\u4e00" <= text[-2:-1] <= "\u9fff" else f"{text.rstrip('.')} [{n}]."
+        for _, _, text, n in best
+    )
 
 
 class ScriptedOpenAIServer:
     """Serves `POST /v1/chat/completions` (streamed only) on 127.0.0.1, a free port, in a thread.
 
-    Each answer is `answer` streamed one word per chunk (vLLM sends a token per chunk), then a chunk
+    Each answer is `answer` (a string, or a function of the request's JSON body such as
+    `extractive_answer`) streamed one word per chunk (vLLM sends a token per chunk), then a chunk
     with `finish_reason` "stop", then, when the request asks `stream_options.include_usage`, a chunk
     with empty `choices` and `usage`, then `data: [DONE]`. The connection closes after each response.
 
     Args:
-        answer: the text every request gets.
+        answer: the text every request gets, or a function from the request body to the text.
         honour_stop: True: the answer ends before the first of the request's `stop` sequences that
             occurs in it (as vLLM does); False: `stop` is ignored.
         usage: `(prompt_tokens, completion_tokens)` reported in the usage chunk.
@@ -30,7 +78,7 @@ class ScriptedOpenAIServer:
         requests: the JSON bodies received, oldest first.
     """
 
-    def __init__(self, answer: str, *, honour_stop: bool = True, usage: tuple[int, int] = (90, 7)):
+    def __init__(self, answer: str | Callable[[dict], str], *, honour_stop: bool = True, usage: tuple[int, int] = (90, 7)):
         self.answer = answer
         self.honour_stop = honour_stop
         self.usage = usage
@@ -52,10 +100,11 @@ class ScriptedOpenAIServer:
         self._http.server_close()
 
     def _text_for(self, request: dict) -> str:
+        answer = self.answer(request) if callable(self.answer) else self.answer
         stop = request.get("stop") or []
         stops = [stop] if isinstance(stop, str) else stop
-        cuts = [self.answer.find(s) for s in stops if self.honour_stop and s in self.answer]
-        return self.answer[: min(cuts)] if cuts else self.answer
+        cuts = [answer.find(s) for s in stops if self.honour_stop and s in answer]
+        return answer[: min(cuts)] if cuts else answer
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self

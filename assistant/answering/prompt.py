@@ -10,19 +10,20 @@ from assistant.core.llm import ChatMessage
 from assistant.retrieval import RetrievedChunk
 
 # Short numbered rules in plain words: a 0.5-1.5B instruct model follows a list better than prose.
-# The decline sentence is the product's own (`NO_ANSWER`), so that a model that follows rule 3 says
-# exactly what an abstention says. The system prompt never varies per request (prefix cache); the
-# per-request reminder of the answer's language goes at the end of the user message.
+# No rule asks the model to decline: with one ("if the sources do not answer, write only: ..."), even
+# softened to "give the part they answer", Qwen2.5-Coder-1.5B declined 5 of 6 answerable English
+# development questions whose sources held the answer (bench/capture_answers.py, docs/benchmarks.md);
+# without it, it answered all 6 and invented on the no-answer ones, which grounding declines
+# (`grounding.declines`). The system prompt never varies per request (prefix cache); the per-request
+# reminder of the answer's language goes at the end of the user message.
 SYSTEM_PROMPT = (
     "You are the company's internal assistant. You answer an employee's question from numbered sources.\n"
     "Rules:\n"
     "1. Use only facts written in the sources. Do not add numbers, names, commands or links that are not in them.\n"
     "2. End each sentence with the number of its source in square brackets, like [1] or [2].\n"
-    "3. If the sources do not answer the question, write only: "
-    "I could not find this in the documents you can access.\n"
-    "4. Write in the language of the question: a Chinese question gets a Chinese answer, "
+    "3. Write in the language of the question: a Chinese question gets a Chinese answer, "
     "an English question an English answer.\n"
-    "5. Be brief: at most five sentences. Do not repeat a sentence. Do not repeat these rules."
+    "4. Be brief: at most five sentences. Do not repeat a sentence. Do not repeat these rules."
 )
 
 NO_ANSWER = {

@@ -22,10 +22,10 @@ API_FILES = [
 
 
 @pytest.fixture(scope="module")
-def api_resources(tmp_path_factory):
+def api_resources(tmp_path_factory, citing_model):
     root = tmp_path_factory.mktemp("api")
     folder = copy_subset(HANDBOOK, root / "docs", API_FILES)
-    settings = make_settings(root / "var")
+    settings = make_settings(root / "var", **citing_model)
     res = open_resources(settings)
     Ingestor(res).sync(folder)
     yield res
