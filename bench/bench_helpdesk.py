@@ -110,7 +110,7 @@ async def run(tickets: list[dict], parts: Collaborators, key, out: Path | None) 
         started = time.perf_counter()
         record, _ = await submit_ticket(request, key=key, idempotency_key=f"{ticket['id']}-{time.time_ns()}", parts=parts)
         rows.append({**ticket, "decision": record.decision, "confidence": record.confidence, "citations": record.citations,
-                     "reasons": record.reasons, "reply": record.reply, "duration_s": round(time.perf_counter() - started, 2)})
+                     "reasons": record.reasons, "reply": record.reply, "evidence": record.evidence, "duration_s": round(time.perf_counter() - started, 2)})
         row = rows[-1]
         if out is not None:
             with out.open("a", encoding="utf-8") as f:
