@@ -34,7 +34,8 @@ _NEED = re.compile(
 )
 # A how-to question stays a question, whatever verbs it names.
 _HOW_TO = re.compile(
-    r"\b(?:how (?:do|can|should|would|to)|where (?:do|can|is|are)|what (?:is|are|do|should)|which|who (?:do|can|should)|"
+    r"\b(?:how (?:do|can|should|would|to|long|often|many|much)|where (?:do|can|is|are)|what (?:is|are|do|should)|which|"
+    r"who (?:do|can|should|has to|must|needs to|approves|is)|when (?:do|can|should|is|am)|"
     r"is there|is it possible|am i allowed|may i|can i|should i|do i)\b",
     re.IGNORECASE,
 )

@@ -34,6 +34,9 @@ ACTIONS = [
     ("I get a permission error on the shared drive", False),
     ("What should I set up on my laptop before accessing company data?", False),
     ("如何重置 TiDB 的 root 密码？", False),
+    # From the benchmark: a question about the approval of an access request is not a request.
+    ("Who has to approve my request for access to a new application?", False),
+    ("When am I eligible for a laptop refresh, and how do I order one?", False),
 ]
 
 
