@@ -15,6 +15,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from assistant import __version__
 from assistant.api.deps import PrincipalDep, get_principal
 from assistant.api.body_limit import BodyLimitMiddleware
+from assistant.api.rate_limit import RateLimitMiddleware, enforce_rate_limit
 from assistant.api.errors import install_error_handlers
 from assistant.api.security_headers import SecurityHeadersMiddleware
 from assistant.api.routes import (
@@ -25,6 +26,7 @@ from assistant.core import resources as resources_mod
 from assistant.core.jobs import JobDispatcher
 from assistant.core.resources import Resources
 from assistant.core.errors import ConfigError
+from assistant.core.rate_limits import RateLimiter
 from assistant.core.settings import Settings, get_settings
 from assistant.core.signing import signing_key
 
@@ -89,6 +91,8 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
         https_only=settings.cookie_secure,
     )
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
+    app.state.rate_limiter = RateLimiter(settings.rate_limit_redis_url)
+    app.add_middleware(RateLimitMiddleware, limiter=app.state.rate_limiter)
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: refusals get the headers too
     install_error_handlers(app)
     # Public: liveness and sign-in. Everything else refuses anonymous callers at the router level.
@@ -96,10 +100,13 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     app.include_router(auth.public_router)
     signed_in = [Depends(get_principal)]
     for router in (
-        auth.router, search.router, chat.router, documents.router, users.router, helpdesk.router, openai_compat.router,
-        jobs.router, conversations.router, feedback.router,
+        auth.router, search.router, chat.router, documents.router, users.router, jobs.router,
+        conversations.router, feedback.router,
     ):
         app.include_router(router, dependencies=signed_in)
+    # The routes that generate for API keys also count against the key's rate limits.
+    for router in (helpdesk.router, openai_compat.router):
+        app.include_router(router, dependencies=[*signed_in, Depends(enforce_rate_limit)])
 
     @app.get("/api/openapi.json", include_in_schema=False, dependencies=signed_in)
     def openapi(_principal: PrincipalDep) -> dict:

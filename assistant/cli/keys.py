@@ -1,4 +1,4 @@
-"""`assistant keys create|revoke|list`: API keys for service principals, shown once and stored hashed."""
+"""`assistant keys create|revoke|list|limits|webhook`: API keys for service principals, shown once and stored hashed."""
 
 from __future__ import annotations
 
@@ -61,3 +61,44 @@ def list_(as_json: bool = typer.Option(False, "--json")) -> None:
     for r in rows:
         table.add_row(r["name"], r["prefix"], r["principal"], r["created_at"] or "", r["last_used_at"] or "", r["revoked_at"] or "")
     out.print(table)
+
+
+@keys_app.command("limits")
+def limits(
+    name: str,
+    rpm: Optional[int] = typer.Option(None, "--rpm", min=0, help="requests per minute (0 = unlimited)"),
+    tpm: Optional[int] = typer.Option(None, "--tpm", min=0, help="answer tokens per minute (0 = unlimited)"),
+    default: bool = typer.Option(False, "--default", help="forget both: the ASSISTANT_RATE_LIMIT_* settings apply"),
+) -> None:
+    """Set key NAME's own rate limits on /v1 and the helpdesk routes (they replace the settings' values)."""
+    from assistant.core.auth.api_keys import configure_api_key
+
+    changes: dict = {"requests_per_minute": None, "tokens_per_minute": None} if default else {}
+    if rpm is not None:
+        changes["requests_per_minute"] = rpm
+    if tpm is not None:
+        changes["tokens_per_minute"] = tpm
+    with account_db() as db:
+        options = configure_api_key(db, name, **changes)
+    out.print(f"key {name}: requests/min {options.requests_per_minute if options.requests_per_minute is not None else 'default'}, "
+              f"tokens/min {options.tokens_per_minute if options.tokens_per_minute is not None else 'default'}")
+
+
+@keys_app.command("webhook")
+def webhook(
+    name: str,
+    url: str = typer.Argument("", help="http(s) URL on ASSISTANT_WEBHOOK_ALLOWED_HOSTS; empty: remove the webhook"),
+) -> None:
+    """POST key NAME's helpdesk results to URL; prints the new signing secret once (docs/helpdesk.md)."""
+    from assistant.core.auth.api_keys import configure_api_key
+    from assistant.core.settings import get_settings
+    from assistant.core.webhooks import check_url
+
+    with account_db() as db:  # a URL off the allow-list exits with status 2, as other refusals do
+        target = check_url(url, get_settings().webhook_allowed_hosts) if url else None
+        options = configure_api_key(db, name, webhook_url=target)
+    if options.webhook_secret:
+        print(options.webhook_secret)
+        err.print(f"key {name} posts helpdesk results to {target}; the signing secret above is shown only this once")
+    else:
+        out.print(f"key {name} has no webhook")

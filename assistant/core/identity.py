@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from assistant.core.db.models import Group, Membership, User
 from assistant.core.db.session import Database
@@ -50,3 +50,25 @@ def load_principal_by_id(db: Database, user_id: int) -> Principal | None:
         if user is None or user.disabled:
             return None
         return _principal(session, user)
+
+
+def requester_principal(db: Database, requester: str, *, within: Principal) -> Principal | None:
+    """The principal a helpdesk ticket is answered as: the person `requester` names (a user name, or an
+    e-mail address compared case-insensitively), with only those of their groups that `within` (the
+    helpdesk's service principal) also has, so a ticket reads no more than both may.
+
+    Returns:
+        None when no enabled person's account matches (service accounts never do): the caller then
+        reads as a reader of `everyone` only.
+    """
+    wanted = requester.strip()
+    if not wanted:
+        return None
+    with db.session() as session:
+        user = session.scalar(select(User).where(User.name == wanted))
+        if user is None and "@" in wanted:
+            user = session.scalar(select(User).where(func.lower(User.email) == wanted.casefold()))
+        if user is None or user.disabled or user.is_service:
+            return None
+        person = _principal(session, user)
+    return Principal(name=person.name, groups=person.groups & within.groups, user_id=person.user_id)

@@ -15,6 +15,7 @@ from typing import Any
 
 from celery import Celery
 from celery.signals import worker_ready
+from assistant.core.db.helpdesk import pending_delivery_ids
 from assistant.core.db.jobs import job_lease, requeue_job, unfinished_job_ids
 from assistant.core.db.session import Database
 from assistant.core.settings import Settings, get_settings
@@ -22,10 +23,11 @@ from assistant.core.settings import Settings, get_settings
 log = logging.getLogger(__name__)
 
 # Modules that define tasks, loaded by name so that `core` imports neither `ingest` nor `finetune`.
-TASK_MODULES = ["ingest.tasks"]
+TASK_MODULES = ["ingest.tasks", "assistant.core.webhook_tasks"]
 # Which task runs each job kind.
 JOB_TASKS = {"sync": "ingest.sync_source"}
 RESUME_TASK = "jobs.resume_unfinished"
+WEBHOOK_TASK = "helpdesk.deliver_webhook"
 RESUME_INTERVAL_S = 300.0
 
 
@@ -147,7 +149,8 @@ class JobDispatcher:
             self.submit("ingest.sync_all")
 
     def resume_unfinished(self, db: Database) -> list[int]:
-        """Resubmit every job left `running` (in-process: or `queued`) whose lease nobody holds.
+        """Resubmit every job left `running` (in-process: or `queued`) whose lease nobody holds, and,
+        in-process, every webhook delivery still pending.
 
         A job that has already run `job_max_attempts` times is marked failed instead, with the reason.
 
@@ -167,6 +170,9 @@ class JobDispatcher:
                     resumed.append((job_id, kind))
         for job_id, kind in resumed:
             self.submit(JOB_TASKS[kind], job_id=job_id)
+        if self._worker is not None:  # a Celery retry waits in the broker; an in-process timer died with us
+            for delivery_id in pending_delivery_ids(db):
+                self.submit(WEBHOOK_TASK, delivery_id=delivery_id)
         if resumed:
             log.info("resumed jobs %s", [i for i, _ in resumed])
         return [i for i, _ in resumed]

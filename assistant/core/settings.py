@@ -161,6 +161,26 @@ class Settings(BaseSettings):
     sse_heartbeat_s: float = Field(default=10.0, gt=0, description="seconds between ': ping' lines while waiting")
     sse_coalesce_ms: float = Field(default=25.0, ge=0, description="tokens arriving within this are sent in one write")
 
+    # Helpdesk: decisions, resolutions, per-key rate limits, webhooks
+    helpdesk_auto_reply_threshold: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="a ticket is auto-replied when its confidence reaches this (docs/helpdesk.md)"
+    )
+    helpdesk_resolutions_dir: Path | None = Field(
+        default=None, description="where resolved tickets are written as documents; default: DATA_DIR/helpdesk-resolutions"
+    )
+    rate_limit_requests_per_minute: int = Field(default=0, ge=0, description="per API key on /v1 and the helpdesk; 0 = unlimited")
+    rate_limit_tokens_per_minute: int = Field(default=0, ge=0, description="per API key, answer tokens; 0 = unlimited")
+    rate_limit_redis_url: RedisUrlText | None = Field(
+        default=None, description="Redis shared by the API processes for rate limits; default: in-process counters"
+    )
+    webhook_allowed_hosts: list[str] = Field(
+        default_factory=list, description="hosts (or host:port) a key's webhook URL may name; empty = no webhooks"
+    )
+    webhook_max_attempts: int = Field(default=8, ge=1, description="tries of one delivery before it is dead-lettered")
+    webhook_backoff_s: float = Field(default=5.0, gt=0, description="seconds before the first retry; doubled each time")
+    webhook_backoff_max_s: float = Field(default=600.0, gt=0, description="longest wait between two tries, in seconds")
+    webhook_timeout_s: float = Field(default=10.0, gt=0, description="seconds one delivery attempt may take")
+
     # Jobs
     jobs_backend: Literal["inprocess", "celery"] = "inprocess"
     broker_url: BrokerUrlText = "redis://127.0.0.1:6379/0"
@@ -313,6 +333,11 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'assistant.db').resolve()}"
+
+    @property
+    def resolutions_dir(self) -> Path:
+        """The folder resolved helpdesk tickets are written to as documents (`helpdesk_resolutions_dir`)."""
+        return self.helpdesk_resolutions_dir or self.data_dir / "helpdesk-resolutions"
 
     @property
     def cookie_secure(self) -> bool:

@@ -245,6 +245,7 @@ async def chat_completions(
         result = await answerer.answer(
             question, principal=principal, history=history, ticket=ticket, params=params, audit=audit
         )
+        request.state.usage_tokens = result.usage.total_tokens  # charged to the key's rate limit
         return {
             **base,
             "object": "chat.completion",
@@ -275,6 +276,7 @@ async def chat_completions(
                 elif event["type"] == "citations":
                     citations = event["citations"]
                 elif event["type"] == "done":
+                    request.state.usage_tokens = event["usage"]["total_tokens"]  # charged after the stream
                     yield _chunk(
                         base, {}, event["finish_reason"], citations=citations, abstained=event["abstained"], **replaced
                     )

@@ -18,7 +18,7 @@ from sqlalchemy import delete, select
 from assistant.core.auth.accounts import add_user_to_groups, check_name, group_names
 from assistant.core.db.models import ApiKey, Membership, User
 from assistant.core.db.session import Database
-from assistant.core.errors import AuthenticationError, ConflictError, NotFoundError
+from assistant.core.errors import AuthenticationError, ConflictError, InvalidRequestError, NotFoundError
 from assistant.core.principals import Principal
 
 KEY_PREFIX = "ak_"
@@ -135,3 +135,72 @@ def list_api_keys(db: Database) -> list[dict]:
             }
             for k, owner in rows
         ]
+
+
+@dataclass(frozen=True)
+class KeyOptions:
+    """A key's own settings: rate limits per minute (None: the server's `ASSISTANT_RATE_LIMIT_*`; 0:
+    unlimited) and the webhook its helpdesk results are POSTed to, with the secret that signs them."""
+
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+    webhook_url: str | None = None
+    webhook_secret: str | None = None
+
+
+def key_options(db: Database, user_id: int | None) -> KeyOptions:
+    """The options of the unrevoked key of service account `user_id` (defaults when it has none)."""
+    if user_id is None:
+        return KeyOptions()
+    with db.session() as session:
+        row = session.scalar(select(ApiKey).where(ApiKey.user_id == user_id, ApiKey.revoked_at.is_(None)))
+        if row is None:
+            return KeyOptions()
+        return KeyOptions(row.requests_per_minute, row.tokens_per_minute, row.webhook_url, row.webhook_secret)
+
+
+_KEEP = object()
+
+
+def configure_api_key(
+    db: Database,
+    name: str,
+    *,
+    requests_per_minute: int | None | object = _KEEP,
+    tokens_per_minute: int | None | object = _KEEP,
+    webhook_url: str | None | object = _KEEP,
+) -> KeyOptions:
+    """Change key `name`'s options; an argument left out keeps its value, None resets it. Setting a
+    webhook URL generates a new signing secret (returned once here, and used for every delivery).
+
+    The URL is stored as given: check it against the allow-list first (`assistant.core.webhooks.check_url`).
+
+    Raises:
+        NotFoundError: no unrevoked key of that name.
+        InvalidRequestError: a negative limit.
+    """
+    for label, value in (("requests_per_minute", requests_per_minute), ("tokens_per_minute", tokens_per_minute)):
+        if isinstance(value, int) and value < 0:
+            raise InvalidRequestError(f"{label} must be >= 0 (0 = unlimited), got {value}")
+    with db.session() as session:
+        row = session.scalar(select(ApiKey).where(ApiKey.name == name, ApiKey.revoked_at.is_(None)))
+        if row is None:
+            raise NotFoundError(f"API key '{name}' not found (or revoked)")
+        if requests_per_minute is not _KEEP:
+            row.requests_per_minute = requests_per_minute
+        if tokens_per_minute is not _KEEP:
+            row.tokens_per_minute = tokens_per_minute
+        if webhook_url is not _KEEP:
+            row.webhook_url = webhook_url
+            row.webhook_secret = f"whsec_{secrets.token_urlsafe(32)}" if webhook_url else None
+        return KeyOptions(row.requests_per_minute, row.tokens_per_minute, row.webhook_url, row.webhook_secret)
+
+
+def webhook_secret_for(db: Database, principal_name: str) -> str | None:
+    """The signing secret of the unrevoked key of service account `principal_name`, or None."""
+    with db.session() as session:
+        return session.scalar(
+            select(ApiKey.webhook_secret)
+            .join(User, User.id == ApiKey.user_id)
+            .where(User.name == principal_name, ApiKey.revoked_at.is_(None))
+        )

@@ -155,6 +155,12 @@ class ApiKey(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    # Per-key overrides of the settings' rate limits (None: the settings' value; 0: unlimited).
+    requests_per_minute: Mapped[int | None] = mapped_column(Integer, default=None)
+    tokens_per_minute: Mapped[int | None] = mapped_column(Integer, default=None)
+    # Where helpdesk results are POSTed, and the shared secret they are signed with (HMAC-SHA256).
+    webhook_url: Mapped[str | None] = mapped_column(String(2048), default=None)
+    webhook_secret: Mapped[str | None] = mapped_column(String(128), default=None)
     __table_args__ = (UniqueConstraint("name", "user_id"),)
 
 
@@ -220,3 +226,59 @@ class Feedback(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
     __table_args__ = (UniqueConstraint("message_id", "user_id"),)
+
+
+class HelpdeskTicket(Base):
+    """A ticket the helpdesk posted, the decision taken on it and, later, the agent's resolution.
+
+    `client` is the service principal (API key account) that posted it: idempotency keys are unique per
+    client. `request_hash` is the SHA-256 of the ticket's fields, so a different body under the same key
+    is told apart from a retry. `evidence` holds what the decision rests on (retrieval scores of the
+    cited chunks, the grounding verdicts)."""
+
+    __tablename__ = "helpdesk_tickets"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    client: Mapped[str] = mapped_column(String(255), index=True)
+    idempotency_key: Mapped[str] = mapped_column(String(255))
+    request_hash: Mapped[str] = mapped_column(String(64))
+    external_id: Mapped[str | None] = mapped_column(String(255), default=None)
+    subject: Mapped[str] = mapped_column(String(500), default="")
+    body: Mapped[str] = mapped_column(Text, default="")
+    requester: Mapped[str] = mapped_column(String(320), default="")
+    requester_known: Mapped[bool] = mapped_column(Boolean, default=False)
+    category: Mapped[str | None] = mapped_column(String(128), default=None, index=True)
+    language: Mapped[str] = mapped_column(String(8), default="en")
+    state: Mapped[str] = mapped_column(String(16), default="pending")  # pending -> decided -> resolved
+    decision: Mapped[str | None] = mapped_column(String(16), default=None, index=True)
+    confidence: Mapped[float] = mapped_column(Float, default=0.0)
+    reply: Mapped[str] = mapped_column(Text, default="")
+    citations: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    reasons: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    evidence: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    duration_s: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    resolution: Mapped[str | None] = mapped_column(Text, default=None)
+    resolved_by: Mapped[str | None] = mapped_column(String(255), default=None)
+    audience: Mapped[list[str] | None] = mapped_column(JSON, default=None)
+    outcome: Mapped[str | None] = mapped_column(String(16), default=None)  # accepted, edited, rejected
+    resolution_job_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    __table_args__ = (UniqueConstraint("client", "idempotency_key"),)
+
+
+class WebhookDelivery(Base):
+    """One result to POST to a key's webhook; `attempts` lists each try (`at`, `status_code`, `error`)."""
+
+    __tablename__ = "webhook_deliveries"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    ticket_id: Mapped[int] = mapped_column(ForeignKey("helpdesk_tickets.id", ondelete="CASCADE"), index=True)
+    client: Mapped[str] = mapped_column(String(255), index=True)
+    url: Mapped[str] = mapped_column(String(2048))
+    event: Mapped[str] = mapped_column(String(64), default="ticket.decided")
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    status: Mapped[str] = mapped_column(String(16), default="pending", index=True)  # pending, delivered, dead
+    attempts: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
