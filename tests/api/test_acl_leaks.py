@@ -140,9 +140,12 @@ def test_manifest_change_applies_without_reembedding(acl_corpus):
 
 # -- API ----------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def acl_app(acl_corpus) -> Iterator[tuple[TestClient, object]]:
-    res = open_resources(acl_corpus.settings)
-    app = create_app(acl_corpus.settings, resources=res)
+def acl_app(acl_corpus, citing_model) -> Iterator[tuple[TestClient, object]]:
+    # The model copies and cites (`citing_model`): what the chat tests check is which sources an answer
+    # may cite and quote, which needs an answer that cites.
+    settings = acl_corpus.settings.model_copy(update=citing_model)
+    res = open_resources(settings)
+    app = create_app(settings, resources=res)
     with TestClient(app) as client:
         yield client, res
     res.close()
