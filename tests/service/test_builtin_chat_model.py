@@ -53,7 +53,7 @@ def assistant(assembled: Path, tmp_path_factory):
     root = tmp_path_factory.mktemp("default-model")
     copy_subset(HANDBOOK, root / "docs" / "handbook", ["departments/tech-ops/process/internal-security/passwords.md"])
     copy_subset(DOCS_ZH, root / "docs" / "zh", ["faq/tidb-faq.md"])
-    res = open_resources(make_settings(root / "var", llm_model_path=assembled, llm_max_tokens=80, llm_temperature=0.0))
+    res = open_resources(make_settings(root / "var", llm_model_path=assembled, llm_max_tokens=240, llm_temperature=0.0))
     Ingestor(res).sync(root / "docs")
     yield Assistant.build(res)
     if res._llm is not None:
