@@ -1,5 +1,10 @@
 """The product as a new user meets it: `assistant ingest docs` + `assistant serve`, then a real browser
-signs in, asks about the product's own docs, watches the answer stream and sees its citations."""
+signs in, asks about the product's own docs, watches the answer stream and sees its citations.
+
+The server's model is the citing stand-in (`tests.standin_openai.extractive_answer`) behind the `openai`
+backend: SmolLM2-135M, the tests' in-process model, writes answers that grounding rightly declines, so a
+cited answer would depend on its luck (a CI run got "I could not find this…" here). The shipped chat model
+is tested on its own (tests/service/test_builtin_chat_model.py, test_grounded_answers.py)."""
 
 from __future__ import annotations
 
@@ -28,9 +33,22 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def citing_server():
+    """The citing stand-in model, a word every 50 ms (so that the page can be seen to stream)."""
+    from tests.standin_openai import ScriptedOpenAIServer, extractive_answer
+
+    with ScriptedOpenAIServer(extractive_answer, usage=None, delay_s=0.05) as llm:
+        yield llm
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, citing_server):
     data = tmp_path_factory.mktemp("e2e") / "var"
-    env = {**os.environ, "ASSISTANT_DATA_DIR": str(data), "ASSISTANT_BOOTSTRAP_ADMIN_PASSWORD": PASSWORD, "HF_HUB_OFFLINE": "1"}
+    env = {
+        **os.environ, "ASSISTANT_DATA_DIR": str(data), "ASSISTANT_BOOTSTRAP_ADMIN_PASSWORD": PASSWORD,
+        "HF_HUB_OFFLINE": "1", "ASSISTANT_LLM_BACKEND": "openai", "ASSISTANT_OPENAI_BASE_URL": citing_server.base_url,
+        "ASSISTANT_OPENAI_MODEL": "assistant", "ASSISTANT_QUERY_REWRITE": "rules",
+    }
     cli = [sys.executable, "-m", "assistant.cli.main"]
     subprocess.run([*cli, "ingest", str(REPO / "docs")], env=env, check=True, cwd=REPO, capture_output=True)
     port = _free_port()
