@@ -128,6 +128,7 @@ class Ingestor:
             embed_executor=self.embed_thread, batch_chunks=self.batch_chunks,
             job_id=job_id, source_id=source_id, on_file=on_file,
         )
+        run.pii_kinds = manifest.mask_pii
         try:
             item_ids = reset_items(self.res.db, job_id, rels)
             if on_total:
@@ -158,6 +159,8 @@ class Ingestor:
             totals[o.status] = totals.get(o.status, 0) + 1
         totals["chunks"] = sum(o.chunks for o in outcomes if o.status == "done")
         totals["reused"] = sum(o.reused for o in outcomes if o.status == "done")
+        if run.pii_kinds:
+            totals.update({f"pii_masked_{kind}": run.pii_masked[kind] for kind in run.pii_kinds})
         totals.update({k: round(v, 3) for k, v in run.seconds.items()})
         finish_sync_job(self.res.db, job_id, source_id=source_id, totals=totals)
         return outcomes
