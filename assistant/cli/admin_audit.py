@@ -1,15 +1,19 @@
 """Admin changes made on the command line, written to the audit trail as `admin.*` rows.
 
-Every command that changes accounts, groups, keys or sources opens the SQL database through
-`assistant.cli.users.account_db`, which calls `audit_command` once the command succeeded: the row names
-the command and its arguments (passwords are read from stdin and never among them).
+`install_admin_audit` wraps every command of the account, group, key and source command groups so
+that the running command and its arguments are known; those commands open the SQL database through
+`assistant.cli.users.account_db`, which calls `audit_command` once the command succeeded. The row
+names the command and its arguments (passwords are read from stdin and never among them).
 """
 
 from __future__ import annotations
 
+import functools
 import getpass
+from contextvars import ContextVar
+from typing import Any
 
-import click
+import typer
 
 from assistant.core.auth.audit import record_event
 from assistant.core.db.session import Database
@@ -18,6 +22,27 @@ from assistant.core.principals import Principal
 # Command group -> audit action; commands of other groups record their own rows (or change nothing).
 ACTIONS = {"users": "admin.user", "groups": "admin.group", "keys": "admin.key", "sources": "admin.source"}
 READ_ONLY = {"list", "export", "unlock"}  # `export` and `unlock` write rows of their own
+_running: ContextVar[tuple[str, str, dict[str, Any]] | None] = ContextVar("assistant_cli_command", default=None)
+
+
+def install_admin_audit(groups: dict[str, typer.Typer]) -> None:
+    """Wrap each command of `groups` (group name -> Typer app) so that `audit_command` knows it."""
+    for group, app in groups.items():
+        for info in app.registered_commands:
+            name = info.name or info.callback.__name__.replace("_", "-")
+            info.callback = _remembering(info.callback, group, name)
+
+
+def _remembering(fn, group: str, name: str):
+    @functools.wraps(fn)  # Typer reads the parameters through __wrapped__
+    def command(*args, **kwargs):
+        token = _running.set((group, name, kwargs))
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _running.reset(token)
+
+    return command
 
 
 def cli_principal() -> Principal:
@@ -30,17 +55,15 @@ def cli_principal() -> Principal:
 
 
 def audit_command(db: Database) -> None:
-    """Record the running Typer command as an `admin.*` row when it is a change (not `list`)."""
-    ctx = click.get_current_context(silent=True)
-    if ctx is None or ctx.parent is None or ctx.info_name in READ_ONLY:
+    """Record the running command as an `admin.*` row when it is a change (not `list`)."""
+    running = _running.get()
+    if running is None or running[1] in READ_ONLY or running[0] not in ACTIONS:
         return
-    action = ACTIONS.get(ctx.parent.info_name or "")
-    if action is None:
-        return
-    params = {k: (str(v) if not isinstance(v, (bool, int, list, tuple, type(None))) else v) for k, v in ctx.params.items()}
+    group, name, kwargs = running
+    params = {k: v if isinstance(v, (bool, int, float, list, tuple, type(None))) else str(v) for k, v in kwargs.items()}
     record_event(
-        db, principal=cli_principal(), action=action, auth_method="cli",
-        details={"command": ctx.command_path, "params": params},
+        db, principal=cli_principal(), action=ACTIONS[group], auth_method="cli",
+        details={"command": f"{group} {name}", "params": params},
     )
 
 

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from assistant.cli import serve_model
-from assistant.cli.admin_audit import audit_source_change
+from assistant.cli.admin_audit import audit_source_change, install_admin_audit
 from assistant.cli.errors import fail, report
 from assistant.cli.compliance import audit_app, retention_app
 from assistant.cli.keys import keys_app
@@ -32,6 +32,7 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(sources_app, name="sources")
 app.add_typer(audit_app, name="audit")
 app.add_typer(retention_app, name="retention")
+install_admin_audit({"users": users_app, "groups": groups_app, "keys": keys_app, "sources": sources_app})
 serve_model.register(app)
 console = Console(stderr=True)
 

@@ -164,14 +164,15 @@ def test_masked_personal_data_is_neither_found_nor_cited_and_the_rest_is(comp, a
 
 
 def _add_upload(comp, user: str) -> tuple[str, str]:
-    """An uploaded file of `user`, ingested as a file source of its own readable by that user only, with
-    its row in the `uploads` table (issue 16's schema; created here when this database lacks it)."""
+    """An uploaded file of `user` shared with everyone (so that an admin's search finds it), ingested as a
+    file source of its own, with its row in the `uploads` table (issue 16's schema; created here when
+    this database lacks it)."""
     res = comp["res"]
     folder = comp["root"] / "uploads" / uuid.uuid4().hex
     folder.mkdir(parents=True)
     path = folder / "expenses.md"
     path.write_text("# Travel expenses\n\nMy taxi receipts from the Shenzhen trip total 420 yuan.\n", encoding="utf-8")
-    comp["ingestor"].sync(path, acl=AclManifest.from_dict({"default": [f"user:{user}"]}))
+    comp["ingestor"].sync(path, acl=AclManifest.from_dict({"default": ["everyone"]}))
     with res.db.session() as session:
         if not inspect(session.get_bind()).has_table("uploads"):
             session.execute(text(
@@ -183,7 +184,7 @@ def _add_upload(comp, user: str) -> tuple[str, str]:
         session.execute(
             text("INSERT INTO uploads (id, user_id, filename, path, audience, size_bytes, created_at) "
                  "VALUES (:id, :u, 'expenses.md', :p, :a, 10, :t)"),
-            {"id": upload_id, "u": user_id, "p": str(path), "a": f"user:{user}", "t": datetime.now(timezone.utc)},
+            {"id": upload_id, "u": user_id, "p": str(path), "a": "everyone", "t": datetime.now(timezone.utc)},
         )
     return upload_id, document_id(path.resolve().as_uri())
 
@@ -199,6 +200,8 @@ def test_export_holds_everything_and_erasure_leaves_nothing_of_the_user(comp, ad
     client.__exit__(None, None, None)
     upload_id, upload_doc = _add_upload(comp, bob)
     assert res.store.scroll_ids(doc_id=upload_doc)
+    query = {"query": "taxi receipts Shenzhen trip", "top_k": 20}
+    assert any(h["doc_id"] == upload_doc for h in admin.post("/api/search", json=query).json())
 
     exported = admin.get(f"/api/users/{bob}/export")
     assert exported.status_code == 200 and exported.headers["content-type"] == "application/zip"
@@ -213,7 +216,7 @@ def test_export_holds_everything_and_erasure_leaves_nothing_of_the_user(comp, ad
     report = admin.post(f"/api/users/{bob}/erase").json()
     assert report["deleted"]["conversations"] == 1 and report["deleted"]["chunks"] >= 1
     assert not res.store.scroll_ids(doc_id=upload_doc)
-    hits = admin.post("/api/search", json={"query": "taxi receipts Shenzhen trip", "top_k": 20}).json()
+    hits = admin.post("/api/search", json=query).json()
     assert all(h["doc_id"] != upload_doc and "taxi" not in h["text"] for h in hits)
     with res.db.session() as session:
         assert session.scalar(select(User).where(User.name == bob)) is None
