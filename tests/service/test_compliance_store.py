@@ -4,6 +4,7 @@ PostgreSQL migrated by Alembic; `assistant audit verify` on an edited trail."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from datetime import datetime, timedelta, timezone
 
@@ -22,6 +23,9 @@ from assistant.core.db.models import AuditChainHead, AuditEvent, Conversation, F
 from assistant.core.db.session import Database
 from assistant.core.db.user_data import erase_user_rows
 from assistant.core.principals import Principal
+from assistant.core import resources
+from assistant.core.jobs import RETENTION_TASK, JobDispatcher, make_celery
+from assistant.core.resources import Resources
 from assistant.core.retention import apply_retention
 from assistant.core.settings import get_settings
 from tests.conftest import make_settings
@@ -185,3 +189,23 @@ def test_audit_verify_command_fails_on_an_edited_row_and_admin_commands_are_audi
     db.dispose()
     broken = runner.invoke(app, ["audit", "verify"])
     assert broken.exit_code == 1 and "broken" in broken.output
+
+
+def test_retention_runs_on_celery_beat_and_on_the_in_process_scheduler(tmp_path):
+    settings = make_settings(tmp_path / "var", retention_interval_s=0.2, sync_interval_s=0)
+    assert make_celery(settings).conf.beat_schedule["apply-retention"] == {"task": RETENTION_TASK, "schedule": 0.2}
+    res = Resources.open(settings)
+    resources.set_current(res)
+    dispatcher = JobDispatcher(settings)
+    try:
+        for _ in range(300):  # the in-process beat submits the task every 0.2 s; wait for its first report
+            runs = list_events(res.db, AuditQuery(action="retention.purge"))
+            if runs:
+                break
+            time.sleep(0.1)
+        assert runs and runs[0]["principal"] == "system" and runs[0]["details"]["deleted"]["job_items"] == 0
+    finally:
+        dispatcher.stop()
+        dispatcher.join(30)
+        resources.set_current(None)
+        res.close()
