@@ -128,6 +128,8 @@ def test_the_trail_records_chat_search_download_and_admin_changes(comp, admin):
     doc_rows = _trail(admin, doc_id=cafeteria["doc_id"], since=since)
     assert {r["action"] for r in doc_rows} == {"search", "chat", "document.read"}
     assert admin.get("/api/audit/verify").json()["ok"] is True
+    r = admin.get("/api/audit", params={"action": "downlaod"})
+    assert r.status_code == 400 and "'downlaod' is not one of" in r.json()["error"]["message"]
 
 
 def test_only_admins_and_auditors_read_the_trail_and_auditors_read_no_more_documents(comp):

@@ -12,6 +12,7 @@ from sqlalchemy import String, cast, func, select, update
 from assistant.core.auth.audit_chain import content_digest, row_digest
 from assistant.core.db.models import AuditChainHead, AuditEvent, utcnow
 from assistant.core.db.session import Database
+from assistant.core.errors import InvalidRequestError
 from assistant.core.principals import Principal
 
 CHAIN_HEAD_ID = 1
@@ -103,7 +104,12 @@ def list_events(db: Database, query: AuditQuery) -> list[dict[str, Any]]:
 
     Returns:
         Up to `query.limit` `event_dict`s.
+
+    Raises:
+        InvalidRequestError: `query.action` is not one of `AUDIT_ACTIONS`.
     """
+    if query.action and query.action not in AUDIT_ACTIONS:
+        raise InvalidRequestError(f"audit action {query.action!r} is not one of {', '.join(AUDIT_ACTIONS)}")
     stmt = select(AuditEvent).where(AuditEvent.id > query.after_id).order_by(AuditEvent.id).limit(query.limit)
     if query.user:
         stmt = stmt.where(AuditEvent.principal == query.user)
