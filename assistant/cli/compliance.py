@@ -61,17 +61,40 @@ _ACTION = typer.Option(None, "--action", help="rows of this action only (chat, s
 _DOCUMENT = typer.Option(None, "--document", help="rows that name this document ID")
 
 
+def _write_rows(rows, fmt: str, stream) -> int:
+    """Write audit rows to `stream` as CSV (lists and details as JSON text) or JSON lines; returns how many."""
+    writer = csv.DictWriter(stream, fieldnames=CSV_FIELDS) if fmt == "csv" else None
+    if writer:
+        writer.writeheader()
+    count = 0
+    for row in rows:
+        if writer:
+            writer.writerow({k: json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else v
+                             for k, v in row.items() if k in CSV_FIELDS})
+        else:
+            stream.write(json.dumps(row, ensure_ascii=False) + "\n")
+        count += 1
+    return count
+
+
+def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
+    if fmt not in allowed:
+        fail(InvalidRequestError(f"--format {fmt!r} is not one of {', '.join(allowed)}"))
+
+
 @audit_app.command("list")
 def list_(
     since: Optional[str] = _SINCE, until: Optional[str] = _UNTIL, user: Optional[str] = _USER,
     action: Optional[str] = _ACTION, document: Optional[str] = _DOCUMENT,
-    limit: int = typer.Option(100, "--limit", min=1), as_json: bool = typer.Option(False, "--json"),
+    limit: int = typer.Option(100, "--limit", min=1),
+    fmt: str = typer.Option("table", "--format", help="table, csv or jsonl"),
 ) -> None:
-    """The rows of the trail matching the filters, oldest first."""
+    """The rows of the trail matching the filters, oldest first (at most --limit)."""
+    _check_format(fmt, ("table", "csv", "jsonl"))
     with account_db() as db:
         rows = list(_events(db, since=since, until=until, user=user, action=action, document=document, limit=limit))
-    if as_json:
-        print(json.dumps(rows, ensure_ascii=False, indent=1))
+    if fmt != "table":
+        _write_rows(rows, fmt, sys.stdout)
         return
     table = Table("id", "at", "principal", "auth", "action", "query", "documents", "address")
     for r in rows:
@@ -88,22 +111,12 @@ def export(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="file to write; default: stdout"),
 ) -> None:
     """Every matching row, as CSV (lists and details as JSON text) or JSON lines."""
-    if fmt not in ("csv", "jsonl"):
-        fail(InvalidRequestError(f"--format {fmt!r} is not one of csv, jsonl"))
+    _check_format(fmt, ("csv", "jsonl"))
     stream = output.open("w", encoding="utf-8", newline="") if output else sys.stdout
     try:
         with account_db() as db:
-            writer = csv.DictWriter(stream, fieldnames=CSV_FIELDS) if fmt == "csv" else None
-            if writer:
-                writer.writeheader()
-            count = 0
-            for row in _events(db, since=since, until=until, user=user, action=action, document=document, limit=10**12):
-                if writer:
-                    writer.writerow({k: json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else v
-                                     for k, v in row.items() if k in CSV_FIELDS})
-                else:
-                    stream.write(json.dumps(row, ensure_ascii=False) + "\n")
-                count += 1
+            rows = _events(db, since=since, until=until, user=user, action=action, document=document, limit=10**12)
+            count = _write_rows(rows, fmt, stream)
     finally:
         if output:
             stream.close()

@@ -183,6 +183,8 @@ def test_audit_verify_command_fails_on_an_edited_row_and_admin_commands_are_audi
     assert {r["action"] for r in rows} == {"admin.user"} and all(r["auth_method"] == "cli" for r in rows)
     csv_out = runner.invoke(app, ["audit", "export", "--format", "csv"]).stdout.splitlines()
     assert csv_out[0].startswith("id,at,principal,auth_method,action") and len(csv_out) == 3
+    listed = runner.invoke(app, ["audit", "list", "--user", cli_principal().name, "--since", "2000-01-01", "--format", "jsonl"])
+    assert [json.loads(line)["id"] for line in listed.stdout.splitlines()] == [r["id"] for r in rows]
     db = Database(get_settings().resolved_database_url)
     with db.engine.begin() as conn:
         conn.execute(text("UPDATE audit_events SET details = '{}' WHERE id = (SELECT MIN(id) FROM audit_events)"))
