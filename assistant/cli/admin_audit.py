@@ -20,8 +20,11 @@ from assistant.core.db.session import Database
 from assistant.core.principals import Principal
 
 # Command group -> audit action; commands of other groups record their own rows (or change nothing).
-ACTIONS = {"users": "admin.user", "groups": "admin.group", "keys": "admin.key", "sources": "admin.source"}
-READ_ONLY = {"list", "export", "unlock"}  # `export` and `unlock` write rows of their own
+ACTIONS = {
+    "users": "admin.user", "groups": "admin.group", "keys": "admin.key", "sources": "admin.source",
+    "finetune": "admin.adapter",
+}
+READ_ONLY = {"list", "show", "export", "unlock"}  # `export` and `unlock` write rows of their own
 _running: ContextVar[tuple[str, str, dict[str, Any]] | None] = ContextVar("assistant_cli_command", default=None)
 
 

@@ -14,6 +14,7 @@ from assistant.core.auth.audit import record_event
 from assistant.core.db.session import Database
 from assistant.core.db.sources import delete_source_rows, source_document_ids
 from assistant.core.db.user_data import UploadFile, erase_user_rows, find_user, user_records, user_uploads
+from assistant.core.errors import ConflictError
 from assistant.core.principals import Principal
 from assistant.core.vectorstore.base import VectorStore
 
@@ -89,10 +90,15 @@ def erase_user(
 
     Raises:
         NotFoundError: no such user.
+        ConflictError: the user is under legal hold.
     """
     with db.session() as session:
-        user_id = find_user(session, name).id
-        uploads = user_uploads(session, user_id)
+        user = find_user(session, name)
+        if user.legal_hold:
+            raise ConflictError(
+                f"user '{name}' is under legal hold: nothing of theirs may be deleted until `assistant users hold {name} --off`"
+            )
+        uploads = user_uploads(session, user.id)
     report = ErasureReport(user=name)
     report.deleted.update(remove_uploads(db, store, uploads))
     report.deleted.update(erase_user_rows(db, name, redact_audit=redact_audit, upload_ids=[u.id for u in uploads]))

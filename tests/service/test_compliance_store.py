@@ -22,6 +22,8 @@ from assistant.core.db.conversations import create_conversation
 from assistant.core.db.models import AuditChainHead, AuditEvent, Conversation, Feedback, Job, JobItem, User
 from assistant.core.db.session import Database
 from assistant.core.db.user_data import erase_user_rows
+from assistant.core.erasure import erase_user
+from assistant.core.errors import ConflictError
 from assistant.core.principals import Principal
 from assistant.core import resources
 from assistant.core.jobs import RETENTION_TASK, JobDispatcher, make_celery
@@ -85,6 +87,10 @@ def test_erasure_redacts_the_query_and_the_chain_still_verifies(db):
     name = _name()
     create_user(db, name, password="a-long-enough-password")
     ids = _record(db, name, 2)
+    set_flags(db, name, legal_hold=True)
+    with pytest.raises(ConflictError, match="legal hold"):
+        erase_user(db, name, store=None, redact_audit=True, actor=Principal("admin"))
+    set_flags(db, name, legal_hold=False)
     counts = erase_user_rows(db, name, redact_audit=True, upload_ids=[])
     assert counts["audit_rows_redacted"] == 2
     rows = list_events(db, AuditQuery(user=name))
