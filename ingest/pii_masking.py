@@ -6,8 +6,21 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
+from assistant.core.acl_manifest import AclManifest
+from assistant.core.db.session import Database
+from assistant.core.db.sources import list_sources
 from assistant.core.pii import mask_pii
 from ingest.isolated_parse import ParseResult
+
+
+def stored_pii_kinds(db: Database, source_uri: str) -> tuple[str, ...] | None:
+    """What the source at `source_uri` masked until now (its stored manifest's `mask_pii`); None for a
+    source not registered yet. Read before a sync stores a new manifest: when the two differ, every
+    file is parsed again, so that turning masking on also masks what is already indexed."""
+    for source in list_sources(db):
+        if source.uri == source_uri:
+            return AclManifest.from_dict(source.acl_manifest).mask_pii if source.acl_manifest else ()
+    return None
 
 
 def mask_parse_result(result: ParseResult, kinds: tuple[str, ...], counts: Counter) -> None:

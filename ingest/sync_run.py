@@ -154,6 +154,7 @@ class SyncRun:
         self._embed_busy_s = 0.0
         self.pii_kinds: tuple[str, ...] = ()  # personal data to mask (the source manifest's `mask_pii`)
         self.pii_masked: Counter = Counter()  # spans masked per kind, for the job's totals
+        self.reparse_all = False  # the source's masking changed: no file counts as unchanged
 
     # -- read, hash, skip or submit ------------------------------------------------------------
     def start(self, path: Path, rel: str, uri: str, order: tuple[int, str], acl: list[str], depth: int, item_id: int) -> None:
@@ -206,7 +207,7 @@ class SyncRun:
     def _unchanged(self, doc: Document, work: _Work) -> bool:
         """The document holds these bytes, embedded with this model, all its points present (or it
         ended in a state that re-parsing the same bytes would reach again)."""
-        return (
+        return not self.reparse_all and (
             doc.content_hash == work.content_hash
             and doc.embedding_model == self.embedder.name
             and doc.deleted_at is None

@@ -166,6 +166,22 @@ def test_masked_personal_data_is_neither_found_nor_cited_and_the_rest_is(comp, a
     assert totals["pii_masked_phone"] == 1 and totals["pii_masked_email"] == 1
 
 
+def test_turning_masking_on_masks_what_is_already_indexed(comp, admin):
+    folder = comp["root"] / "rota"
+    folder.mkdir()
+    (folder / "team.md").write_text("# Team\n\nThe backup rota is kept by li.na@example.com every Friday.\n", encoding="utf-8")
+    comp["ingestor"].sync(folder)  # no manifest: open to everyone, nothing masked
+
+    def texts() -> list[str]:
+        hits = admin.post("/api/search", json={"query": "backup rota every Friday", "top_k": 5}).json()
+        return [h["text"] for h in hits if h["source"] == "team.md"]
+
+    assert any("li.na@example.com" in t for t in texts())
+    outcomes = comp["ingestor"].sync(folder, acl=AclManifest.from_dict({"default": ["everyone"], "mask_pii": ["email"]}))
+    assert [o.status for o in outcomes] == ["done"]  # the same bytes are parsed again, not skipped
+    assert texts() and all("li.na@" not in t and "[EMAIL]" in t for t in texts())
+
+
 def _add_upload(comp, user: str) -> tuple[str, str]:
     """An uploaded file of `user` shared with everyone (so that an admin's search finds it), ingested as a
     file source of its own, with its row in the `uploads` table (issue 16's schema; created here when
