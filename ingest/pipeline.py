@@ -27,6 +27,7 @@ from assistant.core.acl_manifest import AclManifest
 from ingest.embedding_cache import EmbeddingCache
 from assistant.core.index_format import NAMESPACE, chunk_id, document_id
 from ingest.isolated_parse import IsolatedParser
+from ingest.pii_masking import stored_pii_kinds
 from ingest.sync_run import FileOutcome, SyncRun
 
 __all__ = ["NAMESPACE", "FileOutcome", "Ingestor", "chunk_id", "document_id", "iter_files"]
@@ -119,6 +120,7 @@ class Ingestor:
             raise InvalidRequestError(f"ingest path {_printable(str(path))} is not valid UTF-8: rename it first")
         files = list(iter_files(path)) if path.is_dir() else [path]
         root, source_uri, kind = self._source_of(path, acl)
+        masked_before = stored_pii_kinds(self.res.db, source_uri)
         source_id, job_id, manifest = self._start_job(source_uri, kind, path, acl, job_id)
         # A file name that is not UTF-8 keeps its bytes on disk and gets an escaped name (`bad\xffname.md`)
         # in outcomes, SQL and payloads, so that it is ingested like any other instead of breaking the run.
@@ -128,6 +130,8 @@ class Ingestor:
             embed_executor=self.embed_thread, batch_chunks=self.batch_chunks,
             job_id=job_id, source_id=source_id, on_file=on_file,
         )
+        run.pii_kinds = manifest.mask_pii
+        run.reparse_all = masked_before is not None and masked_before != manifest.mask_pii
         try:
             item_ids = reset_items(self.res.db, job_id, rels)
             if on_total:
@@ -158,6 +162,8 @@ class Ingestor:
             totals[o.status] = totals.get(o.status, 0) + 1
         totals["chunks"] = sum(o.chunks for o in outcomes if o.status == "done")
         totals["reused"] = sum(o.reused for o in outcomes if o.status == "done")
+        if run.pii_kinds:
+            totals.update({f"pii_masked_{kind}": run.pii_masked[kind] for kind in run.pii_kinds})
         totals.update({k: round(v, 3) for k, v in run.seconds.items()})
         finish_sync_job(self.res.db, job_id, source_id=source_id, totals=totals)
         return outcomes

@@ -12,7 +12,7 @@ import logging
 import tempfile
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from concurrent.futures import Executor, Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,6 +30,7 @@ from assistant.core.index_format import ChunkPayload, chunk_point, document_id
 from assistant.core.vectorstore import VectorStore
 from ingest.embedding_cache import EmbeddingCache
 from ingest.isolated_parse import IsolatedParser, ParseResult
+from ingest.pii_masking import mask_parse_result
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +152,9 @@ class SyncRun:
         self.seconds: dict[str, float] = defaultdict(float)
         self._embedding: _EmbeddingBatch | None = None  # on the embedding thread, written on the next flush
         self._embed_busy_s = 0.0
+        self.pii_kinds: tuple[str, ...] = ()  # personal data to mask (the source manifest's `mask_pii`)
+        self.pii_masked: Counter = Counter()  # spans masked per kind, for the job's totals
+        self.reparse_all = False  # the source's masking changed: no file counts as unchanged
 
     # -- read, hash, skip or submit ------------------------------------------------------------
     def start(self, path: Path, rel: str, uri: str, order: tuple[int, str], acl: list[str], depth: int, item_id: int) -> None:
@@ -203,7 +207,7 @@ class SyncRun:
     def _unchanged(self, doc: Document, work: _Work) -> bool:
         """The document holds these bytes, embedded with this model, all its points present (or it
         ended in a state that re-parsing the same bytes would reach again)."""
-        return (
+        return not self.reparse_all and (
             doc.content_hash == work.content_hash
             and doc.embedding_model == self.embedder.name
             and doc.deleted_at is None
@@ -236,6 +240,8 @@ class SyncRun:
         if result.status != "done":
             self._finish_doc(work, set(), 0, result.status, result.reason)
             return
+        if self.pii_kinds:  # before the cache look-up and the embedding: nothing unmasked is stored
+            mask_parse_result(result, self.pii_kinds, self.pii_masked)
         self.batch.append(work)
         self.batch_size += len(result.chunks)
         if self.batch_size >= self.batch_chunks:

@@ -110,7 +110,9 @@ class Answerer:
         retrieval = self.retriever.search(query, principal=principal, top_k=self.top_k)
         chunks = retrieval.chunks
         if audit is not None:
-            audit.retrieved(query, principal=principal, chunk_ids=[c.chunk_id for c in chunks])
+            audit.retrieved(
+                query, principal=principal, chunk_ids=[c.chunk_id for c in chunks], doc_ids=[c.doc_id for c in chunks]
+            )
         if self.abstention.abstains(retrieval):
             return chunks, None
         budget = plan_budget(
@@ -230,7 +232,10 @@ class Answerer:
                 if hit is not None:
                     if audit is not None:
                         cited = [c["chunk_id"] for c in hit.citations]
-                        await asyncio.to_thread(audit.served_from_cache, question, principal=principal, chunk_ids=cited)
+                        docs = [c["doc_id"] for c in hit.citations]
+                        await asyncio.to_thread(
+                            audit.served_from_cache, question, principal=principal, chunk_ids=cited, doc_ids=docs
+                        )
                     yield {"type": "sources", "sources": []}
                     yield {"type": "token", "text": hit.answer}
                     yield {"type": "citations", "citations": hit.citations}

@@ -61,9 +61,15 @@ class AuditSink(Protocol):
     an audit trail (the CLI, evaluation) passes none.
     """
 
-    def retrieved(self, query: str, *, principal: Principal, chunk_ids: list[str]) -> None:
-        """The retrieval for `query` (the question, or its standalone rewrite) returned `chunk_ids`,
-        best first. Called before generation, so the record exists even when generation fails."""
+    def retrieved(
+        self, query: str, *, principal: Principal, chunk_ids: list[str], doc_ids: list[str] | None = None
+    ) -> None:
+        """The retrieval for `query` (the question, or its standalone rewrite) returned `chunk_ids`
+        of documents `doc_ids`, best first. Called before generation, so the record exists even when
+        generation fails."""
 
-    def served_from_cache(self, question: str, *, principal: Principal, chunk_ids: list[str]) -> None:
-        """`question` was answered from the answer cache (no retrieval ran); the answer cites `chunk_ids`."""
+    def served_from_cache(
+        self, question: str, *, principal: Principal, chunk_ids: list[str], doc_ids: list[str] | None = None
+    ) -> None:
+        """`question` was answered from the answer cache (no retrieval ran); the answer cites `chunk_ids`
+        of documents `doc_ids`."""

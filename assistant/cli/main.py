@@ -16,7 +16,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from assistant.cli import serve_model
+from assistant.cli.admin_audit import audit_source_change, install_admin_audit
 from assistant.cli.errors import fail, report
+from assistant.cli.compliance import audit_app, retention_app
 from assistant.cli.keys import keys_app
 from assistant.cli.sources import sources_app
 from assistant.cli.users import groups_app, note_new_data_dir, users_app
@@ -28,6 +30,9 @@ app.add_typer(users_app, name="users")
 app.add_typer(groups_app, name="groups")
 app.add_typer(keys_app, name="keys")
 app.add_typer(sources_app, name="sources")
+app.add_typer(audit_app, name="audit")
+app.add_typer(retention_app, name="retention")
+install_admin_audit({"users": users_app, "groups": groups_app, "keys": keys_app, "sources": sources_app})
 serve_model.register(app)
 console = Console(stderr=True)
 
@@ -91,6 +96,7 @@ def ingest(
                     print(json.dumps({k: outcome.to_dict()[k] for k in ("source", "status", "reason", "chunks")}, ensure_ascii=False), flush=True)
 
             outcomes = ingestor.sync(path, acl=manifest, on_file=on_file, on_total=lambda n: progress.update(task, total=n))
+        audit_source_change(res.db, "ingest", path, manifest.to_dict() if manifest else None)
         res.close()
     except AssistantError as exc:
         fail(exc, as_json=as_json)

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from assistant.cli.admin_audit import audit_source_change
 from assistant.cli.errors import fail
 from assistant.cli.users import account_db
 from assistant.core.errors import AssistantError
@@ -48,6 +49,7 @@ def remove(
         res = _resources()
         try:
             removed = remove_source(res, path)
+            audit_source_change(res.db, "remove", path, None)
         finally:
             res.close()
     except AssistantError as exc:

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from assistant.cli.admin_audit import audit_command
 from assistant.cli.errors import fail
 from assistant.core.db.session import Database
 from assistant.core.errors import AssistantError
@@ -46,6 +47,7 @@ def account_db() -> Iterator[Database]:
         db = Database(settings.resolved_database_url)
         db.migrate()
         yield db
+        audit_command(db)  # an admin change made here is in the audit trail like one made in the API
     except AssistantError as exc:
         fail(exc)
     finally:

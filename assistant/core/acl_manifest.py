@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from assistant.core.errors import InvalidRequestError, not_utf8
+from assistant.core.pii import PII_KINDS
 from assistant.core.principals import EVERYONE, parse_acl
 
 
@@ -24,6 +25,20 @@ def _entries(value: Any, where: str) -> list[str]:
         return parse_acl(items)
     except InvalidRequestError as exc:
         raise InvalidRequestError(f"{where}: {exc.message}") from exc
+
+
+def _pii_kinds(value: Any, origin: str) -> tuple[str, ...]:
+    """`mask_pii: true` (every kind), `false`, or a list of `PII_KINDS`."""
+    if value is True:
+        return PII_KINDS
+    if value is False or value is None:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(v, str) for v in items) or set(items) - set(PII_KINDS):
+        raise InvalidRequestError(
+            f"{origin}: 'mask_pii' must be true, false or a list of {', '.join(PII_KINDS)}; got {value!r}"
+        )
+    return tuple(k for k in PII_KINDS if k in items)
 
 
 def _globstar_variants(pattern: str) -> set[str]:
@@ -73,6 +88,8 @@ class AclManifest:
 
     default: tuple[str, ...] = (EVERYONE,)
     rules: tuple[AclRule, ...] = field(default_factory=tuple)
+    # Personal data masked in the chunks before embedding (`assistant.core.pii.PII_KINDS`); empty: none.
+    mask_pii: tuple[str, ...] = ()
 
     def acl_for(self, relative_path: str) -> list[str]:
         """ACL entries for one file (relative to the source root, `/`-separated)."""
@@ -87,7 +104,10 @@ class AclManifest:
         return [rule.pattern for rule in self.rules if not any(rule.matches(p) for p in relative_paths)]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"default": list(self.default), "rules": [{"path": r.pattern, "allow": list(r.allow)} for r in self.rules]}
+        out: dict[str, Any] = {"default": list(self.default), "rules": [{"path": r.pattern, "allow": list(r.allow)} for r in self.rules]}
+        if self.mask_pii:
+            out["mask_pii"] = list(self.mask_pii)
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, *, origin: str = "ACL manifest") -> "AclManifest":
@@ -105,9 +125,11 @@ class AclManifest:
             raise InvalidRequestError(f"{origin} is empty: give at least 'default: [everyone]' or a list of principals")
         if not isinstance(data, dict):
             raise InvalidRequestError(f"{origin}: expected a mapping with the keys 'default' and 'rules', got {type(data).__name__}")
-        unknown = sorted(set(map(str, data)) - {"default", "rules"})
+        unknown = sorted(set(map(str, data)) - {"default", "rules", "mask_pii"})
         if unknown:
-            raise InvalidRequestError(f"{origin}: unknown key(s) {', '.join(unknown)}; the keys are 'default' and 'rules'")
+            raise InvalidRequestError(
+                f"{origin}: unknown key(s) {', '.join(unknown)}; the keys are 'default', 'rules' and 'mask_pii'"
+            )
         default = (EVERYONE,) if "default" not in data else tuple(_entries(data["default"], f"{origin}: 'default'"))
         raw_rules = data.get("rules") or []
         if not isinstance(raw_rules, list):
@@ -124,7 +146,7 @@ class AclManifest:
             while pattern.startswith(("./", "/")):
                 pattern = pattern[1:] if pattern.startswith("/") else pattern[2:]
             rules.append(AclRule(pattern, tuple(allow)))
-        return cls(default=default, rules=tuple(rules))
+        return cls(default=default, rules=tuple(rules), mask_pii=_pii_kinds(data.get("mask_pii", False), origin))
 
     @classmethod
     def load(cls, path: Path) -> "AclManifest":

@@ -15,7 +15,8 @@ def _principal(session, user: User) -> Principal:
         select(Group.name).join(Membership, Membership.group_id == Group.id).where(Membership.user_id == user.id)
     ).all()
     return Principal(
-        name=user.name, groups=frozenset(groups), is_admin=user.is_admin, is_service=user.is_service, user_id=user.id
+        name=user.name, groups=frozenset(groups), is_admin=user.is_admin, is_service=user.is_service, user_id=user.id,
+        is_auditor=bool(user.is_auditor),
     )
 
 

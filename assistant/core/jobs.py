@@ -23,12 +23,13 @@ from assistant.core.settings import Settings, get_settings
 log = logging.getLogger(__name__)
 
 # Modules that define tasks, loaded by name so that `core` imports neither `ingest` nor `finetune`.
-TASK_MODULES = ["ingest.tasks", "assistant.core.webhook_tasks"]
+TASK_MODULES = ["ingest.tasks", "assistant.core.webhook_tasks", "assistant.core.retention_tasks"]
 # Which task runs each job kind.
 JOB_TASKS = {"sync": "ingest.sync_source"}
 RESUME_TASK = "jobs.resume_unfinished"
 WEBHOOK_TASK = "helpdesk.deliver_webhook"
 RESUME_INTERVAL_S = 300.0
+RETENTION_TASK = "compliance.apply_retention"
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -42,6 +43,8 @@ def make_celery(settings: Settings) -> Celery:
     beat: dict[str, dict[str, Any]] = {"resume-unfinished-jobs": {"task": RESUME_TASK, "schedule": RESUME_INTERVAL_S}}
     if settings.sync_interval_s:
         beat["sync-every-source"] = {"task": "ingest.sync_all", "schedule": settings.sync_interval_s}
+    if settings.retention_interval_s:
+        beat["apply-retention"] = {"task": RETENTION_TASK, "schedule": settings.retention_interval_s}
     app.conf.update(
         task_acks_late=True,  # a task is acknowledged only after it finished ...
         task_reject_on_worker_lost=True,  # ... and is redelivered if its worker died mid-way
@@ -128,6 +131,8 @@ class JobDispatcher:
         self._stop = threading.Event()
         if self._worker is not None and settings.sync_interval_s:
             threading.Thread(target=self._beat, name="assistant-beat", daemon=True).start()
+        if self._worker is not None and settings.retention_interval_s:
+            threading.Thread(target=self._retention_beat, name="assistant-retention", daemon=True).start()
 
     def submit(self, name: str, *, countdown_s: float | None = None, **kwargs: Any) -> None:
         """Queue task `name` with JSON-serialisable `kwargs` (Celery: after `countdown_s` seconds)."""
@@ -147,6 +152,10 @@ class JobDispatcher:
     def _beat(self) -> None:
         while not self._stop.wait(self.settings.sync_interval_s):
             self.submit("ingest.sync_all")
+
+    def _retention_beat(self) -> None:
+        while not self._stop.wait(self.settings.retention_interval_s):
+            self.submit(RETENTION_TASK)
 
     def resume_unfinished(self, db: Database) -> list[int]:
         """Resubmit every job left `running` (in-process: or `queued`) whose lease nobody holds, and,

@@ -46,6 +46,7 @@ class Principal:
     is_admin: bool = False
     is_service: bool = False
     user_id: int | None = None
+    is_auditor: bool = False  # reads the audit trail; documents only through its ACL tokens
 
     @property
     def acl_tokens(self) -> list[str]:

@@ -240,9 +240,9 @@ class Settings(BaseSettings):
     )
     session_max_age_s: int = Field(default=8 * 3600, ge=60, description="browser session lifetime in seconds")
     login_max_failures: int = Field(
-        default=10, ge=1, description="failed sign-ins of one account within the window before it is refused (429)"
+        default=10, ge=1, description="failed sign-ins of one account from one address before its back-off begins (429)"
     )
-    login_failure_window_s: int = Field(default=900, ge=1, description="the window, in seconds, failed sign-ins count in")
+    login_failure_window_s: int = Field(default=900, ge=1, description="seconds failures are remembered, and the longest back-off")
     bootstrap_admin_name: str = Field(default="admin", min_length=1, max_length=255)
     bootstrap_admin_password: SecretStr | None = Field(
         default=None,
@@ -261,6 +261,30 @@ class Settings(BaseSettings):
     oidc_group_map: dict[str, str] = Field(
         default_factory=dict,
         description="IdP group -> local group (JSON in the environment); unmapped IdP groups are ignored",
+    )
+
+    # --- issue 21 ---
+    login_backoff_base_s: float = Field(
+        default=2.0, gt=0,
+        description="seconds one account name waits from one client address after login_max_failures failures "
+        "from there; doubled on each further failure, at most login_failure_window_s",
+    )
+    retention_audit_days: int = Field(
+        default=365, ge=0, description="days audit rows are kept; 0 = forever (China's Cybersecurity Law asks for at least 180)"
+    )
+    retention_conversations_days: int = Field(
+        default=0, ge=0, description="days a conversation is kept after its last message; 0 = until its owner deletes it"
+    )
+    retention_feedback_days: int = Field(default=0, ge=0, description="days ratings are kept; 0 = forever")
+    retention_uploads_days: int = Field(default=0, ge=0, description="days an uploaded file (and its chunks) is kept; 0 = forever")
+    retention_job_items_days: int = Field(default=90, ge=0, description="days finished jobs and their per-file items are kept; 0 = forever")
+    retention_interval_s: float = Field(
+        default=86400.0, ge=0, description="seconds between runs of the retention job (Celery beat or in-process); 0 = never"
+    )
+    erasure_audit_content: Literal["redact", "keep"] = Field(
+        default="redact",
+        description="what erasing a user does to their audit rows: 'redact' replaces the query text (who, when, "
+        "which documents stay), 'keep' leaves it",
     )
 
     @field_validator("reranker_model", "llm_model_path", mode="before")

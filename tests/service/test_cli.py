@@ -16,14 +16,6 @@ from tests.corpus import HANDBOOK
 FILE = "departments/tech-ops/process/internal-security/passwords.md"
 
 
-@pytest.fixture
-def cli_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("ASSISTANT_DATA_DIR", str(tmp_path / "var"))
-    get_settings.cache_clear()
-    yield tmp_path
-    get_settings.cache_clear()
-
-
 def test_ingest_prints_json_lines_and_exits_1_when_a_file_failed(cli_env):
     folder = copy_subset(HANDBOOK, cli_env / "docs", [FILE])
     (folder / "broken.pdf").write_bytes(b"%PDF-1.7\n" + b"\x00garbage" * 100)

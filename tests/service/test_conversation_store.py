@@ -27,15 +27,6 @@ CITATION = {"n": 1, "source": "a.md", "route": "/api/documents/d1/content", "doc
             "title": "A", "heading": "", "page": None, "score": 1.0, "snippet": "text", "inline": True}
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db(request, tmp_path) -> Database:
-    url = f"sqlite:///{tmp_path / 'meta.db'}" if request.param == "sqlite" else request.getfixturevalue("pg_url")
-    database = Database(url)
-    database.migrate()
-    yield database
-    database.dispose()
-
-
 def _user(db: Database):
     name = f"u{uuid.uuid4().hex[:8]}"
     create_user(db, name)

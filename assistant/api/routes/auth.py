@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 
 from authlib.integrations.base_client import OAuthError
@@ -12,9 +13,11 @@ from fastapi.responses import RedirectResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
+from assistant.api.audit_origin import client_address, request_origin
 from assistant.api.deps import SESSION_CSRF, SESSION_TOKEN, DatabaseDep, PrincipalDep, get_db
 from assistant.core.auth.accounts import authenticate_password
-from assistant.core.auth.audit import count_events, record_event
+from assistant.core.auth import sign_in_throttle as throttle
+from assistant.core.auth.audit import record_event
 from assistant.core.auth.oidc import sign_in_oidc_user
 from assistant.core.auth.sessions import open_session, revoke_session
 from assistant.core.errors import AuthenticationError, NotFoundError, TooManyAttemptsError
@@ -95,28 +98,34 @@ async def login(body: LoginRequest, request: Request, db: DatabaseDep) -> MePubl
     The body must be JSON, which a cross-site HTML form cannot send (no login CSRF).
     """
     settings = request.app.state.settings
-    # Failures are counted against the name the account is looked up by: `"dave "` is dave, and
-    # must not get ten more guesses of its own.
+    # Throttled per account name and client address: a guesser elsewhere cannot keep the owner out.
+    # `"dave "` is dave, and must not get ten more guesses of its own.
     name = body.username.strip()[:255]
-    failures = await run_in_threadpool(
-        count_events, db, principal=name, action="auth.login_failed", window_s=settings.login_failure_window_s
-    )
-    if failures >= settings.login_max_failures:  # password guessing: the account waits, the guesser too
+    address = client_address(request)
+    origin = request_origin(request, auth_method="password")
+    waiting = await run_in_threadpool(throttle.wait_s, db, name, address)
+    if waiting > 0:
+        await run_in_threadpool(record_event, db, principal=Principal(name=name), action="auth.login_throttled", **origin)
         raise TooManyAttemptsError(
-            f"too many failed sign-ins for '{name}' in the last {settings.login_failure_window_s // 60} minutes; try again later",
-            retry_after_s=settings.login_failure_window_s,
+            f"too many failed sign-ins for '{name}' from {address or 'this address'}; try again in {math.ceil(waiting)} s",
+            retry_after_s=math.ceil(waiting),
         )
     try:
         user_id = await run_in_threadpool(authenticate_password, db, body.username, body.password)
     except AuthenticationError:
+        policy = throttle.ThrottlePolicy.from_settings(settings)
+        wait = await run_in_threadpool(throttle.record_failure, db, name, address, policy=policy)
         await run_in_threadpool(
             record_event, db, principal=Principal(name=name), action="auth.login_failed",
-            details={"method": "password"},
+            details={"method": "password", "backoff_s": wait}, **origin,
         )
         raise
+    await run_in_threadpool(throttle.clear_pair, db, name, address)
     principal = await run_in_threadpool(load_principal_by_id, db, user_id)
     csrf = await _start_session(request, principal)
-    await run_in_threadpool(record_event, db, principal=principal, action="auth.login", details={"method": "password"})
+    await run_in_threadpool(
+        record_event, db, principal=principal, action="auth.login", details={"method": "password"}, **origin
+    )
     return _me(principal, request, csrf)
 
 
@@ -161,7 +170,10 @@ async def oidc_callback(request: Request, db: DatabaseDep) -> RedirectResponse:
     user_id = await run_in_threadpool(sign_in_oidc_user, db, dict(claims), settings=request.app.state.settings)
     principal = await run_in_threadpool(load_principal_by_id, db, user_id)
     await _start_session(request, principal)
-    await run_in_threadpool(record_event, db, principal=principal, action="auth.login", details={"method": "oidc"})
+    await run_in_threadpool(
+        record_event, db, principal=principal, action="auth.login", details={"method": "oidc"},
+        **request_origin(request, auth_method="oidc"),
+    )
     return RedirectResponse("/", status_code=303)
 
 

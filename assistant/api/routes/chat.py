@@ -11,6 +11,7 @@ from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
+from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.schemas import ChatRequest
 from assistant.api.sse import SSE_HEADERS, paced_stream, render_sse_events
@@ -38,29 +39,38 @@ class ChatAudit:
         details: recorded with every row (the auth method, the endpoint, a ticket ID...).
     """
 
-    def __init__(self, db: Database, *, details: dict):
+    def __init__(self, db: Database, *, details: dict, origin: dict | None = None):
         self._db = db
         self._details = details
+        self._origin = origin or {}
 
-    def retrieved(self, query: str, *, principal: Principal, chunk_ids: list[str]) -> None:
+    def retrieved(
+        self, query: str, *, principal: Principal, chunk_ids: list[str], doc_ids: list[str] | None = None
+    ) -> None:
         record_event(
-            self._db, principal=principal, action="chat", query=query, chunk_ids=chunk_ids, details=self._details
+            self._db, principal=principal, action="chat", query=query, chunk_ids=chunk_ids, doc_ids=doc_ids or [],
+            details=self._details, **self._origin,
         )
 
-    def served_from_cache(self, question: str, *, principal: Principal, chunk_ids: list[str]) -> None:
+    def served_from_cache(
+        self, question: str, *, principal: Principal, chunk_ids: list[str], doc_ids: list[str] | None = None
+    ) -> None:
         record_event(
-            self._db, principal=principal, action="chat", query=question, chunk_ids=chunk_ids,
-            details={**self._details, "cached": True},
+            self._db, principal=principal, action="chat", query=question, chunk_ids=chunk_ids, doc_ids=doc_ids or [],
+            details={**self._details, "cached": True}, **self._origin,
         )
 
 
 def request_audit(assistant: Assistant, request: Request, **details) -> ChatAudit:
-    """The audit trail of this request (`request.state.auth_method` is always recorded).
+    """The audit trail of this request (`request.state.auth_method` is always recorded, with the
+    client's address and the request ID: `request_origin`).
 
     Args:
         details: extra audit details, e.g. `endpoint="helpdesk"`.
     """
-    return ChatAudit(assistant.resources.db, details={"auth": request.state.auth_method, **details})
+    return ChatAudit(
+        assistant.resources.db, details={"auth": request.state.auth_method, **details}, origin=request_origin(request)
+    )
 
 
 @router.post("/chat")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from assistant.answering.citations import document_route
+from assistant.api.audit_origin import request_origin
 from assistant.api.deps import DatabaseDep, PrincipalDep
 from assistant.api.schemas import DocumentMetaPublic
 from assistant.core.auth.access import read_original, readable_document
@@ -34,7 +35,7 @@ async def get_document(doc_id: str, principal: PrincipalDep, db: DatabaseDep) ->
 
 
 @router.get("/{doc_id}/content")
-async def get_document_content(doc_id: str, principal: PrincipalDep, db: DatabaseDep) -> Response:
+async def get_document_content(doc_id: str, principal: PrincipalDep, db: DatabaseDep, request: Request) -> Response:
     """The original file, as an attachment, exactly as it was indexed (see `read_original`).
 
     Sent with `Content-Security-Policy: sandbox` and `nosniff` so that an HTML or SVG document cannot run
@@ -45,7 +46,8 @@ async def get_document_content(doc_id: str, principal: PrincipalDep, db: Databas
     """
     doc, content = await run_in_threadpool(read_original, db, doc_id, principal=principal)
     await run_in_threadpool(
-        record_event, db, principal=principal, action="document.read", details={"doc_id": doc.id, "source": doc.source}
+        record_event, db, principal=principal, action="document.read", doc_ids=[doc.id],
+        details={"doc_id": doc.id, "source": doc.source}, **request_origin(request),
     )
     name = doc.local_path.name
     return Response(

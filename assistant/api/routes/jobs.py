@@ -9,11 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
+from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AdminDep, AssistantDep, DispatcherDep
+from assistant.core.auth.audit import record_event
 from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.jobs import JobRecord, get_job as load_job, queue_sync_job, recent_jobs
 from assistant.core.db.sources import check_manifest_scope, list_sources
@@ -45,7 +47,9 @@ async def get_job(job_id: int, assistant: AssistantDep, _admin: AdminDep) -> Job
 
 
 @router.post("/jobs/sync", response_model=JobRecord, status_code=202)
-async def start_sync(body: SyncCreate, assistant: AssistantDep, dispatcher: DispatcherDep, _admin: AdminDep) -> JobRecord:
+async def start_sync(
+    body: SyncCreate, assistant: AssistantDep, dispatcher: DispatcherDep, admin: AdminDep, request: Request
+) -> JobRecord:
     """Queue a sync of a folder or file on the server; the job row is written before it is queued.
 
     Only paths under one of `ASSISTANT_SOURCE_ROOTS` may be synced (symbolic links resolved first),
@@ -72,5 +76,9 @@ async def start_sync(body: SyncCreate, assistant: AssistantDep, dispatcher: Disp
     if body.acl is not None:
         params["acl"] = body.acl
     job = await run_in_threadpool(queue_sync_job, assistant.resources.db, params)
+    await run_in_threadpool(
+        record_event, assistant.resources.db, principal=admin, action="admin.acl_manifest" if body.acl else "admin.source",
+        details={"change": "sync", "job_id": job.id, **params}, **request_origin(request),
+    )
     dispatcher.submit(JOB_TASKS["sync"], job_id=job.id)
     return job

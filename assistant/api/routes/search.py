@@ -3,6 +3,7 @@
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
+from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.answering.citations import document_route
 from assistant.api.schemas import SearchHitPublic, SearchRequest
@@ -21,7 +22,8 @@ async def search(
     chunks = await run_in_threadpool(assistant.retriever.retrieve, body.query, principal=principal, top_k=body.top_k)
     await run_in_threadpool(
         record_event, assistant.resources.db, principal=principal, action="search", query=body.query,
-        chunk_ids=[c.chunk_id for c in chunks], details={"auth": request.state.auth_method, "top_k": body.top_k},
+        chunk_ids=[c.chunk_id for c in chunks], doc_ids=[c.doc_id for c in chunks],
+        details={"auth": request.state.auth_method, "top_k": body.top_k}, **request_origin(request),
     )
     return [
         SearchHitPublic(

@@ -10,6 +10,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from assistant.core.auth.sessions import revoke_user_sessions
+from assistant.core.auth.sign_in_throttle import clear_account
 from assistant.core.auth.passwords import MIN_PASSWORD_CHARS, hash_password, needs_rehash, verify_password
 from assistant.core.db.models import Group, Membership, User
 from assistant.core.db.session import Database
@@ -30,12 +31,15 @@ class UserPublic:
     is_service: bool
     disabled: bool
     sso: bool
+    is_auditor: bool = False
+    legal_hold: bool = False
 
     def to_dict(self) -> dict:
         """JSON-ready form."""
         return {
             "name": self.name, "groups": list(self.groups), "is_admin": self.is_admin,
             "is_service": self.is_service, "disabled": self.disabled, "sso": self.sso,
+            "is_auditor": self.is_auditor, "legal_hold": self.legal_hold,
         }
 
 
@@ -120,6 +124,7 @@ def _public(session: Session, user: User) -> UserPublic:
     return UserPublic(
         name=user.name, groups=tuple(group_names(session, user.id)), is_admin=user.is_admin,
         is_service=user.is_service, disabled=user.disabled, sso=user.oidc_subject is not None,
+        is_auditor=bool(user.is_auditor), legal_hold=bool(user.legal_hold),
     )
 
 
@@ -157,7 +162,7 @@ def remove_member(db: Database, user: str, group: str) -> UserPublic:
 
 
 def set_password(db: Database, user: str, password: str) -> None:
-    """Replace a user's local password.
+    """Replace a user's local password; ends its sessions and clears its sign-in throttling.
 
     Raises:
         NotFoundError: no such user. InvalidRequestError: the password breaks the policy.
@@ -166,6 +171,7 @@ def set_password(db: Database, user: str, password: str) -> None:
         account = _user(session, user)
         account.password_hash = hash_password(password)
         revoke_user_sessions(session, account.id)  # a stolen session must not outlive the old password
+    clear_account(db, user)  # the owner may sign in at once, from wherever a guesser was throttled
 
 
 def set_disabled(db: Database, user: str, disabled: bool) -> UserPublic:
@@ -180,6 +186,23 @@ def set_disabled(db: Database, user: str, disabled: bool) -> UserPublic:
         account.disabled = disabled
         if disabled:
             revoke_user_sessions(session, account.id)
+        return _public(session, account)
+
+
+def set_flags(db: Database, user: str, *, is_auditor: bool | None = None, legal_hold: bool | None = None) -> UserPublic:
+    """Grant or withdraw the auditor role (reads the audit trail; documents only through its ACLs), or
+    place or lift a legal hold (retention deletes none of the user's rows while it holds). None leaves
+    a flag as it is.
+
+    Raises:
+        NotFoundError: no such user.
+    """
+    with db.session() as session:
+        account = _user(session, user)
+        if is_auditor is not None:
+            account.is_auditor = is_auditor
+        if legal_hold is not None:
+            account.legal_hold = legal_hold
         return _public(session, account)
 
 

@@ -1,15 +1,27 @@
-"""The audit log: who asked what, and which chunks were retrieved for them."""
+"""The audit trail: who did what (chat, search, download, sign-in, admin changes), to which documents,
+from where; appended to a hash chain (`assistant.core.auth.audit_chain`) and read with filters."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Sequence
 
-from sqlalchemy import func, select
+from sqlalchemy import String, cast, func, select, update
 
-from assistant.core.db.models import AuditEvent
+from assistant.core.auth.audit_chain import content_digest, row_digest
+from assistant.core.db.models import AuditChainHead, AuditEvent, utcnow
 from assistant.core.db.session import Database
+from assistant.core.errors import InvalidRequestError
 from assistant.core.principals import Principal
+
+CHAIN_HEAD_ID = 1
+# Actions of the trail, for filters and documentation (`admin.*` rows name the change in `details`).
+AUDIT_ACTIONS = (
+    "chat", "search", "document.read", "auth.login", "auth.login_failed", "auth.login_throttled",
+    "auth.unlock", "audit.read", "admin.user", "admin.group", "admin.key", "admin.source", "admin.acl_manifest",
+    "admin.adapter", "admin.retention", "admin.erasure", "admin.export", "retention.purge",
+)
 
 
 def record_event(
@@ -19,23 +31,99 @@ def record_event(
     action: str,
     query: str = "",
     chunk_ids: Sequence[str] = (),
+    doc_ids: Sequence[str] = (),
     details: dict[str, Any] | None = None,
+    auth_method: str = "",
+    address: str = "",
+    request_id: str | None = None,
 ) -> int:
-    """Append one audit row; returns its id.
+    """Append one audit row to the hash chain; returns its id.
 
     Args:
-        action: what was done, e.g. `search`, `chat`, `document.read`, `auth.login`.
-        query: the question or query text as the caller sent it.
+        action: what was done, one of `AUDIT_ACTIONS` (e.g. `search`, `chat`, `document.read`).
+        query: the question or query text as the caller sent it (the row's erasable content).
         chunk_ids: IDs of the chunks retrieved for the caller, best first.
-        details: small JSON-ready extras (how the caller signed in, top_k, the document id...).
+        doc_ids: IDs of the documents those chunks (or a download) belong to, in first-seen order.
+        details: small JSON-ready extras (top_k, the target of an admin change...).
+        auth_method: how the principal signed in: `session`, `api_key`, `password`, `oidc`, `cli`.
+        address: the client's IP address as the server saw it.
+        request_id: the API request's ID, when the request carries one (kept in `details`).
     """
+    extras = dict(details or {})
+    if request_id:
+        extras["request_id"] = request_id
     with db.session() as session:
+        # Updating the head first takes the write lock, so concurrent appends queue here (one chain).
+        session.execute(
+            update(AuditChainHead).where(AuditChainHead.id == CHAIN_HEAD_ID)
+            .values(appended=AuditChainHead.appended + 1)
+        )
+        head = session.get(AuditChainHead, CHAIN_HEAD_ID, populate_existing=True)
+        if head is None:  # a database made without the migrations (the migration inserts the head)
+            head = AuditChainHead(id=CHAIN_HEAD_ID, last_hash="", appended=1)
+            session.add(head)
         event = AuditEvent(
-            principal=principal.name, action=action, query=query, chunk_ids=list(chunk_ids), details=details or {}
+            at=utcnow(), principal=principal.name, action=action, query=query, chunk_ids=list(chunk_ids),
+            doc_ids=list(dict.fromkeys(doc_ids)), details=extras, auth_method=auth_method, address=address[:64],
+            content_hash=content_digest(query), prev_hash=head.last_hash,
         )
         session.add(event)
         session.flush()
+        event.row_hash = row_digest(event)
+        head.last_hash = event.row_hash
         return event.id
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    """Filters of the trail; every one optional. `since`/`until` are inclusive/exclusive UTC times."""
+
+    user: str | None = None
+    action: str | None = None
+    doc_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    after_id: int = 0
+    limit: int = 100
+
+
+def event_dict(e: AuditEvent) -> dict[str, Any]:
+    """The JSON-ready form of one row, as the API, the CLI and exports show it."""
+    at = e.at if e.at.tzinfo else e.at.replace(tzinfo=timezone.utc)
+    details = dict(e.details or {})
+    return {
+        "id": e.id, "at": at.isoformat(), "principal": e.principal, "auth_method": e.auth_method or "",
+        "action": e.action, "query": e.query, "doc_ids": list(e.doc_ids or []), "chunk_ids": list(e.chunk_ids or []),
+        "address": e.address or "", "request_id": details.get("request_id"), "details": details,
+        "erased": e.erased_at is not None, "row_hash": e.row_hash or "",
+    }
+
+
+def list_events(db: Database, query: AuditQuery) -> list[dict[str, Any]]:
+    """Rows matching `query`, oldest first from `after_id` (page on with the last id seen).
+
+    Returns:
+        Up to `query.limit` `event_dict`s.
+
+    Raises:
+        InvalidRequestError: `query.action` is not one of `AUDIT_ACTIONS`.
+    """
+    if query.action and query.action not in AUDIT_ACTIONS:
+        raise InvalidRequestError(f"audit action {query.action!r} is not one of {', '.join(AUDIT_ACTIONS)}")
+    stmt = select(AuditEvent).where(AuditEvent.id > query.after_id).order_by(AuditEvent.id).limit(query.limit)
+    if query.user:
+        stmt = stmt.where(AuditEvent.principal == query.user)
+    if query.action:
+        stmt = stmt.where(AuditEvent.action == query.action)
+    if query.doc_id:
+        # Portable across SQLite and PostgreSQL's `json`: document IDs are UUIDs, quoted in the array text.
+        stmt = stmt.where(cast(AuditEvent.doc_ids, String).like(f'%"{query.doc_id}"%'))
+    if query.since:
+        stmt = stmt.where(AuditEvent.at >= query.since)
+    if query.until:
+        stmt = stmt.where(AuditEvent.at < query.until)
+    with db.session() as session:
+        return [event_dict(e) for e in session.scalars(stmt)]
 
 
 def recent_events(db: Database, *, principal: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
@@ -44,15 +132,11 @@ def recent_events(db: Database, *, principal: str | None = None, limit: int = 50
     if principal:
         stmt = stmt.where(AuditEvent.principal == principal)
     with db.session() as session:
-        return [
-            {"id": e.id, "at": e.at.isoformat(), "principal": e.principal, "action": e.action, "query": e.query,
-             "chunk_ids": list(e.chunk_ids or []), "details": dict(e.details or {})}
-            for e in session.scalars(stmt)
-        ]
+        return [event_dict(e) for e in session.scalars(stmt)]
 
 
 def count_events(db: Database, *, principal: str, action: str, window_s: float) -> int:
-    """How many `action` events `principal` has in the last `window_s` seconds (e.g. failed sign-ins)."""
+    """How many `action` events `principal` has in the last `window_s` seconds."""
     since = datetime.now(timezone.utc) - timedelta(seconds=window_s)
     with db.session() as session:
         return session.scalar(

@@ -282,3 +282,41 @@ class WebhookDelivery(Base):
     next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+
+
+# --- issue 21: compliance (audit trail chain, roles, legal hold, sign-in throttling) ---
+from sqlalchemy import Column  # noqa: E402  (kept with the block it serves)
+
+
+class AuditChainHead(Base):
+    """The one row (id 1) holding the hash of the newest audit row. Each append updates it first, which
+    serialises appends on PostgreSQL (row lock) and SQLite (write lock) so the chain never forks."""
+
+    __tablename__ = "audit_chain_head"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    last_hash: Mapped[str] = mapped_column(String(64), default="")
+    appended: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class SignInThrottle(Base):
+    """Failed password sign-ins of one account name from one client address, and until when the next
+    attempt of that pair waits (exponential back-off). Kept in SQL so every API process shares it."""
+
+    __tablename__ = "sign_in_throttles"
+    account: Mapped[str] = mapped_column(String(255), primary_key=True)
+    address: Mapped[str] = mapped_column(String(64), primary_key=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    last_failure_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    blocked_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+
+
+# Columns issue 21 adds to existing tables (declared here, so that the classes above stay as they were).
+AuditEvent.auth_method = Column(String(32), nullable=False, default="")
+AuditEvent.address = Column(String(64), nullable=False, default="")
+AuditEvent.doc_ids = Column(JSON, nullable=False, default=list)
+AuditEvent.content_hash = Column(String(64), nullable=False, default="")
+AuditEvent.prev_hash = Column(String(64), nullable=False, default="")
+AuditEvent.row_hash = Column(String(64), nullable=False, default="")
+AuditEvent.erased_at = Column(DateTime(timezone=True), nullable=True, default=None)
+User.is_auditor = Column(Boolean, nullable=False, default=False)
+User.legal_hold = Column(Boolean, nullable=False, default=False)

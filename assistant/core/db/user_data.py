@@ -1,0 +1,166 @@
+"""SQL of a user's own data for export, erasure and retention: conversations, feedback, uploads, keys,
+sessions, and the audit rows written for them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import MetaData, Table, delete, inspect, or_, select, update
+from sqlalchemy.orm import Session
+
+from assistant.core.db.models import (
+    ApiKey, AuditEvent, AuthSession, Conversation, Feedback, Message, SignInThrottle, Source, User,
+)
+from assistant.core.db.session import Database
+from assistant.core.errors import NotFoundError
+
+ERASED_TEXT = "[erased]"
+
+
+@dataclass(frozen=True)
+class UploadFile:
+    """One uploaded file of a user: its row id, the file on disk and the file source it was ingested as."""
+
+    id: str
+    path: str
+    filename: str
+    source_id: int | None
+    created_at: datetime | None
+
+
+def _iso(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).isoformat()
+
+
+def find_user(session: Session, name: str) -> User:
+    """The account named `name`.
+
+    Raises:
+        NotFoundError: no such user.
+    """
+    user = session.scalar(select(User).where(User.name == name))
+    if user is None:
+        raise NotFoundError(f"user '{name}' not found")
+    return user
+
+
+def uploads_table(session: Session) -> Table | None:
+    """The `uploads` table (files people upload through the web app) when this database has it."""
+    if not inspect(session.get_bind()).has_table("uploads"):
+        return None
+    return Table("uploads", MetaData(), autoload_with=session.get_bind())
+
+
+def user_uploads(session: Session, user_id: int, *, before: datetime | None = None) -> list[UploadFile]:
+    """The user's uploaded files (all, or those uploaded before `before`), with the file source each
+    was ingested as (matched by the file's URI)."""
+    table = uploads_table(session)
+    if table is None:
+        return []
+    stmt = select(table).where(table.c.user_id == user_id)
+    if before is not None and "created_at" in table.c:
+        stmt = stmt.where(table.c.created_at < before)
+    out = []
+    for row in session.execute(stmt).mappings():
+        path = str(row["path"])
+        uri = Path(path).resolve().as_uri()
+        source_id = session.scalar(select(Source.id).where(Source.uri == uri))
+        out.append(UploadFile(
+            id=str(row["id"]), path=path, filename=str(row.get("filename") or Path(path).name),
+            source_id=source_id, created_at=row.get("created_at"),
+        ))
+    return out
+
+
+def delete_upload_rows(session: Session, upload_ids: list[str]) -> int:
+    """Delete the rows of uploads `upload_ids` (their files, sources and chunks are the caller's)."""
+    table = uploads_table(session)
+    if table is None or not upload_ids:
+        return 0
+    return session.execute(delete(table).where(table.c.id.in_(upload_ids))).rowcount or 0
+
+
+def user_records(db: Database, name: str) -> dict[str, Any]:
+    """Everything the product keeps of user `name` as its own, JSON-ready: the account (never its
+    password hash), conversations with their messages, feedback, API keys (names and prefixes, never
+    hashes) and uploads (the files themselves are the caller's to add).
+
+    Raises:
+        NotFoundError: no such user.
+    """
+    with db.session() as session:
+        user = find_user(session, name)
+        conversations = []
+        for conv in session.scalars(select(Conversation).where(Conversation.user_id == user.id).order_by(Conversation.created_at)):
+            messages = session.scalars(select(Message).where(Message.conversation_id == conv.id).order_by(Message.id))
+            conversations.append({
+                "id": conv.id, "title": conv.title, "created_at": _iso(conv.created_at), "updated_at": _iso(conv.updated_at),
+                "messages": [
+                    {"id": m.id, "role": m.role, "content": m.content, "citations": m.citations,
+                     "abstained": m.abstained, "created_at": _iso(m.created_at)}
+                    for m in messages
+                ],
+            })
+        feedback = [
+            {"id": f.id, "message_id": f.message_id, "rating": f.rating, "comment": f.comment, "question": f.question,
+             "answer": f.answer, "chunk_ids": f.chunk_ids, "created_at": _iso(f.created_at)}
+            for f in session.scalars(_feedback_of(user).order_by(Feedback.id))
+        ]
+        keys = [
+            {"name": k.name, "prefix": k.prefix, "created_at": _iso(k.created_at), "revoked_at": _iso(k.revoked_at)}
+            for k in session.scalars(select(ApiKey).where(ApiKey.user_id == user.id))
+        ]
+        uploads = [
+            {"id": u.id, "filename": u.filename, "path": u.path, "created_at": _iso(u.created_at)}
+            for u in user_uploads(session, user.id)
+        ]
+        account = {
+            "name": user.name, "display_name": user.display_name, "email": user.email,
+            "created_at": _iso(user.created_at), "is_admin": user.is_admin, "legal_hold": bool(user.legal_hold),
+        }
+    return {"account": account, "conversations": conversations, "feedback": feedback, "api_keys": keys, "uploads": uploads}
+
+
+def _feedback_of(user: User):
+    return select(Feedback).where(or_(Feedback.user_id == user.id, Feedback.principal == user.name))
+
+
+def erase_user_rows(db: Database, name: str, *, redact_audit: bool, upload_ids: list[str]) -> dict[str, int]:
+    """In one transaction, delete user `name`'s conversations (with messages), feedback, API keys,
+    sessions, sign-in throttles, the rows of uploads `upload_ids` and the account itself; with
+    `redact_audit`, replace the query text of the audit rows written for the user (the row, its
+    principal, time, action and documents stay; the chain keeps verifying through the content hash).
+
+    Returns:
+        Rows deleted (or redacted) per kind.
+
+    Raises:
+        NotFoundError: no such user.
+    """
+    now = datetime.now(timezone.utc)
+    with db.session() as session:
+        user = find_user(session, name)
+        counts = {
+            "conversations": session.execute(delete(Conversation).where(Conversation.user_id == user.id)).rowcount or 0,
+            "feedback": session.execute(
+                delete(Feedback).where(or_(Feedback.user_id == user.id, Feedback.principal == user.name))
+            ).rowcount or 0,
+            "api_keys": session.execute(delete(ApiKey).where(ApiKey.user_id == user.id)).rowcount or 0,
+            "sessions": session.execute(delete(AuthSession).where(AuthSession.user_id == user.id)).rowcount or 0,
+            "uploads": delete_upload_rows(session, upload_ids),
+        }
+        session.execute(delete(SignInThrottle).where(SignInThrottle.account == user.name))
+        counts["audit_rows_redacted"] = 0
+        if redact_audit:
+            counts["audit_rows_redacted"] = session.execute(
+                update(AuditEvent)
+                .where(AuditEvent.principal == user.name, AuditEvent.erased_at.is_(None), AuditEvent.query != "")
+                .values(query=ERASED_TEXT, erased_at=now)
+            ).rowcount or 0
+        session.delete(user)
+    return counts

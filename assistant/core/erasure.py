@@ -1,0 +1,110 @@
+"""A user's data, exported (a zip of JSON and their uploaded files) or erased (rows, uploads and their
+chunks, keys and sessions; the audit rows stay with their content replaced, per the settings)."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from assistant.core.auth.audit import record_event
+from assistant.core.db.session import Database
+from assistant.core.db.sources import delete_source_rows, source_document_ids
+from assistant.core.db.user_data import UploadFile, erase_user_rows, find_user, user_records, user_uploads
+from assistant.core.errors import ConflictError
+from assistant.core.principals import Principal
+from assistant.core.vectorstore.base import VectorStore
+
+
+@dataclass
+class ErasureReport:
+    """What `erase_user` removed: rows per kind, the uploads' documents and chunks, the files."""
+
+    user: str
+    deleted: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"user": self.user, "deleted": dict(self.deleted)}
+
+
+def export_user(db: Database, name: str, target: Path) -> dict[str, int]:
+    """Write user `name`'s data to the zip file `target`: `account.json`, `conversations.json` (with
+    their messages), `feedback.json`, `api_keys.json`, `uploads.json` and each uploaded file, as it is
+    on disk, under `uploads/<id>/<filename>`.
+
+    Returns:
+        How many items of each kind the zip holds.
+
+    Raises:
+        NotFoundError: no such user.
+    """
+    records = user_records(db, name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for kind, value in records.items():
+            archive.writestr(f"{kind}.json", json.dumps(value, ensure_ascii=False, indent=1))
+        for upload in records["uploads"]:
+            path = Path(upload["path"])
+            if path.is_file():
+                archive.write(path, f"uploads/{upload['id']}/{Path(upload['filename']).name}")
+    return {kind: (len(value) if isinstance(value, list) else 1) for kind, value in records.items()}
+
+
+def remove_uploads(db: Database, store: VectorStore, uploads: list[UploadFile]) -> dict[str, int]:
+    """Delete each upload's chunks from the vector store, then its source's document rows and source row,
+    then the file (chunks first, as `ingest.sources.remove_source` does, so a cut-short run is finished
+    by the next and never leaves chunks without rows).
+
+    Returns:
+        `{"documents": n, "chunks": n, "files": n}` deleted.
+    """
+    counts = {"documents": 0, "chunks": 0, "files": 0}
+    for upload in uploads:
+        if upload.source_id is not None:
+            for doc_id in source_document_ids(db, upload.source_id):
+                ids = sorted(store.scroll_ids(doc_id=doc_id))
+                if ids:
+                    store.delete(ids)
+                    counts["chunks"] += len(ids)
+            counts["documents"] += delete_source_rows(db, upload.source_id)
+        path = Path(upload.path)
+        if path.is_file():
+            path.unlink()
+            counts["files"] += 1
+    return counts
+
+
+def erase_user(
+    db: Database, name: str, *, store: VectorStore, redact_audit: bool, actor: Principal, origin: dict | None = None
+) -> ErasureReport:
+    """Erase user `name`: their uploads (files, documents, chunks), conversations, feedback, API keys,
+    sessions and account; with `redact_audit`, their audit rows' query text is replaced by `[erased]`.
+    The erasure itself is audited as `admin.erasure` by `actor`.
+
+    Args:
+        origin: `record_event` keywords naming where the request came from (auth method, address).
+
+    Raises:
+        NotFoundError: no such user.
+        ConflictError: the user is under legal hold.
+    """
+    with db.session() as session:
+        user = find_user(session, name)
+        if user.legal_hold:
+            raise ConflictError(
+                f"user '{name}' is under legal hold: nothing of theirs may be deleted until `assistant users hold {name} --off`"
+            )
+        uploads = user_uploads(session, user.id)
+    report = ErasureReport(user=name)
+    report.deleted.update(remove_uploads(db, store, uploads))
+    report.deleted.update(erase_user_rows(db, name, redact_audit=redact_audit, upload_ids=[u.id for u in uploads]))
+    record_event(
+        db, principal=actor, action="admin.erasure",
+        details={"target": name, "deleted": report.deleted, "at": datetime.now(timezone.utc).isoformat()},
+        **(origin or {}),
+    )
+    return report

@@ -1,0 +1,22 @@
+"""The Celery task that applies retention (Celery beat in production, the in-process beat by default)."""
+
+from __future__ import annotations
+
+import logging
+
+from assistant.core import resources
+from assistant.core.jobs import RETENTION_TASK, get_celery
+from assistant.core.retention import apply_retention
+
+log = logging.getLogger(__name__)
+
+celery = get_celery()
+
+
+@celery.task(name=RETENTION_TASK, acks_late=True)
+def apply_retention_task() -> dict:
+    """Celery task: `apply_retention` on this process's resources; returns (and logs) its report."""
+    res = resources.current()
+    report = apply_retention(res.db, settings=res.settings, store=res.store).to_dict()
+    log.info("retention deleted %s", report["deleted"])
+    return report
