@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from assistant.cli import serve_model
+from assistant.cli import operations, serve_model
 from assistant.cli.errors import fail, report
 from assistant.cli.keys import keys_app
 from assistant.cli.sources import sources_app
@@ -29,6 +28,7 @@ app.add_typer(groups_app, name="groups")
 app.add_typer(keys_app, name="keys")
 app.add_typer(sources_app, name="sources")
 serve_model.register(app)
+operations.register(app)  # doctor, backup, restore, migrate
 console = Console(stderr=True)
 
 
@@ -199,6 +199,7 @@ def serve(
     from assistant.api.app import create_app
     from assistant.cli.users import account_db
     from assistant.core.auth.accounts import ensure_bootstrap_admin
+    from assistant.core.log_config import logging_dict
     from assistant.core.settings import get_settings
     from assistant.core.signing import signing_key
 
@@ -231,11 +232,11 @@ def serve(
             "admin is created only on a database without any; make one with `assistant users add NAME --admin`",
             soft_wrap=True,
         )
-    # The product's own loggers (`assistant.*`) print beside uvicorn's, at INFO, in its format.
-    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
-    log_config["loggers"]["assistant"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
+    # One format for the product's loggers and uvicorn's: JSON lines with the request ID in production.
+    log_config = logging_dict(settings, uvicorn=True)
     address = {"host": host or settings.host, "port": port or settings.port, "log_level": "info", "log_config": log_config}
     if workers > 1:  # each process builds its own app from the environment
+        operations.prepare_multiprocess_metrics(settings)
         uvicorn.run("assistant.api.app:create_app", factory=True, workers=workers, **address)
     else:
         uvicorn.run(create_app(settings), **address)

@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from assistant.core.db.models import AuditEvent
 from assistant.core.db.session import Database
 from assistant.core.principals import Principal
+from assistant.core.request_context import current_request_id
 
 
 def record_event(
@@ -20,6 +21,7 @@ def record_event(
     query: str = "",
     chunk_ids: Sequence[str] = (),
     details: dict[str, Any] | None = None,
+    request_id: str | None = None,
 ) -> int:
     """Append one audit row; returns its id.
 
@@ -28,10 +30,12 @@ def record_event(
         query: the question or query text as the caller sent it.
         chunk_ids: IDs of the chunks retrieved for the caller, best first.
         details: small JSON-ready extras (how the caller signed in, top_k, the document id...).
+        request_id: the API request's ID (`X-Request-ID`); default: the current request's, if any.
     """
     with db.session() as session:
         event = AuditEvent(
-            principal=principal.name, action=action, query=query, chunk_ids=list(chunk_ids), details=details or {}
+            principal=principal.name, action=action, query=query, chunk_ids=list(chunk_ids), details=details or {},
+            request_id=request_id or current_request_id(),
         )
         session.add(event)
         session.flush()
@@ -46,7 +50,7 @@ def recent_events(db: Database, *, principal: str | None = None, limit: int = 50
     with db.session() as session:
         return [
             {"id": e.id, "at": e.at.isoformat(), "principal": e.principal, "action": e.action, "query": e.query,
-             "chunk_ids": list(e.chunk_ids or []), "details": dict(e.details or {})}
+             "chunk_ids": list(e.chunk_ids or []), "details": dict(e.details or {}), "request_id": e.request_id}
             for e in session.scalars(stmt)
         ]
 

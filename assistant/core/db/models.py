@@ -282,3 +282,9 @@ class WebhookDelivery(Base):
     next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+
+
+# --- issue 20: the request ID of the API call an audit row was written for (X-Request-ID, the logs) ---
+from sqlalchemy import Column  # noqa: E402  (kept with the block it serves)
+
+AuditEvent.request_id = Column(String(64), nullable=True, default=None, index=True)
