@@ -62,5 +62,5 @@ class RequestObservabilityMiddleware:
             route = route_label(scope)
             REQUEST_SECONDS.labels(scope["method"], route, str(status)).observe(seconds)
             log.info("request", extra={"method": scope["method"], "route": route, "status": status,
-                                       "duration_s": round(seconds, 4)})
+                                       "duration_s": round(seconds, 4), "request_id": request_id})
             reset_request_id(token)

@@ -276,6 +276,12 @@ class Settings(BaseSettings):
         description="prometheus-client's multiprocess folder (its own variable, PROMETHEUS_MULTIPROC_DIR, unprefixed): "
         "set when several processes serve the API; `assistant serve --workers N` sets it to DATA_DIR/prometheus",
     )
+    qdrant_shard_number: int | None = Field(
+        default=None, ge=1, description="shards of a collection created on a Qdrant server (distributed mode); unset: the server's default",
+    )
+    qdrant_replication_factor: int | None = Field(
+        default=None, ge=1, description="copies of each shard on a Qdrant cluster (2 survives one node); unset: the server's default",
+    )
     doctor_min_free_bytes: int = Field(
         default=5 * 1024**3, ge=0, description="free disk space under data_dir below which `assistant doctor` reports a problem",
     )
