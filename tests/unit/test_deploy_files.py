@@ -163,7 +163,8 @@ def test_helm_chart_scales_workers_on_queue_depth_and_shares_adapters_with_gpu_v
     assert scaler["spec"]["triggers"][0]["type"] == "redis" and "listLength" in scaler["spec"]["triggers"][0]["metadata"]
     assert values["worker"]["autoscaling"]["listName"] == Settings.model_fields["celery_queue"].default
     vllm = docs[("Deployment", "vllm")]["spec"]["template"]["spec"]
-    assert "nvidia.com/gpu" in vllm["containers"][0]["resources"]["limits"] and vllm["nodeSelector"]
+    assert "nvidia.com/gpu" in vllm["containers"][0]["resources"]["limits"]
+    assert "nodeSelector" in vllm and values["vllm"]["nodeSelector"] and values["vllm"]["tolerations"]
     claims = {v["name"]: v.get("persistentVolumeClaim", {}).get("claimName") for v in vllm["volumes"]}
     assert claims["adapters"]
     for component in ("api", "worker"):

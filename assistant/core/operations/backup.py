@@ -242,9 +242,8 @@ def restore_vectors(src: Path, manifest: dict, settings: Settings, *, force: boo
     if not entry.get("file"):
         return
     import httpx
-    from qdrant_client import models as qm
 
-    from assistant.core.vectorstore.server import connect
+    from assistant.core.vectorstore.server import ServerCatalog, connect
 
     name = entry["collection"]
     client = connect(url=settings.qdrant_url, path=None, api_key=_qdrant_headers(settings).get("api-key"),
@@ -257,9 +256,7 @@ def restore_vectors(src: Path, manifest: dict, settings: Settings, *, force: boo
             response = httpx.post(url, files={"snapshot": (Path(entry["file"]).name, snapshot)},
                                   headers=_qdrant_headers(settings), timeout=None)
         response.raise_for_status()
-        client.update_collection_aliases(change_aliases_operations=[
-            qm.CreateAliasOperation(create_alias=qm.CreateAlias(collection_name=name, alias_name=settings.collection))
-        ])
+        ServerCatalog(client).switch_alias(settings.collection, name)
     finally:
         client.close()
 
