@@ -26,6 +26,7 @@ QUICK_RUNS: dict[str, tuple[str, list[str]]] = {
     "llm": ("bench_llm.py", ["--models", "smollm2", "--raw-prompts", "1", "--raw-tokens", "16"]),
     "load": ("bench_load.py", ["--streams", "20", "--duration-s", "15", "--ramp-s", "5"]),
     "helpdesk": ("bench_helpdesk.py", ["--limit", "4", "--distractors", "5"]),
+    "operations": ("bench_operations.py", ["--files", "20", "--requests", "500", "--rounds", "3"]),
 }
 
 
