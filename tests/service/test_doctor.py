@@ -19,6 +19,10 @@ def test_a_healthy_embedded_deployment_passes_every_check(tmp_path):
     settings = make_settings(tmp_path / "var", llm_model="smollm2", doctor_min_free_bytes=0)
     settings.ensure_dirs()
     db = Database(settings.resolved_database_url)
+    with db.engine.connect():  # an empty database file: reachable, not migrated
+        pass
+    stale = {c.name: c for c in run_checks(settings)}
+    assert stale["database"].ok and not stale["migrations"].ok and "assistant migrate" in stale["migrations"].fix
     db.migrate()
     db.dispose()
     checks = run_checks(settings)
@@ -43,7 +47,6 @@ def test_each_unreachable_or_missing_part_fails_with_a_fix(tmp_path):
 
 
 def test_the_command_exits_1_with_json_naming_the_failures(tmp_path):
-    (tmp_path / "var").mkdir()
     env = {**os.environ, "ASSISTANT_DATA_DIR": str(tmp_path / "var"), "ASSISTANT_LLM_BACKEND": "openai",
            "ASSISTANT_OPENAI_BASE_URL": f"http://{CLOSED}/v1", "ASSISTANT_CONNECT_TIMEOUT_S": "1"}
     done = subprocess.run([str(Path(sys.executable).parent / "assistant"), "doctor", "--json"],
@@ -51,4 +54,5 @@ def test_the_command_exits_1_with_json_naming_the_failures(tmp_path):
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
     failed = {c["name"] for c in report["checks"] if not c["ok"]}
-    assert report["ok"] is False and "LLM server" in failed and "migrations" in failed  # a new, unmigrated database
+    assert report["ok"] is False and {"LLM server", "database"} <= failed  # no database yet, no LLM server
+    assert not (tmp_path / "var" / "assistant.db").exists()  # the doctor changes nothing

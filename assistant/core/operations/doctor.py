@@ -48,7 +48,12 @@ def check_database(settings: Settings) -> list[Check]:
     from assistant.core.db.session import Database
     from assistant.core.operations.migrations import database_revisions, script_heads
 
-    db = Database(settings.resolved_database_url)
+    url = settings.resolved_database_url
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
+        # Connecting would create an empty file: report the missing database instead.
+        return [Check("database", False, f"no database at {url.removeprefix('sqlite:///')}",
+                      "`assistant migrate` creates it (so does `assistant serve` when it starts); or correct ASSISTANT_DATA_DIR")]
+    db = Database(url)
     where = db.engine.url.render_as_string(hide_password=True)
     try:
         def connect() -> Check:
