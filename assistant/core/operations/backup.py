@@ -57,6 +57,19 @@ def _pg_tool(name: str) -> str:
     return path
 
 
+def copy_sparse(src: Path, dest: Path) -> None:
+    """Copy the folder `src` to `dest` (which must not exist), keeping files' holes: Qdrant preallocates
+    its memory-mapped files (a 900-chunk collection is 185 MiB long and 1.5 MiB on disk), which a plain
+    copy would write out in full. GNU `cp --sparse=always` where present, else `shutil.copytree`."""
+    cp = shutil.which("cp")
+    if cp is not None:
+        done = subprocess.run([cp, "-a", "--sparse=always", str(src), str(dest)], capture_output=True, text=True)
+        if done.returncode == 0:
+            return
+        shutil.rmtree(dest, ignore_errors=True)  # a cp without GNU options: fall back
+    shutil.copytree(src, dest)
+
+
 def backup_database(url: str, dest: Path) -> str:
     """Copy the database at `url` into `dest`; returns the file name written.
 
@@ -92,7 +105,7 @@ def backup_vectors(resources: Resources, dest: Path) -> dict:
     if settings.vector_store == "edge":
         with store.writes_paused():
             if settings.edge_path.exists():
-                shutil.copytree(settings.edge_path, dest / "qdrant-edge", ignore=shutil.ignore_patterns("*.lock"))
+                copy_sparse(settings.edge_path, dest / "qdrant-edge")
         return {"kind": "edge", "folder": "qdrant-edge"}
     if settings.qdrant_url is None:
         raise ConfigError("backup of qdrant-client's local mode (ASSISTANT_QDRANT_PATH) is not supported: "
@@ -237,7 +250,7 @@ def restore_vectors(src: Path, manifest: dict, settings: Settings, *, force: boo
         if (src / entry["folder"]).is_dir():
             if settings.edge_path.exists():
                 shutil.rmtree(settings.edge_path)
-            shutil.copytree(src / entry["folder"], settings.edge_path)
+            copy_sparse(src / entry["folder"], settings.edge_path)
         return
     if not entry.get("file"):
         return
