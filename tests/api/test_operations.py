@@ -9,6 +9,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -82,12 +83,19 @@ def test_metrics_answer_admins_and_tokens_only_and_count_the_work(live, keys, ap
         for n, (decision, outcome) in enumerate([("auto_reply", "edited"), ("auto_reply", None), ("escalate", None)]):
             session.add(HelpdeskTicket(client="ops-tests", idempotency_key=f"{category}-{n}", request_hash="0" * 64,
                                        category=category, decision=decision, outcome=outcome))
-    after = _scrape(url, keys["admin"])
+    chat_route = {"method": "POST", "route": "/api/chat", "status": "200"}
+    for _ in range(100):  # the server records a request's latency just after its last byte has left
+        after = _scrape(url, keys["admin"])
+        if _value(after, "assistant_http_request_duration_seconds_count", **chat_route) - _value(
+            before, "assistant_http_request_duration_seconds_count", **chat_route
+        ) >= 2:
+            break
+        time.sleep(0.05)
 
     def grew(name: str, **labels) -> float:
         return _value(after, name, **labels) - _value(before, name, **labels)
 
-    assert grew("assistant_http_request_duration_seconds_count", method="POST", route="/api/chat", status="200") == 2
+    assert grew("assistant_http_request_duration_seconds_count", **chat_route) == 2
     assert grew("assistant_answer_cache_requests_total", result="miss") >= 1
     assert grew("assistant_answer_cache_requests_total", result="hit") == 1
     assert grew("assistant_time_to_first_token_seconds_count") == 1  # the cached answer generated nothing
@@ -106,8 +114,8 @@ def test_metrics_answer_admins_and_tokens_only_and_count_the_work(live, keys, ap
 def test_request_ids_reach_the_response_the_audit_row_and_json_logs(live, keys, api_resources, caplog):
     request_id = f"ops-{uuid.uuid4().hex}"
     headers = {"Authorization": f"Bearer {keys['reader']}", "X-Request-ID": request_id}
-    with caplog.at_level(logging.INFO, logger="assistant.api.requests"):
-        response = httpx.post(f"{live.url}/api/search", json={"query": QUESTION, "top_k": 2}, headers=headers)
+    caplog.set_level(logging.INFO, logger="assistant.api.requests")
+    response = httpx.post(f"{live.url}/api/search", json={"query": QUESTION, "top_k": 2}, headers=headers)
     assert response.status_code == 200 and response.headers["x-request-id"] == request_id
     audit = recent_events(api_resources.db, principal="ops-reader", limit=1)[0]
     assert audit["action"] == "search" and audit["request_id"] == request_id
@@ -115,7 +123,12 @@ def test_request_ids_reach_the_response_the_audit_row_and_json_logs(live, keys, 
     refused = httpx.get(f"{live.url}/api/auth/me", headers={"X-Request-ID": "<script>"})
     assert refused.status_code == 401 and len(refused.headers["x-request-id"]) == 32  # replaced, not echoed
 
-    record = next(r for r in caplog.records if getattr(r, "request_id", None) == request_id)
+    for _ in range(100):  # logged just after the response's last byte
+        found = [r for r in caplog.records if getattr(r, "request_id", None) == request_id and r.msg == "request"]
+        if found:
+            break
+        time.sleep(0.05)
+    record = found[0]
     assert (record.route, record.status, record.method) == ("/api/search", 200, "POST")
     settings = make_settings(Path("unused"), log_format="json")
     spec = dict(logging_dict(settings)["formatters"]["default"])
