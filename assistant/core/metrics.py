@@ -48,7 +48,9 @@ ANSWER_CACHE = Counter(
 )
 LLM_ERRORS = Counter(
     "assistant_llm_errors_total",
-    "Calls towards the LLM server that failed: connection (could not connect) or circuit_open (refused fast)",
+    "Failures towards the LLM server: connection (an attempt could not connect), circuit_open (refused fast), "
+    "unavailable (a request failed: no connection after retries, a timeout, an answer broken off), "
+    "http_error (the server answered with an error status)",
     ["kind"],
 )
 
