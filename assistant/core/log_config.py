@@ -10,6 +10,8 @@ import logging
 import logging.config
 from typing import Any
 
+from pythonjsonlogger.core import RESERVED_ATTRS
+
 from assistant.core.request_context import current_request_id
 from assistant.core.settings import Settings
 
@@ -48,6 +50,8 @@ def logging_dict(settings: Settings, *, uvicorn: bool = False) -> dict[str, Any]
             "fmt": "{asctime}{levelname}{name}{message}{request_id}",
             "style": "{",
             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+            # uvicorn adds an ANSI-coloured copy of some messages for terminals: not for log collectors.
+            "reserved_attrs": [*RESERVED_ATTRS, "color_message"],
         }
     else:
         formatter = {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}
