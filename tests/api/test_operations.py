@@ -71,8 +71,8 @@ def _chat(url: str, key: str) -> list[tuple[str, dict]]:
 
 def test_metrics_answer_admins_and_tokens_only_and_count_the_work(live, keys, api_resources):
     url = live.url
-    assert httpx.get(f"{url}/metrics").status_code == 401
-    assert httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {keys['reader']}"}).status_code == 403
+    assert httpx.get(f"{url}/metrics", timeout=60).status_code == 401
+    assert httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {keys['reader']}"}, timeout=60).status_code == 403
     _scrape(url, operator_token(api_resources.settings))  # the operator token is accepted too
     before = _scrape(url, keys["admin"])
 
@@ -115,12 +115,12 @@ def test_request_ids_reach_the_response_the_audit_row_and_json_logs(live, keys, 
     request_id = f"ops-{uuid.uuid4().hex}"
     headers = {"Authorization": f"Bearer {keys['reader']}", "X-Request-ID": request_id}
     caplog.set_level(logging.INFO, logger="assistant.api.requests")
-    response = httpx.post(f"{live.url}/api/search", json={"query": QUESTION, "top_k": 2}, headers=headers)
+    response = httpx.post(f"{live.url}/api/search", json={"query": QUESTION, "top_k": 2}, headers=headers, timeout=120)
     assert response.status_code == 200 and response.headers["x-request-id"] == request_id
     audit = recent_events(api_resources.db, principal="ops-reader", limit=1)[0]
     assert audit["action"] == "search" and audit["request_id"] == request_id
 
-    refused = httpx.get(f"{live.url}/api/auth/me", headers={"X-Request-ID": "<script>"})
+    refused = httpx.get(f"{live.url}/api/auth/me", headers={"X-Request-ID": "<script>"}, timeout=60)
     assert refused.status_code == 401 and len(refused.headers["x-request-id"]) == 32  # replaced, not echoed
 
     for _ in range(100):  # logged just after the response's last byte
