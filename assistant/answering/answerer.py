@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Sequence
 
@@ -16,6 +17,7 @@ from assistant.answering.packing import pack_context
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, format_source
 from assistant.answering.request import AuditSink, GenerationParams
 from assistant.answering.rewrite import rewrite_query
+from assistant.core import metrics
 from assistant.core.language import question_language
 from assistant.core.llm import LLM, ChatMessage, FinishReason, StreamResult, Usage
 from assistant.core.principals import Principal
@@ -107,7 +109,8 @@ class Answerer:
         The retrieval is reported to `audit`. Returns `(sources, messages)`; messages is None to abstain."""
         params = params or self.defaults
         query = query or question
-        retrieval = self.retriever.search(query, principal=principal, top_k=self.top_k)
+        with metrics.RETRIEVAL_SECONDS.time():
+            retrieval = self.retriever.search(query, principal=principal, top_k=self.top_k)
         chunks = retrieval.chunks
         if audit is not None:
             audit.retrieved(
@@ -222,6 +225,7 @@ class Answerer:
     ) -> AsyncIterator[dict]:
         """`stream`'s events, with a first internal `{"type": "sources"}`; `done` also holds the citations."""
         check_query(question)
+        started = time.perf_counter()
         ticket = ticket or self.admit(principal)
         history = list(history)
         params = params or self.defaults
@@ -229,6 +233,7 @@ class Answerer:
         try:
             if cache is not None:
                 hit = await asyncio.to_thread(cache.get, question, principal=principal)
+                metrics.ANSWER_CACHE.labels("miss" if hit is None else "hit").inc()
                 if hit is not None:
                     if audit is not None:
                         cited = [c["chunk_id"] for c in hit.citations]
@@ -271,8 +276,12 @@ class Answerer:
                 return self._generate(prompt, attempts[-1], params)
 
             async for event in grounded.events(generate, messages):
+                if started is not None and event["type"] == "token":
+                    metrics.FIRST_TOKEN_SECONDS.observe(time.perf_counter() - started)
+                    started = None
                 yield event
             generated = combined_result(attempts)
+            metrics.count_tokens(generated.usage.prompt_tokens, generated.usage.completion_tokens)
             # --- end of grounding hook
             if ticket is not None:
                 ticket.close()  # the model is done: free the slot before the bookkeeping below

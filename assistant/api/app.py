@@ -18,10 +18,12 @@ from assistant.api.body_limit import BodyLimitMiddleware
 from assistant.api.rate_limit import RateLimitMiddleware, enforce_rate_limit
 from assistant.api.errors import install_error_handlers
 from assistant.api.security_headers import SecurityHeadersMiddleware
+from assistant.api.observability import RequestObservabilityMiddleware
 from assistant.api.routes import (
     auth, chat, conversations, documents, feedback, health, helpdesk, jobs, openai_compat, search, users,
 )
 from assistant.api.routes import compliance
+from assistant.api.routes import metrics, operations
 from assistant.composition import Assistant
 from assistant.core import resources as resources_mod
 from assistant.core.jobs import JobDispatcher
@@ -95,10 +97,13 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     app.state.rate_limiter = RateLimiter(settings.rate_limit_redis_url)
     app.add_middleware(RateLimitMiddleware, limiter=app.state.rate_limiter)
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: refusals get the headers too
+    app.add_middleware(RequestObservabilityMiddleware)  # around everything: every response has its X-Request-ID
     install_error_handlers(app)
     # Public: liveness and sign-in. Everything else refuses anonymous callers at the router level.
     app.include_router(health.router)
     app.include_router(auth.public_router)
+    app.include_router(metrics.router)  # these two check admins or their tokens in the route
+    app.include_router(operations.router)
     signed_in = [Depends(get_principal)]
     for router in (
         auth.router, search.router, chat.router, documents.router, users.router, jobs.router,

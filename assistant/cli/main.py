@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from assistant.cli import serve_model
+from assistant.cli import operations, serve_model
 from assistant.cli.admin_audit import audit_source_change, install_admin_audit
 from assistant.cli.errors import fail, report
 from assistant.cli.compliance import audit_app, retention_app
@@ -34,6 +33,7 @@ app.add_typer(audit_app, name="audit")
 app.add_typer(retention_app, name="retention")
 install_admin_audit({"users": users_app, "groups": groups_app, "keys": keys_app, "sources": sources_app})
 serve_model.register(app)
+operations.register(app)  # doctor, backup, restore, migrate
 console = Console(stderr=True)
 
 
@@ -205,6 +205,7 @@ def serve(
     from assistant.api.app import create_app
     from assistant.cli.users import account_db
     from assistant.core.auth.accounts import ensure_bootstrap_admin
+    from assistant.core.log_config import logging_dict
     from assistant.core.settings import get_settings
     from assistant.core.signing import signing_key
 
@@ -237,11 +238,11 @@ def serve(
             "admin is created only on a database without any; make one with `assistant users add NAME --admin`",
             soft_wrap=True,
         )
-    # The product's own loggers (`assistant.*`) print beside uvicorn's, at INFO, in its format.
-    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
-    log_config["loggers"]["assistant"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
+    # One format for the product's loggers and uvicorn's: JSON lines with the request ID in production.
+    log_config = logging_dict(settings, uvicorn=True)
     address = {"host": host or settings.host, "port": port or settings.port, "log_level": "info", "log_config": log_config}
     if workers > 1:  # each process builds its own app from the environment
+        operations.prepare_multiprocess_metrics(settings)
         uvicorn.run("assistant.api.app:create_app", factory=True, workers=workers, **address)
     else:
         uvicorn.run(create_app(settings), **address)

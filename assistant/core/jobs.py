@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_ready
+from celery.signals import setup_logging, worker_ready
 from assistant.core.db.helpdesk import pending_delivery_ids
 from assistant.core.db.jobs import job_lease, requeue_job, unfinished_job_ids
 from assistant.core.db.session import Database
@@ -204,3 +204,12 @@ def _resume_on_worker_start(**_: Any) -> None:
         _resume_task()
     except Exception:  # the worker must still start; the beat task retries later
         log.exception("could not resume unfinished jobs at worker start")
+
+
+@setup_logging.connect
+def _log_like_the_api(**_: Any) -> None:
+    # Connected, this makes Celery leave logging to us: workers and beat write the API's format
+    # (JSON lines in production, ASSISTANT_LOG_FORMAT) at ASSISTANT_LOG_LEVEL.
+    from assistant.core.log_config import configure_logging
+
+    configure_logging(get_settings())

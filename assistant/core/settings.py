@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from assistant.core.errors import ConfigError
@@ -286,6 +286,28 @@ class Settings(BaseSettings):
         description="what erasing a user does to their audit rows: 'redact' replaces the query text (who, when, "
         "which documents stay), 'keep' leaves it",
     )
+    # --- issue 20 ---
+    metrics_token: SecretStr | None = Field(
+        default=None, description="bearer token Prometheus presents to /metrics (admins may always read it); unset: admins only",
+    )
+    log_format: Literal["auto", "json", "text"] = Field(
+        default="auto", description="json: one JSON object per line with the request ID; auto: json in production, text otherwise",
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    prometheus_multiproc_dir: Path | None = Field(
+        default=None, validation_alias=AliasChoices("PROMETHEUS_MULTIPROC_DIR", "prometheus_multiproc_dir"),
+        description="prometheus-client's multiprocess folder (its own variable, PROMETHEUS_MULTIPROC_DIR, unprefixed): "
+        "set when several processes serve the API; `assistant serve --workers N` sets it to DATA_DIR/prometheus",
+    )
+    qdrant_shard_number: int | None = Field(
+        default=None, ge=1, description="shards of a collection created on a Qdrant server (distributed mode); unset: the server's default",
+    )
+    qdrant_replication_factor: int | None = Field(
+        default=None, ge=1, description="copies of each shard on a Qdrant cluster (2 survives one node); unset: the server's default",
+    )
+    doctor_min_free_bytes: int = Field(
+        default=5 * 1024**3, ge=0, description="free disk space under data_dir below which `assistant doctor` reports a problem",
+    )
 
     @field_validator("reranker_model", "llm_model_path", mode="before")
     @classmethod
@@ -340,7 +362,8 @@ class Settings(BaseSettings):
     def _refuse_placeholder_secrets(self) -> None:
         # A placeholder names no secret, so the value is shown; a real secret never is.
         secrets = {"secret_key": self.secret_key, "qdrant_api_key": self.qdrant_api_key,
-                   "oidc_client_secret": self.oidc_client_secret, "bootstrap_admin_password": self.bootstrap_admin_password}
+                   "oidc_client_secret": self.oidc_client_secret, "bootstrap_admin_password": self.bootstrap_admin_password,
+                   "metrics_token": self.metrics_token}
         if self.llm_backend == "openai":  # the key is sent only to an OpenAI-compatible server
             secrets["openai_api_key"] = self.openai_api_key
         for name, value in secrets.items():

@@ -14,6 +14,7 @@ from assistant.core.db.models import AuditChainHead, AuditEvent, utcnow
 from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError
 from assistant.core.principals import Principal
+from assistant.core.request_context import current_request_id
 
 CHAIN_HEAD_ID = 1
 # Actions of the trail, for filters and documentation (`admin.*` rows name the change in `details`).
@@ -47,9 +48,11 @@ def record_event(
         details: small JSON-ready extras (top_k, the target of an admin change...).
         auth_method: how the principal signed in: `session`, `api_key`, `password`, `oidc`, `cli`.
         address: the client's IP address as the server saw it.
-        request_id: the API request's ID, when the request carries one (kept in `details`).
+        request_id: the API request's ID (`X-Request-ID`); default: the current request's, if any. Stored in
+            its own column (filters, logs) and in `details` (so that the hash chain covers it).
     """
     extras = dict(details or {})
+    request_id = request_id or current_request_id()
     if request_id:
         extras["request_id"] = request_id
     with db.session() as session:
@@ -65,7 +68,7 @@ def record_event(
         event = AuditEvent(
             at=utcnow(), principal=principal.name, action=action, query=query, chunk_ids=list(chunk_ids),
             doc_ids=list(dict.fromkeys(doc_ids)), details=extras, auth_method=auth_method, address=address[:64],
-            content_hash=content_digest(query), prev_hash=head.last_hash,
+            content_hash=content_digest(query), prev_hash=head.last_hash, request_id=request_id,
         )
         session.add(event)
         session.flush()
@@ -94,7 +97,7 @@ def event_dict(e: AuditEvent) -> dict[str, Any]:
     return {
         "id": e.id, "at": at.isoformat(), "principal": e.principal, "auth_method": e.auth_method or "",
         "action": e.action, "query": e.query, "doc_ids": list(e.doc_ids or []), "chunk_ids": list(e.chunk_ids or []),
-        "address": e.address or "", "request_id": details.get("request_id"), "details": details,
+        "address": e.address or "", "request_id": e.request_id or details.get("request_id"), "details": details,
         "erased": e.erased_at is not None, "row_hash": e.row_hash or "",
     }
 

@@ -320,3 +320,7 @@ AuditEvent.row_hash = Column(String(64), nullable=False, default="")
 AuditEvent.erased_at = Column(DateTime(timezone=True), nullable=True, default=None)
 User.is_auditor = Column(Boolean, nullable=False, default=False)
 User.legal_hold = Column(Boolean, nullable=False, default=False)
+
+# --- issue 20: the request ID of the API call an audit row was written for (X-Request-ID, the logs) ---
+
+AuditEvent.request_id = Column(String(64), nullable=True, default=None, index=True)

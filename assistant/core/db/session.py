@@ -48,9 +48,23 @@ class Database:
         cfg = Config()
         cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
         cfg.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
-        with self.engine.begin() as connection:
-            cfg.attributes["connection"] = connection
-            command.upgrade(cfg, "head")
+        sqlite = self.engine.dialect.name == "sqlite"
+        with self.engine.connect() as connection:
+            if sqlite:
+                # SQLite alters a table by copying it into a new one and dropping the old: with foreign
+                # keys on, that drop deletes every row that references it (ON DELETE CASCADE), e.g. all
+                # API keys when `users` gains a column. The pragma is ignored inside a transaction, so it
+                # is set before the migration's transaction begins (Alembic's batch mode documents this).
+                connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+                connection.commit()
+            try:
+                with connection.begin():
+                    cfg.attributes["connection"] = connection
+                    command.upgrade(cfg, "head")
+            finally:
+                if sqlite:
+                    connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+                    connection.commit()
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -14,6 +14,7 @@ import time
 from typing import Callable, Literal
 
 from assistant.core.errors import UpstreamUnavailableError
+from assistant.core.metrics import LLM_ERRORS
 
 BreakerState = Literal["closed", "open", "half_open"]
 
@@ -86,6 +87,7 @@ class CircuitBreaker:
                 self._probe_in_flight = True
                 return
             retry_after_s = self._retry_after_s()
+        LLM_ERRORS.labels("circuit_open").inc()
         raise UpstreamUnavailableError(
             f"{self.upstream} is unavailable: {self._failures} consecutive connection failures "
             f"opened the circuit breaker (threshold {self.failure_threshold}); "
@@ -103,6 +105,7 @@ class CircuitBreaker:
     def record_failure(self) -> None:
         """The upstream could not be reached: count it; open the breaker at the threshold or when a
         half-open probe failed."""
+        LLM_ERRORS.labels("connection").inc()
         with self._lock:
             self._failures += 1
             probe_failed = self._state == "half_open"

@@ -42,6 +42,7 @@ from assistant.core.errors import (
 from assistant.core.language import count_cjk
 from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage, stop_list
 from assistant.core.llm.breaker import CircuitBreaker
+from assistant.core.metrics import LLM_ERRORS
 
 if TYPE_CHECKING:
     from assistant.core.settings import Settings
@@ -278,12 +279,14 @@ class OpenAICompatLLM(LLM):
         return random.uniform(0.0, cap_s)
 
     def _unavailable(self, what: str, exc: Exception) -> UpstreamUnavailableError:
+        LLM_ERRORS.labels("unavailable").inc()
         return UpstreamUnavailableError(
             f"the LLM server at {self._base_url} {what}: {exc}",
             retry_after_s=self.breaker.retry_after_s(),
         )
 
     def _status_error(self, exc: openai.APIStatusError) -> AssistantError:
+        LLM_ERRORS.labels("http_error").inc()
         status = exc.status_code
         where = f"the LLM server at {self._base_url}"
         if status == 429:

@@ -7,8 +7,9 @@ import os
 import shutil
 import tempfile
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import qdrant_edge as qe
 
@@ -238,6 +239,15 @@ class EdgeVectorStore(VectorStore):
                 self._shard.flush()
                 self._shard.close()
                 self._shard = None
+
+    @contextmanager
+    def writes_paused(self) -> Iterator[Path]:
+        """Hold this process's writes (upserts, deletes, optimisation) with everything flushed, so that
+        the folder can be copied consistently (Edge has no snapshot of its own); yields the folder."""
+        with self._lock:
+            if self._shard is not None:
+                self._shard.flush()
+            yield self.path
 
 
 class EdgeCatalog(CollectionCatalog):

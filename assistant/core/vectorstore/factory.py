@@ -23,7 +23,9 @@ def open_catalog(settings: Settings) -> CollectionCatalog:
             path=settings.qdrant_path,
             api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None,
             timeout_s=settings.request_timeout_s,
-        )
+        ),
+        layout={k: v for k, v in (("shard_number", settings.qdrant_shard_number),
+                                  ("replication_factor", settings.qdrant_replication_factor)) if v},
     )
 
 

@@ -79,6 +79,7 @@ class QdrantServerStore(VectorStore):
         self._own_client = own_client or client is None
         self.client = client or connect(url=url, path=path, api_key=api_key, timeout_s=timeout_s)
         self._exists: bool | None = None
+        self.layout: dict[str, int] = {}  # shard_number, replication_factor for a new collection (ServerCatalog)
 
     def _collection_exists(self) -> bool:
         if not self._exists:
@@ -94,6 +95,7 @@ class QdrantServerStore(VectorStore):
         params: dict[str, Any] = {
             "vectors_config": {DENSE: qm.VectorParams(size=dim, distance=qm.Distance.COSINE)},
             "sparse_vectors_config": {SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+            **self.layout,
         }
         try:
             self.client.create_collection(
@@ -232,10 +234,13 @@ class ServerCatalog(CollectionCatalog):
 
     Args:
         client: an open qdrant-client; the catalog closes it on `close()` unless a store took it over.
+        layout: `shard_number` and `replication_factor` of the collections it creates (Qdrant
+            distributed mode); empty: the server's defaults.
     """
 
-    def __init__(self, client: QdrantClient):
+    def __init__(self, client: QdrantClient, *, layout: dict[str, int] | None = None):
         self.client = client
+        self.layout = layout or {}
         self._given_away = False
 
     def _aliases(self) -> dict[str, str]:
@@ -258,9 +263,11 @@ class ServerCatalog(CollectionCatalog):
 
     def open(self, name: str, *, model: str | None, alias: str | None = None, own: bool = False) -> QdrantServerStore:
         self._given_away = self._given_away or own
-        return QdrantServerStore(
+        store = QdrantServerStore(
             name, client=self.client, own_client=own, model=model, on_create=self._claim_on_create(alias, name)
         )
+        store.layout = self.layout
+        return store
 
     def switch_alias(self, alias: str, name: str) -> None:
         current = self._aliases().get(alias)

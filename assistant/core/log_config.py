@@ -1,0 +1,79 @@
+"""Logging set-up: one JSON object per line (python-json-logger) carrying the request ID, or plain text.
+
+What is logged is events and their figures (route, status, seconds, counts, IDs), never document text,
+questions, answers or secrets: the JSON lines go to log collectors that the document ACLs do not cover.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.config
+from typing import Any
+
+from pythonjsonlogger.core import RESERVED_ATTRS
+
+from assistant.core.request_context import current_request_id
+from assistant.core.settings import Settings
+
+
+class RequestIdFilter(logging.Filter):
+    """Adds `request_id` (the current request's, else None) to every record it sees."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not hasattr(record, "request_id"):
+            record.request_id = current_request_id()
+        return True
+
+
+def log_format(settings: Settings) -> str:
+    """"json" or "text": the configured `log_format`, where "auto" means json in production."""
+    if settings.log_format == "auto":
+        return "json" if settings.environment == "production" else "text"
+    return settings.log_format
+
+
+def logging_dict(settings: Settings, *, uvicorn: bool = False) -> dict[str, Any]:
+    """A `logging.config.dictConfig` dictionary for the product's loggers (`assistant`, `ingest`,
+    `finetune`, Celery's) and, with `uvicorn`, the server's own (its access log is left out: the API logs
+    one `request` event per request itself, with the route and the request ID).
+
+    Args:
+        settings: `log_format` and `log_level` are read.
+        uvicorn: include uvicorn's loggers (for `uvicorn.run(log_config=...)`).
+
+    Returns:
+        The dictionary (version 1).
+    """
+    if log_format(settings) == "json":
+        formatter = {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "{asctime}{levelname}{name}{message}{request_id}",
+            "style": "{",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+            # uvicorn adds an ANSI-coloured copy of some messages for terminals: not for log collectors.
+            "reserved_attrs": [*RESERVED_ATTRS, "color_message"],
+        }
+    else:
+        formatter = {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}
+    handler = {"class": "logging.StreamHandler", "formatter": "default", "filters": ["request_id"],
+               "stream": "ext://sys.stderr"}
+    level = settings.log_level.upper()
+    loggers = {name: {"handlers": ["default"], "level": level, "propagate": False}
+               for name in ("assistant", "ingest", "finetune", "celery")}
+    if uvicorn:
+        loggers["uvicorn"] = {"handlers": ["default"], "level": level, "propagate": False}
+        loggers["uvicorn.error"] = {"level": level}
+        loggers["uvicorn.access"] = {"handlers": [], "level": "WARNING", "propagate": False}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"request_id": {"()": RequestIdFilter}},
+        "formatters": {"default": formatter},
+        "handlers": {"default": handler},
+        "loggers": loggers,
+    }
+
+
+def configure_logging(settings: Settings) -> None:
+    """Apply `logging_dict(settings)` to this process (the CLI's commands, Celery workers)."""
+    logging.config.dictConfig(logging_dict(settings))

@@ -1,0 +1,1 @@
+"""What operators run beside the service: health checks of a deployment (`doctor`), backup and restore."""

@@ -1,0 +1,28 @@
+"""How many task messages wait in the Celery queue (the figure worker autoscaling follows)."""
+
+from __future__ import annotations
+
+import logging
+
+from assistant.core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def celery_queue_depth(settings: Settings, *, timeout_s: float = 1.0) -> int | None:
+    """Messages waiting in `settings.celery_queue` on a Redis broker (Celery's Redis transport keeps a
+    queue as a list named after it: `LLEN`). None with the in-process worker, another broker, or a
+    broker that does not answer within `timeout_s` seconds."""
+    if settings.jobs_backend != "celery" or not settings.broker_url.startswith(("redis://", "rediss://")):
+        return None
+    import redis
+
+    try:
+        client = redis.Redis.from_url(settings.broker_url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+        try:
+            return int(client.llen(settings.celery_queue))
+        finally:
+            client.close()
+    except redis.RedisError as exc:
+        log.warning("metrics: the Celery queue length could not be read: %s", type(exc).__name__)
+        return None
