@@ -48,13 +48,11 @@ def record_event(
         details: small JSON-ready extras (top_k, the target of an admin change...).
         auth_method: how the principal signed in: `session`, `api_key`, `password`, `oidc`, `cli`.
         address: the client's IP address as the server saw it.
-        request_id: the API request's ID (`X-Request-ID`); default: the current request's, if any. Stored in
-            its own column (filters, logs) and in `details` (so that the hash chain covers it).
+        request_id: the API request's ID (`X-Request-ID`); default: the current request's, if any. Kept in its
+            own column, which the hash chain covers.
     """
     extras = dict(details or {})
     request_id = request_id or current_request_id()
-    if request_id:
-        extras["request_id"] = request_id
     with db.session() as session:
         # Updating the head first takes the write lock, so concurrent appends queue here (one chain).
         session.execute(
@@ -97,7 +95,7 @@ def event_dict(e: AuditEvent) -> dict[str, Any]:
     return {
         "id": e.id, "at": at.isoformat(), "principal": e.principal, "auth_method": e.auth_method or "",
         "action": e.action, "query": e.query, "doc_ids": list(e.doc_ids or []), "chunk_ids": list(e.chunk_ids or []),
-        "address": e.address or "", "request_id": e.request_id or details.get("request_id"), "details": details,
+        "address": e.address or "", "request_id": e.request_id, "details": details,
         "erased": e.erased_at is not None, "row_hash": e.row_hash or "",
     }
 

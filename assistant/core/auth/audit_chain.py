@@ -34,7 +34,7 @@ def _canonical(e: AuditEvent) -> bytes:
         "id": e.id, "at": at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "principal": e.principal,
         "auth_method": e.auth_method or "", "action": e.action, "address": e.address or "",
         "chunk_ids": list(e.chunk_ids or []), "doc_ids": list(e.doc_ids or []), "details": e.details or {},
-        "content_hash": e.content_hash, "prev_hash": e.prev_hash or "",
+        "content_hash": e.content_hash, "prev_hash": e.prev_hash or "", "request_id": e.request_id or "",
     }
     # RFC 8785-like: sorted keys, no insignificant white space, UTF-8.
     return json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
