@@ -21,6 +21,7 @@ from assistant.api.security_headers import SecurityHeadersMiddleware
 from assistant.api.routes import (
     auth, chat, conversations, documents, feedback, health, helpdesk, jobs, openai_compat, search, users,
 )
+from assistant.api.routes import admin, handoff, uploads
 from assistant.composition import Assistant
 from assistant.core import resources as resources_mod
 from assistant.core.jobs import JobDispatcher
@@ -90,7 +91,10 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
         same_site="lax",  # sent on the top-level redirect back from the single sign-on issuer
         https_only=settings.cookie_secure,
     )
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware, max_bytes=settings.max_request_bytes,
+        overrides={"/api/uploads": (settings.upload_max_request_bytes, "ASSISTANT_UPLOAD_MAX_REQUEST_BYTES")},
+    )
     app.state.rate_limiter = RateLimiter(settings.rate_limit_redis_url)
     app.add_middleware(RateLimitMiddleware, limiter=app.state.rate_limiter)
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: refusals get the headers too
@@ -101,7 +105,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     signed_in = [Depends(get_principal)]
     for router in (
         auth.router, search.router, chat.router, documents.router, users.router, jobs.router,
-        conversations.router, feedback.router,
+        conversations.router, feedback.router, uploads.router, admin.router, handoff.router,
     ):
         app.include_router(router, dependencies=signed_in)
     # The routes that generate for API keys also count against the key's rate limits.
