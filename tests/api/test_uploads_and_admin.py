@@ -45,13 +45,13 @@ def env(tmp_path_factory, citing_model):
     res.close()
 
 
-def signed_in(env, name: str | None = None, *groups: str) -> TestClient:
+def signed_in(env, name: str | None = None, *groups: str, password: str = PASSWORD) -> TestClient:
     app, res, _ = env
     if name is None:
         name = f"reader-{uuid.uuid4().hex[:8]}"
         create_user(res.db, name, password=PASSWORD, groups=list(groups))
     client = TestClient(app)
-    me = client.post("/api/auth/login", json={"username": name, "password": PASSWORD})
+    me = client.post("/api/auth/login", json={"username": name, "password": password})
     assert me.status_code == 200, me.text
     client.headers["X-CSRF-Token"] = me.json()["csrf_token"]
     client.name = name
@@ -134,7 +134,7 @@ def test_admins_manage_accounts_keys_and_sources_through_the_api(env):
     assert admin.delete(f"/api/admin/users/{name}/groups/legal").json()["groups"] == ["finance"]
     assert {"name": "finance", "members": [name]} in admin.get("/api/admin/groups").json()
     assert admin.put(f"/api/admin/users/{name}/password", json={"password": "second-password-456"}).status_code == 204
-    user = signed_in(env, name)
+    user = signed_in(env, name, password="second-password-456")
     assert user.get("/api/auth/me").status_code == 200
     assert admin.patch(f"/api/admin/users/{name}", json={"disabled": True}).json()["disabled"] is True
     assert user.get("/api/auth/me").status_code == 401  # disabling ended the session

@@ -123,14 +123,22 @@ async def upload(
         upload_id = str(uuid.uuid4())
         target = root / upload_id / name
         size = await run_in_threadpool(_store, file, target)
+        refused = None
+        if size > settings.max_file_size_bytes:  # its job fails at once, as the parser would fail it
+            refused = (
+                f"{name}: file size (bytes) {size:,} exceeds the limit "
+                f"ASSISTANT_MAX_FILE_SIZE_BYTES={settings.max_file_size_bytes:,}"
+            )
+            target.unlink()
         params = {"path": str(target), "acl": {"default": [audience]}, "upload_id": upload_id}
         record = await run_in_threadpool(
             lambda: add_upload(
                 assistant.resources.db, upload_id=upload_id, user_id=principal.user_id, filename=name, path=target,
-                audience=audience, size_bytes=size, params=params,
+                audience=audience, size_bytes=size, params=params, refused=refused,
             )
         )
-        dispatcher.submit(JOB_TASKS["sync"], job_id=record.job_id)
+        if refused is None:
+            dispatcher.submit(JOB_TASKS["sync"], job_id=record.job_id)
         created.append(record)
     return created
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from assistant.core.db.models import Document, Job, JobItem, Source, Upload
+from assistant.core.db.models import Document, Job, JobItem, Source, Upload, utcnow
 from assistant.core.db.session import Database
 from assistant.core.errors import NotFoundError
 from assistant.core.index_format import document_id
@@ -60,7 +60,7 @@ def _state(job: Job | None, item: JobItem | None) -> tuple[str, float, str, int]
         status = "too_large" if _LIMIT_WORDS in item.reason else item.status
         return status, 1.0, item.reason, 0
     if job.status == "failed":
-        return "failed", 1.0, job.reason, 0
+        return ("too_large" if _LIMIT_WORDS in job.reason else "failed"), 1.0, job.reason, 0
     if job.status == "done":
         return "done", 1.0, "", item.chunks if item else 0
     if job.status == "running":
@@ -87,7 +87,7 @@ def _with_job(session, upload: Upload) -> UploadPublic:
 
 
 def add_upload(db: Database, *, upload_id: str, user_id: int, filename: str, path: Path, audience: str,
-               size_bytes: int, params: dict) -> UploadPublic:
+               size_bytes: int, params: dict, refused: str | None = None) -> UploadPublic:
     """Record an upload stored at `path` and queue the sync job that ingests it, in one transaction.
 
     Args:
@@ -98,12 +98,16 @@ def add_upload(db: Database, *, upload_id: str, user_id: int, filename: str, pat
         audience: the one ACL entry that may read it (validated by the caller).
         size_bytes: the file's size.
         params: the sync job's params (`path`, `acl` manifest).
+        refused: why the file is refused before any parsing (its job is then recorded failed with
+            this reason and must not be submitted); None: queued.
 
     Returns:
-        The upload, `queued`; its `job_id` is what the caller submits.
+        The upload, `queued` (its `job_id` is what the caller submits) or failed.
     """
     with db.session() as session:
         job = Job(kind="sync", params=params)
+        if refused is not None:
+            job.status, job.reason, job.finished_at = "failed", refused, utcnow()
         session.add(job)
         session.flush()
         upload = Upload(id=upload_id, user_id=user_id, filename=filename, path=str(path), audience=audience,
