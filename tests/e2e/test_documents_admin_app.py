@@ -3,8 +3,8 @@ while another user cannot (a failed file says why); a question the documents do 
 hands the conversation to the helpdesk; a restricted document stays invisible outside its group; a
 rating shows up in the admin's quality view; the admin's users page creates and disables accounts.
 
-One server per module over two handbook pages (one readable by group `secops` only), answered by the
-citing stand-in model (tests/standin_openai.py). Screenshots go to docs/screenshots/ (upload,
+The package's one server (tests/e2e/conftest.py; one of its pages is readable by group `hr` only),
+answered by the citing stand-in model (tests/standin_openai.py). Screenshots go to docs/screenshots/ (upload,
 admin users, admin quality), linked from the README.
 """
 
@@ -13,39 +13,14 @@ from __future__ import annotations
 import uuid
 
 import pytest
-import yaml
 
-from assistant.core.acl_manifest import AclManifest
 from assistant.core.auth.accounts import create_user
-from ingest.pipeline import Ingestor
-from tests.api.live_server import LiveServer
-from tests.conftest import CORPUS_MODEL, copy_subset, make_settings, open_resources
-from tests.corpus import HANDBOOK
-from tests.e2e.test_chat_app import CHROMIUM, PASSWORD, browser, shot, sign_in  # noqa: F401 (browser: a fixture)
+from tests.e2e.conftest import CHROMIUM, PASSWORD, RESTRICTED, RESTRICTED_GROUP, shot, sign_in
+from tests.standin_openai import extractive_answer
 
-PASSWORDS = "departments/tech-ops/process/internal-security/passwords.md"
-ACCESS = "departments/tech-ops/process/application_access_request.md"
 AQUARIUM = "# Aquarium policy\n\nThe office aquarium is fed by the zebrafish rota every Tuesday at noon.\n"
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (make browser)")
-
-
-@pytest.fixture(scope="module")
-def app(tmp_path_factory, citing_model):
-    """`(url, resources)` of the app, with a helpdesk taking conversations."""
-    root = tmp_path_factory.mktemp("documents-admin")
-    docs = copy_subset(HANDBOOK, root / "docs", [PASSWORDS, ACCESS])
-    manifest = {"default": ["everyone"], "rules": [{"path": PASSWORDS, "allow": ["group:secops"]}]}
-    settings = make_settings(
-        root / "var", embedding_model=CORPUS_MODEL, llm_context_tokens=4096, answer_cache_entries=0,
-        sse_coalesce_ms=0, helpdesk_handoff=True, **citing_model,
-    )
-    res = open_resources(settings)
-    Ingestor(res).sync(docs, acl=AclManifest.from_dict(yaml.safe_load(yaml.safe_dump(manifest))))
-    server = LiveServer(settings, res).start()
-    yield server.url, res
-    server.stop()
-    res.close()
 
 
 def account(res, *groups: str, admin: bool = False) -> str:
@@ -75,7 +50,8 @@ def searchable(page, url: str, query: str) -> list[str]:
 def test_upload_as_only_me_is_found_by_search_and_not_by_another_user(app, browser):
     from playwright.sync_api import expect
 
-    url, res = app
+    url, res, llm = app
+    llm.answer = extractive_answer
     owner, other = account(res), account(res)
     page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
     sign_in(page, url, owner)
@@ -118,31 +94,36 @@ def test_upload_as_only_me_is_found_by_search_and_not_by_another_user(app, brows
 def test_a_restricted_document_stays_invisible_outside_its_group(app, browser):
     from playwright.sync_api import expect
 
-    url, res = app
-    outsider, member = account(res), account(res, "secops")
+    url, res, llm = app
+    llm.answer = extractive_answer
+    outsider, member = account(res), account(res, RESTRICTED_GROUP)
+    name = RESTRICTED.rsplit("/", 1)[-1]
+    question = "When are the salary bands of engineers reviewed?"
     page = browser.new_context().new_page()
     sign_in(page, url, outsider)
-    assert not any("passwords.md" in s for s in searchable(page, url, "password requirements length"))
-    ask(page, "How long should my passwords be?")
-    expect(page.locator("#thread")).not_to_contain_text("passwords.md")
-    expect(page.locator("#thread")).not_to_contain_text("15 characters")
+    assert not any(name in s for s in searchable(page, url, "salary bands engineers review"))
+    ask(page, question)
+    expect(page.locator("#thread")).not_to_contain_text(name)
+    expect(page.locator("#thread")).not_to_contain_text("compensation committee")
     page.context.close()
 
     page = browser.new_context().new_page()
     sign_in(page, url, member)
-    ask(page, "How long should my passwords be?")
-    expect(page.locator("[data-testid=citations]").last).to_contain_text("passwords.md")
+    ask(page, question)
+    expect(page.locator("[data-testid=citations]").last).to_contain_text(name)
+    expect(page.locator("[data-testid=answer]").last).to_contain_text("compensation committee")
     page.context.close()
 
 
 def test_a_rating_shows_in_the_admin_quality_view_and_admins_manage_users(app, browser):
     from playwright.sync_api import expect
 
-    url, res = app
+    url, res, llm = app
+    llm.answer = extractive_answer
     reader, admin = account(res), account(res, admin=True)
     page = browser.new_context().new_page()
     sign_in(page, url, reader)
-    question = "How do I request access to an application?"
+    question = "When are visitor badges printed?"
     ask(page, question)
     with page.expect_response(lambda r: "/feedback" in r.url and r.status == 200):
         page.locator(".rate-down").last.click()
