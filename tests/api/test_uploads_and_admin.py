@@ -17,7 +17,7 @@ from assistant.core.auth.accounts import add_member, create_user
 from assistant.core.db.conversations import add_answer, create_conversation, start_exchange
 from assistant.core.db.helpdesk import list_tickets
 from assistant.core.identity import load_principal
-from ingest.pipeline import Ingestor
+from ingest.tasks import ingestor_for
 from tests.conftest import CORPUS_MODEL, copy_subset, make_settings, open_resources
 from tests.corpus import HANDBOOK
 
@@ -37,11 +37,13 @@ def env(tmp_path_factory, citing_model):
         max_file_size_bytes=4096, **citing_model,
     )
     res = open_resources(settings)
-    Ingestor(res).sync(docs)
+    ingestor = ingestor_for(res)  # the process's: the app's job worker reuses its warm parser process
+    ingestor.sync(docs)
     create_user(res.db, "uploads-admin", password=PASSWORD, is_admin=True)
     app = create_app(settings, resources=res)
     with TestClient(app) as lifespan:
         yield app, res, lifespan
+    ingestor.close()
     res.close()
 
 

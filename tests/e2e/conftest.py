@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from assistant.core.acl_manifest import AclManifest
-from ingest.pipeline import Ingestor
+from ingest.tasks import ingestor_for
 from tests.api.live_server import LiveServer
 from tests.conftest import CORPUS_MODEL, copy_subset, make_settings, open_resources
 from tests.corpus import HANDBOOK
@@ -64,10 +64,13 @@ def app(tmp_path_factory):
             sse_coalesce_ms=0, helpdesk_handoff=True,
         )
         res = open_resources(settings)
-        Ingestor(res).sync(docs, acl=manifest)
+        # The process's ingestor: the server's job worker (uploads) reuses its warm parser process.
+        ingestor = ingestor_for(res)
+        ingestor.sync(docs, acl=manifest)
         server = LiveServer(settings, res).start()
         yield server.url, res, llm
         server.stop()
+        ingestor.close()
         asyncio.run(res.llm.aclose())
         res.close()
 
