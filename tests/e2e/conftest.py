@@ -1,6 +1,6 @@
 """The browser tests' shared app: one server for the package (the real app under uvicorn over one small
 index: a handbook page, a page written to attack the browser, and a page readable by group `hr` only),
-its scripted model server, one Chromium, and the sign-in and screenshot steps they all take.
+its scripted model server, Chromium for each module, and the sign-in and screenshot steps they all take.
 
 The model is a real HTTP server speaking OpenAI's protocol; a test sets its `answer` (a fixed text
 copied from the indexed page, or `extractive_answer`, the citing stand-in) and it streams one word
@@ -75,9 +75,10 @@ def app(tmp_path_factory):
         res.close()
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def browser():
-    """Debian's Chromium driven by Playwright."""
+    """Debian's Chromium driven by Playwright, per module: the modules that start Playwright themselves
+    (`with sync_playwright()`) cannot while another instance runs in the same thread."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
