@@ -3,6 +3,7 @@
 // sources and actions. The stop button aborts the fetch; the server stops generating when it sees that.
 import { ApiError, api, chatEvents } from "./api.js";
 import { answerActions } from "./feedback.js";
+import { errorText } from "./format.js";
 import { offerNextStep } from "./handoff.js";
 import { t } from "./i18n.js";
 import { addCitationChips, el, renderMarkdown } from "./render.js";
@@ -162,7 +163,7 @@ export async function ask(question, { regenerate = false } = {}) {
     else if (err instanceof ApiError && err.status === 401) {
       session.onSessionEnded();
       return;
-    } else view.note(t("answer.error", { message: err.message }), "error");
+    } else view.note(t("answer.error", { message: err instanceof ApiError ? errorText(err) : err.message }), "error");
   } finally {
     view.answer.classList.remove("streaming");
     session.controller = null;
