@@ -41,6 +41,8 @@ Read the [badge policy](javascript:window.__xss='doclink') before printing one.
 
 <script>window.__xss = 'document script'</script>
 """
+# Files over this are refused by an upload's job as too large (the indexed pages are far smaller).
+MAX_FILE_SIZE_BYTES = 256 * 1024
 RESTRICTED = "hr/salary-bands.md"
 RESTRICTED_GROUP = "hr"
 RESTRICTED_PAGE = "# Salary bands\n\nThe salary bands of engineers are reviewed by the compensation committee every March.\n"
@@ -61,7 +63,7 @@ def app(tmp_path_factory):
         settings = make_settings(
             root / "var", embedding_model=CORPUS_MODEL, llm_backend="openai", openai_base_url=llm.base_url,
             openai_model="assistant", llm_context_tokens=4096, answer_cache_entries=0, query_rewrite="rules",
-            sse_coalesce_ms=0, helpdesk_handoff=True,
+            sse_coalesce_ms=0, helpdesk_handoff=True, max_file_size_bytes=MAX_FILE_SIZE_BYTES,
         )
         res = open_resources(settings)
         # The process's ingestor: the server's job worker (uploads) reuses its warm parser process.
