@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from assistant.core import resources as resources_mod
 from assistant.core.acl_manifest import AclManifest
 from ingest.tasks import ingestor_for
 from tests.api.live_server import LiveServer
@@ -75,6 +76,14 @@ def app(tmp_path_factory):
         ingestor.close()
         asyncio.run(res.llm.aclose())
         res.close()
+
+
+@pytest.fixture
+def served(app):
+    """`app`, its resources registered as the process's: the job worker runs its tasks (uploads) on
+    those, and another module's in-process server may have registered its own since."""
+    resources_mod.set_current(app[1])
+    return app
 
 
 @pytest.fixture(scope="module")

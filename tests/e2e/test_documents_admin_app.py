@@ -47,10 +47,10 @@ def searchable(page, url: str, query: str) -> list[str]:
     return [h["source"] for h in hits.json()]
 
 
-def test_upload_as_only_me_is_found_by_search_and_not_by_another_user(app, browser):
+def test_upload_as_only_me_is_found_by_search_and_not_by_another_user(served, browser):
     from playwright.sync_api import expect
 
-    url, res, llm = app
+    url, res, llm = served
     llm.answer = extractive_answer
     owner, other = account(res), account(res)
     page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()

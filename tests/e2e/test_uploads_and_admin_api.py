@@ -24,10 +24,10 @@ SECRET_PAGE = "# Aquarium policy\n\nThe office aquarium is fed by the zebrafish 
 SECRET_QUERY = "who feeds the office aquarium zebrafish"
 
 
-@pytest.fixture(scope="module")
-def env(app):
+@pytest.fixture
+def env(served):
     """`(url, resources)` of the package's server."""
-    url, res, _ = app
+    url, res, _ = served
     return url, res
 
 
