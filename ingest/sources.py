@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from assistant.core.db.sources import delete_source_rows, source_document_ids, source_summaries, source_summary_by_uri
+from assistant.core.db.sources import source_summaries, source_summary_by_uri
+from assistant.core.source_removal import delete_source_contents
 from assistant.core.errors import NotFoundError
 from assistant.core.resources import Resources
 
@@ -47,12 +48,5 @@ def remove_source(res: Resources, path: Path) -> RemovedSource:
     if source is None:
         known = ", ".join(row.path for row in source_summaries(res.db)) or "none"
         raise NotFoundError(f"no source is registered for {path}; registered sources: {known}")
-    store = res.store
-    chunks = 0
-    for doc_id in source_document_ids(res.db, source.id):
-        ids = sorted(store.scroll_ids(doc_id=doc_id))
-        if ids:
-            store.delete(ids)
-            chunks += len(ids)
-    documents = delete_source_rows(res.db, source.id)
+    documents, chunks = delete_source_contents(res.db, res.store, source.id)
     return RemovedSource(path=source.path, documents=documents, chunks=chunks)

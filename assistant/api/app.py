@@ -24,6 +24,7 @@ from assistant.api.routes import (
 )
 from assistant.api.routes import compliance
 from assistant.api.routes import metrics, operations
+from assistant.api.routes import admin, handoff, uploads
 from assistant.composition import Assistant
 from assistant.core import resources as resources_mod
 from assistant.core.jobs import JobDispatcher
@@ -93,7 +94,10 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
         same_site="lax",  # sent on the top-level redirect back from the single sign-on issuer
         https_only=settings.cookie_secure,
     )
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware, max_bytes=settings.max_request_bytes,
+        overrides={"/api/uploads": (settings.upload_max_request_bytes, "ASSISTANT_UPLOAD_MAX_REQUEST_BYTES")},
+    )
     app.state.rate_limiter = RateLimiter(settings.rate_limit_redis_url)
     app.add_middleware(RateLimitMiddleware, limiter=app.state.rate_limiter)
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: refusals get the headers too
@@ -107,7 +111,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     signed_in = [Depends(get_principal)]
     for router in (
         auth.router, search.router, chat.router, documents.router, users.router, jobs.router,
-        conversations.router, feedback.router, compliance.router,
+        conversations.router, feedback.router, compliance.router, uploads.router, admin.router, handoff.router,
     ):
         app.include_router(router, dependencies=signed_in)
     # The routes that generate for API keys also count against the key's rate limits.

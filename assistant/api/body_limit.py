@@ -22,21 +22,29 @@ class BodyLimitMiddleware:
     Args:
         app: the wrapped ASGI app.
         max_bytes: largest body accepted, in bytes.
+        overrides: path -> (largest body in bytes, the setting that says so) for routes that take
+            more (file uploads).
     """
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int):
+    def __init__(self, app: ASGIApp, *, max_bytes: int, overrides: dict[str, tuple[int, str]] | None = None):
         self.app = app
         self.max_bytes = max_bytes
+        self.overrides = overrides or {}
 
-    def _error(self) -> PayloadTooLargeError:
-        return PayloadTooLargeError(f"the request body is larger than {self.max_bytes} bytes (ASSISTANT_MAX_REQUEST_BYTES)")
+    def _limit(self, scope: Scope) -> tuple[int, str]:
+        return self.overrides.get(scope.get("path", ""), (self.max_bytes, "ASSISTANT_MAX_REQUEST_BYTES"))
+
+    def _error(self, scope: Scope) -> PayloadTooLargeError:
+        limit, setting = self._limit(scope)
+        return PayloadTooLargeError(f"the request body is larger than {limit} bytes ({setting})")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        max_bytes = self._limit(scope)[0]
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+        if declared is not None and declared.isdigit() and int(declared) > max_bytes:
             await self._refuse(scope, send)
             return
         received = 0
@@ -46,16 +54,16 @@ class BodyLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
+                if received > max_bytes:
                     # FastAPI turns other exceptions raised while it reads a body into a 400; its
                     # own HTTPException passes through to the app's handler (a 413, same JSON).
-                    raise HTTPException(status_code=413, detail=self._error().message)
+                    raise HTTPException(status_code=413, detail=self._error(scope).message)
             return message
 
         await self.app(scope, counting_receive, send)
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
-        response = error_response(Request(scope), self._error())
+        response = error_response(Request(scope), self._error(scope))
         await response(scope, self._drain, send)
 
     @staticmethod

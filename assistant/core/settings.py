@@ -308,6 +308,18 @@ class Settings(BaseSettings):
     doctor_min_free_bytes: int = Field(
         default=5 * 1024**3, ge=0, description="free disk space under data_dir below which `assistant doctor` reports a problem",
     )
+    # --- issue 16 ---
+    uploads_dir: Path | None = Field(
+        default=None, description="where uploaded files are kept while their documents exist; default: DATA_DIR/uploads"
+    )
+    upload_max_files: int = Field(default=20, ge=1, description="files accepted in one upload request")
+    upload_max_request_bytes: int = Field(
+        default=256 * 1024 * 1024, ge=1024, description="largest upload request body (all its files), in bytes"
+    )
+    helpdesk_handoff: bool = Field(
+        default=False,
+        description="offer 'ask the helpdesk' when the documents hold no answer: the conversation becomes a ticket",
+    )
 
     @field_validator("reranker_model", "llm_model_path", mode="before")
     @classmethod
@@ -385,6 +397,11 @@ class Settings(BaseSettings):
     def resolutions_dir(self) -> Path:
         """The folder resolved helpdesk tickets are written to as documents (`helpdesk_resolutions_dir`)."""
         return self.helpdesk_resolutions_dir or self.data_dir / "helpdesk-resolutions"
+
+    @property
+    def resolved_uploads_dir(self) -> Path:
+        """The folder uploaded files are kept in (`uploads_dir`)."""
+        return self.uploads_dir or self.data_dir / "uploads"
 
     @property
     def cookie_secure(self) -> bool:

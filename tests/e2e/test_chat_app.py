@@ -2,19 +2,17 @@
 source's preview, rate the answer, reload and find the conversation, stop an answer, switch to Chinese,
 use it on a phone-sized screen, and see hostile document text and model output rendered inert.
 
-One server per module (the real app under uvicorn over one small index: a handbook page and a page
-written to attack the browser). The model is a real HTTP server speaking OpenAI's protocol with a
+One server for the browser tests of the app (tests/e2e/conftest.py: the real app under uvicorn over one
+small index, a handbook page and a page written to attack the browser among its pages). The model is a real HTTP server speaking OpenAI's protocol with a
 scripted answer copied from the indexed page (so grounding keeps and cites it), one word every
 `WORD_DELAY_S`. Screenshots of the main screens go to docs/screenshots/ (linked from the README).
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -22,34 +20,9 @@ from assistant.core.auth.accounts import create_user
 from assistant.core.db.conversations import add_answer, create_conversation, start_exchange
 from assistant.core.db.feedback import list_feedback
 from assistant.core.identity import load_principal
-from ingest.pipeline import Ingestor
-from tests.api.live_server import LiveServer
-from tests.conftest import CORPUS_MODEL, copy_subset, make_settings, open_resources
-from tests.corpus import HANDBOOK
-from tests.standin_openai import ScriptedOpenAIServer
+from tests.e2e.conftest import ANSWER, CHROMIUM, PASSWORD, SCREENSHOTS, shot, sign_in
 
-REPO = Path(__file__).resolve().parents[2]
-SCREENSHOTS = REPO / "docs" / "screenshots"
-CHROMIUM = Path("/usr/bin/chromium")
-PASSWORD = "chat-app-password"
-PASSWORDS = "departments/tech-ops/process/internal-security/passwords.md"
-WORD_DELAY_S = 0.06
-ANSWER = (
-    "Create a password that is ideally 15 characters or longer [1]. "
-    "Use a mix of numbers, letters (upper and lower case), and special characters [1]. "
-    "Create a new password for every system [1]."
-)
 QUESTION = "How long should my passwords be?"
-# Planted in the page below and in a stored answer: each would set window.__xss if it ran.
-HOSTILE_PAGE = """# Visitor badges
-
-Visitor badges are printed at the front desk before nine in the morning.
-<img src=x onerror="window.__xss = 'document img'">
-
-Read the [badge policy](javascript:window.__xss='doclink') before printing one.
-
-<script>window.__xss = 'document script'</script>
-"""
 HOSTILE_ANSWER = (
     "**Badges** come from the front desk [1]. <img src=x onerror=\"window.__xss = 'answer img'\"> "
     "[click here](javascript:window.__xss='answerlink') <script>window.__xss = 'answer script'</script>"
@@ -58,59 +31,10 @@ HOSTILE_ANSWER = (
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (make browser)")
 
 
-@pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    """`(url, resources, model server)` of the app over the module's index."""
-    root = tmp_path_factory.mktemp("chat-app")
-    docs = copy_subset(HANDBOOK, root / "docs", [PASSWORDS])
-    (docs / "visitor-badges.md").write_text(HOSTILE_PAGE, encoding="utf-8")
-    with ScriptedOpenAIServer(ANSWER, delay_s=WORD_DELAY_S) as llm:
-        settings = make_settings(
-            root / "var", embedding_model=CORPUS_MODEL, llm_backend="openai", openai_base_url=llm.base_url,
-            openai_model="assistant", llm_context_tokens=4096, answer_cache_entries=0, query_rewrite="rules",
-            sse_coalesce_ms=0,
-        )
-        res = open_resources(settings)
-        Ingestor(res).sync(docs)
-        server = LiveServer(settings, res).start()
-        yield server.url, res, llm
-        server.stop()
-        asyncio.run(res.llm.aclose())
-        res.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
-        yield chromium
-        chromium.close()
-
-
 def reader(res) -> str:
     name = f"reader-{uuid.uuid4().hex[:8]}"
     create_user(res.db, name, password=PASSWORD)
     return name
-
-
-def sign_in(page, url: str, name: str, *, screenshot: str | None = None) -> None:
-    from playwright.sync_api import expect
-
-    page.goto(url)
-    expect(page.locator("#login")).to_be_visible()
-    page.fill("#username", name)
-    page.fill("#password", PASSWORD)
-    if screenshot:
-        page.screenshot(path=str(SCREENSHOTS / screenshot))
-    page.click("#login button[type=submit]")
-    expect(page.locator("#ask")).to_be_visible()
-
-
-def shot(page, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / name))
 
 
 def test_ask_stream_preview_rate_reload_and_switch_to_chinese(app, browser):

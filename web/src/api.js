@@ -83,3 +83,12 @@ export async function* chatEvents(body, signal) {
     reader.releaseLock();
   }
 }
+
+/** POST `form` (a FormData of files and fields) to `path`; resolves to the parsed JSON. Rejects with ApiError. */
+export async function apiForm(path, form) {
+  const response = await fetch(path, {
+    method: "POST", headers: { Accept: "application/json", "X-CSRF-Token": csrfToken }, credentials: "same-origin", body: form,
+  });
+  if (!response.ok) throw await failure(response);
+  return response.json();
+}

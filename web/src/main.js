@@ -8,18 +8,43 @@ import "./icons.js";
 
 import { api, setCsrfToken } from "./api.js";
 import { initialLocale, setLocale, t } from "./i18n.js";
+import { initAdmin, showTab } from "./admin.js";
 import { initSidebar, refreshConversations } from "./sidebar.js";
+import { initUploads, showUploads } from "./uploads.js";
 import { ask, newConversation, openConversation, session, showEmpty, stop } from "./thread.js";
 
 const $ = (id) => document.getElementById(id);
 let me = null;
 
+/** Show view `name` (chat, documents, admin; `admin/TAB` opens a tab) and mark its tab current. */
+function showView(name) {
+  const [view, tab] = name.split("/");
+  const wanted = view === "admin" && !(me && me.is_admin) ? "chat" : ["documents", "admin"].includes(view) ? view : "chat";
+  $("app").hidden = wanted !== "chat";
+  $("documents").hidden = wanted !== "documents";
+  $("admin").hidden = wanted !== "admin";
+  for (const button of document.querySelectorAll("#views [data-view]")) {
+    if (button.dataset.view === wanted) button.setAttribute("aria-current", "page");
+    else button.removeAttribute("aria-current");
+  }
+  if (wanted === "chat" && !$("thread").children.length) showEmpty();
+  if (wanted === "documents") showUploads().catch(() => {});
+  if (wanted === "admin") showTab(tab || "users");
+}
+
 function showChat(user) {
   me = user;
   setCsrfToken(user.csrf_token);
   $("whoami").textContent = t("whoami", { name: user.name });
-  for (const node of [$("app"), $("whoami"), $("logout")]) node.hidden = false;
+  for (const node of [$("app"), $("whoami"), $("logout"), $("views")]) node.hidden = false;
+  document.querySelector('#views [data-view="admin"]').hidden = !user.is_admin;
   $("login").hidden = true;
+  const page = location.hash.slice(1);
+  if (page.startsWith("documents") || page.startsWith("admin")) {
+    showView(page);
+    refreshConversations();
+    return;
+  }
   const wanted = new URLSearchParams(location.hash.slice(1)).get("c");
   const opened = wanted ? openConversation(wanted).catch(() => newConversation()) : Promise.resolve(showEmpty());
   opened.finally(() => {
@@ -31,7 +56,7 @@ function showChat(user) {
 async function showLogin(message) {
   me = null;
   setCsrfToken("");
-  for (const node of [$("app"), $("whoami"), $("logout")]) node.hidden = true;
+  for (const node of [$("app"), $("whoami"), $("logout"), $("views"), $("documents"), $("admin")]) node.hidden = true;
   $("login").hidden = false;
   $("login-error").textContent = message || "";
   const providers = await fetch("/api/auth/providers").then((r) => r.json()).catch(() => ({}));
@@ -86,7 +111,19 @@ window.addEventListener("localechange", () => {
   // The open conversation is drawn again in the new language (its sources' headings, its buttons).
   else if (me && session.conversationId && !session.controller) openConversation(session.conversationId).catch(() => {});
   if (me) refreshConversations();
+  if (me && !$("documents").hidden) showUploads().catch(() => {});
+  if (me && !$("admin").hidden) showView(location.hash.slice(1) || "admin");
 });
+
+for (const button of document.querySelectorAll("#views [data-view]")) {
+  button.addEventListener("click", () => {
+    const view = button.dataset.view;
+    history.replaceState(null, "", view === "chat" ? (session.conversationId ? `#c=${session.conversationId}` : "#") : `#${view}`);
+    showView(view);
+  });
+}
+initUploads();
+initAdmin();
 
 session.onChange = () => refreshConversations();
 session.onSessionEnded = () => showLogin(t("signin.ended"));

@@ -1,6 +1,7 @@
 // Citations: numbered chips inside an answer, the answer's source list, and the preview dialog
 // that shows a cited document (its metadata, the cited passage, and its text, sanitised).
 import { ApiError, api, fetchText } from "./api.js";
+import { errorText } from "./format.js";
 import { t } from "./i18n.js";
 import { el, renderMarkdown, sanitizeHtml } from "./render.js";
 
@@ -103,6 +104,6 @@ export async function openPreview(citation) {
     if (err instanceof ApiError && err.status === 404) {
       download.hidden = true;
       content.textContent = t("preview.gone");
-    } else content.textContent = t("answer.error", { message: err.message });
+    } else content.textContent = t("answer.error", { message: err instanceof ApiError ? errorText(err) : err.message });
   }
 }

@@ -3,6 +3,8 @@
 // sources and actions. The stop button aborts the fetch; the server stops generating when it sees that.
 import { ApiError, api, chatEvents } from "./api.js";
 import { answerActions } from "./feedback.js";
+import { errorText } from "./format.js";
+import { offerNextStep } from "./handoff.js";
 import { t } from "./i18n.js";
 import { addCitationChips, el, renderMarkdown } from "./render.js";
 import { citationChip, labelChips, sourceList } from "./sources.js";
@@ -106,6 +108,7 @@ export async function openConversation(id) {
     view.setCitations(message.citations);
     node.append(view.turn);
     const last = i === messages.length - 1 && question !== null;
+    if (last && message.abstained) offerNextStep(view.turn, id);
     view.finish(
       { id: message.id, rating: message.rating, comment: message.comment },
       last ? regenerateLast(question, questionNode, view) : null,
@@ -160,12 +163,13 @@ export async function ask(question, { regenerate = false } = {}) {
     else if (err instanceof ApiError && err.status === 401) {
       session.onSessionEnded();
       return;
-    } else view.note(t("answer.error", { message: err.message }), "error");
+    } else view.note(t("answer.error", { message: err instanceof ApiError ? errorText(err) : err.message }), "error");
   } finally {
     view.answer.classList.remove("streaming");
     session.controller = null;
     setBusy(false);
   }
+  if (done && done.abstained) offerNextStep(view.turn, session.conversationId);
   view.finish({ id: done ? done.message_id : null, rating: null, comment: "" }, regenerateLast(question, userNode, view));
   session.onChange();
   scrollDown();

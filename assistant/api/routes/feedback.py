@@ -1,15 +1,28 @@
-"""The admins' quality view: every rating with its question, answer and cited chunks, and the daily
-figures (questions, answered against "not found", ratings)."""
+"""The admins' quality view: every rating with its question, answer and cited chunks, the daily
+figures (questions, answered against "not found", ratings), the slowest answers, and the knowledge
+gaps (unserved questions grouped by meaning: the documents to write)."""
 
 from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
 
 from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
-from assistant.api.deps import AdminDep, DatabaseDep
+from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep
 from assistant.core.db.feedback import FeedbackPublic, QualityReport, list_feedback, quality_report
+from assistant.core.db.quality import SlowAnswer, gap_questions, slowest_answers
+from assistant.core.knowledge_gaps import DEFAULT_SIMILARITY, KnowledgeGap, group_gaps
 
 router = APIRouter(prefix="/api/admin", tags=["admin"])
+
+
+@dataclass(frozen=True)
+class QualityView(QualityReport):
+    """The quality report with the slowest answers (slowest first) and the knowledge gaps (largest first)."""
+
+    slowest: list[SlowAnswer] = field(default_factory=list)
+    gaps: list[KnowledgeGap] = field(default_factory=list)
 
 
 @router.get("/feedback", response_model=list[FeedbackPublic])
@@ -23,8 +36,20 @@ async def feedback(
     return await run_in_threadpool(list_feedback, db, rating=rating, limit=limit)
 
 
-@router.get("/quality", response_model=QualityReport)
-async def quality(_admin: AdminDep, db: DatabaseDep, days: int = Query(30, ge=1, le=366)) -> QualityReport:
-    """Questions per day, answered against "not found", and the share of positive ratings over the
-    last `days` UTC days (admins only)."""
-    return await run_in_threadpool(quality_report, db, days=days)
+@router.get("/quality", response_model=QualityView)
+async def quality(
+    _admin: AdminDep,
+    assistant: AssistantDep,
+    days: int = Query(30, ge=1, le=366),
+    similarity: float = Query(DEFAULT_SIMILARITY, ge=0.0, le=1.0, description="cosine at which questions group"),
+) -> QualityView:
+    """Questions per day, answered against "not found", the share of positive ratings, the slowest
+    answers and the knowledge gaps over the last `days` UTC days (admins only)."""
+    res = assistant.resources
+
+    def build() -> QualityView:
+        report = quality_report(res.db, days=days)
+        gaps = group_gaps(gap_questions(res.db, days=days), res.embedder, similarity=similarity)
+        return QualityView(**asdict(report) | {"days": report.days}, slowest=slowest_answers(res.db, days=days), gaps=gaps)
+
+    return await run_in_threadpool(build)

@@ -324,3 +324,19 @@ User.legal_hold = Column(Boolean, nullable=False, default=False)
 # --- issue 20: the request ID of the API call an audit row was written for (X-Request-ID, the logs) ---
 
 AuditEvent.request_id = Column(String(64), nullable=True, default=None, index=True)
+
+# --- issue 16: uploads ---
+class Upload(Base):
+    """A file a person uploaded with an audience (`user:NAME`, `group:NAME` or `everyone`): kept under
+    `Settings.resolved_uploads_dir` while it exists, ingested by sync job `job_id` as a file source of
+    its own, and deleted (file, source, chunks) by its owner."""
+
+    __tablename__ = "uploads"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    filename: Mapped[str] = mapped_column(String(512))
+    path: Mapped[str] = mapped_column(String(2048))
+    audience: Mapped[str] = mapped_column(String(320))
+    size_bytes: Mapped[int] = mapped_column(Integer, default=0)
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"), default=None)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
