@@ -22,6 +22,7 @@ from assistant.api.routes import (
     auth, chat, conversations, documents, feedback, health, helpdesk, jobs, openai_compat, search, users,
 )
 from assistant.composition import Assistant
+from assistant.api.routes import local_ingest
 from assistant.core import resources as resources_mod
 from assistant.core.jobs import JobDispatcher
 from assistant.core.resources import Resources
@@ -97,6 +98,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     install_error_handlers(app)
     # Public: liveness and sign-in. Everything else refuses anonymous callers at the router level.
     app.include_router(health.router)
+    app.include_router(local_ingest.router)  # its own check: loopback callers with the local token
     app.include_router(auth.public_router)
     signed_in = [Depends(get_principal)]
     for router in (
