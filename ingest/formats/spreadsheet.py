@@ -239,10 +239,17 @@ def _merged_ranges(book, sheet) -> list[tuple[int, int, int, int]]:
 
 
 def _resolve_merges(rows: Iterable[list[str]], merges: list[tuple[int, int, int, int]]) -> Iterator[list[str]]:
-    """Rows with each merged range's value in all its cells, and a two-row header whose top row is
-    merged across columns ('Location' over 'Building' and 'Room') joined into one header row
-    ('Location Building', 'Location Room') in place of the lower row (the top row becomes blank-free
-    by being dropped from the block: its cells are carried into the row below).
+    """Rows with each merged range's value in all its cells; a two-row header whose top row is merged
+    across columns ('Location' over 'Building' and 'Room') becomes one header row ('Location
+    Building', 'Location Room') in the lower row's place, the top row's place left blank (row
+    numbers stay those of the sheet).
+
+    Args:
+        rows: the sheet's rows of cell texts, from row 1.
+        merges: the merged ranges, `(first row, first column, last row, last column)`, 1-based.
+
+    Yields:
+        The rows, one per sheet row.
     """
     by_row: dict[int, list[tuple[int, int, int, int]]] = {}
     for merge in merges:

@@ -31,8 +31,8 @@ ZH_PAGE = ["仓库盘点每季度进行一次", "负责人是物流部的王经�
 MIXED_SCAN = ["The forklift licence must be renewed", "every twenty four months."]
 TIFF_PAGES = [["Visitor badges are returned", "at the reception desk."], ["Parking permits expire", "on the last day of June."]]
 ROTATED = ["Fire doors on level four", "stay closed at all times."]
-LATE_ROW = 2950
-ROWS = 3000
+LATE_ROW = 1150
+ROWS = 1200
 
 
 def page_image(lines: list[str], *, angle: int = 0):
