@@ -14,13 +14,11 @@ from pathlib import Path
 import httpx
 
 from assistant.core.principals import ANONYMOUS
-from ingest.pipeline import Ingestor
 from tests.api.live_server import LiveServer
 from tests.conftest import CORPUS_MODEL, copy_subset, make_settings, open_resources
 from tests.corpus import HANDBOOK
 
 REPO = Path(__file__).resolve().parents[2]
-FIRST = ["departments/tech-ops/process/internal-security/passwords.md"]
 SECOND = [
     "departments/tech-ops/process/internal-security/computer-standards.md",
     "departments/tech-ops/process/application_access_request.md",
@@ -58,15 +56,9 @@ def _run_on_pty(argv: list[str], env: dict, server_url: str, timeout_s: float = 
 
 
 def test_ingest_while_serving_runs_through_the_server(tmp_path: Path):
-    first = copy_subset(HANDBOOK, tmp_path / "first", FIRST)
     second = copy_subset(HANDBOOK, tmp_path / "second", SECOND)
     settings = make_settings(tmp_path / "var", embedding_model=CORPUS_MODEL)
-    res = open_resources(settings)
-    ingestor = Ingestor(res)
-    try:
-        ingestor.sync(first)  # the collection exists: the server opens and holds it
-    finally:
-        ingestor.close()
+    res = open_resources(settings)  # the server's: it holds the store, as `assistant serve` does
     server = LiveServer(settings, res).start()
     try:
         env = {
@@ -81,7 +73,7 @@ def test_ingest_while_serving_runs_through_the_server(tmp_path: Path):
         assert "done" in text and "store_locked" not in text
         assert healthy > 0  # the server answered while the sync ran in it
         hits = server.app.state.assistant.retriever.retrieve("computer standards for laptops", principal=ANONYMOUS, top_k=5)
-        assert any(h.source == "computer-standards.md" for h in hits), [h.source for h in hits]
+        assert any(h.source.endswith("computer-standards.md") for h in hits), [h.source for h in hits]
         # A remote caller without the local token is refused.
         refused = httpx.post(f"{server.url}/api/local/ingest", json={"path": str(second)}, timeout=10.0)
         assert refused.status_code == 401
