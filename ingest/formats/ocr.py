@@ -9,7 +9,7 @@ from typing import Callable, Iterable
 from assistant.core.errors import IngestError
 from ingest.formats.document import ParsedDocument, Section, finish
 from ingest.formats.limits import Limits, check_pages
-from ingest.formats.ocr_engines import OcrOptions, OcrTimeout, engine_unavailable, get_engine, page_time_limit
+from ingest.formats.ocr_engines import OcrOptions, OcrTimeout, PageClock, engine_unavailable, get_engine, page_time_limit
 
 IMAGE_MIMES = {
     ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".tif": "image/tiff",
@@ -71,15 +71,17 @@ def recognise_pages(pages: Iterable[tuple[int, Callable[[], list]]], *, options:
     for number, images in pages:
         report.attempted += 1
         texts: list[str] = []
+        clock = PageClock(options.page_timeout_s)
         try:
-            with page_time_limit(options.page_timeout_s):
+            with page_time_limit(options.page_timeout_s) as clock:
                 texts = [engine.recognise(image) for image in images()]
-        except OcrTimeout as exc:
-            report.problems.append(f"page {number}: OCR stopped {exc} (ASSISTANT_OCR_PAGE_TIMEOUT_S)")
         except MemoryError:
             raise
         except Exception as exc:  # noqa: BLE001 - one unreadable image costs its page, not the document
-            report.problems.append(f"page {number}: OCR failed ({type(exc).__name__}: {exc})")
+            if isinstance(exc, OcrTimeout) or clock.expired:  # the engine may wrap the timeout in its own error
+                report.problems.append(f"page {number}: OCR stopped {clock.timeout()} (ASSISTANT_OCR_PAGE_TIMEOUT_S)")
+            else:
+                report.problems.append(f"page {number}: OCR failed ({type(exc).__name__}: {exc})")
         text = "\n".join(t for t in texts if t.strip())
         if text:
             report.sections.append(Section(text, page=number, ocr=True))

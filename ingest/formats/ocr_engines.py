@@ -204,32 +204,50 @@ def get_engine(options: OcrOptions) -> OcrEngine:
         return _ENGINES[key]
 
 
+class PageClock:
+    """The state of one page's time limit: `expired` once the limit has passed."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.expired = False
+
+    def timeout(self) -> OcrTimeout:
+        """The error that says which limit was passed."""
+        return OcrTimeout(f"past the per-page limit of {self.seconds:g} s")
+
+
 @contextmanager
-def page_time_limit(seconds: float) -> Iterator[None]:
+def page_time_limit(seconds: float) -> Iterator[PageClock]:
     """Raise `OcrTimeout` in the block once `seconds` have passed (a per-page limit).
 
     The limit is a SIGALRM timer, so it holds only on the main thread of the process (the parser
-    process runs its pages there); Python delivers the signal between two ONNX Runtime calls, so a
-    page stops within one model step of its limit. Elsewhere (a thread) the block runs unlimited and
-    the parser process's per-file limit applies.
+    process runs its pages there); Python delivers the signal between two ONNX Runtime steps, so a
+    page stops within one model step of its limit. An engine may wrap the error in its own (RapidOCR
+    does): the yielded clock's `expired` tells the caller that the limit was the cause. Elsewhere (a
+    thread) the block runs unlimited and the parser process's per-file limit applies.
 
     Args:
         seconds: the limit; 0 or less = none.
 
+    Yields:
+        The page's `PageClock`.
+
     Raises:
         OcrTimeout: the block ran past the limit.
     """
+    clock = PageClock(seconds)
     if seconds <= 0 or threading.current_thread() is not threading.main_thread():
-        yield
+        yield clock
         return
 
     def expire(signum, frame):
-        raise OcrTimeout(f"past the per-page limit of {seconds:g} s")
+        clock.expired = True
+        raise clock.timeout()
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        yield
+        yield clock
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

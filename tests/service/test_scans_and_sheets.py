@@ -239,3 +239,13 @@ def test_no_ocr_engine_means_needs_ocr_with_the_reason(tmp_path: Path):
     with pytest.raises(IngestError) as caught:
         parse_file(path, limits=Limits(ocr_engine="none"))
     assert caught.value.status == "needs_ocr" and "ASSISTANT_OCR_ENGINE=none" in caught.value.message
+
+
+def test_a_page_past_its_time_limit_is_named_in_the_status():
+    from ingest.formats.ocr import recognise_pages
+    from ingest.formats.ocr_engines import OcrOptions
+
+    report = recognise_pages([(1, lambda: [page_image(EN_PAGE)])], options=OcrOptions(page_timeout_s=0.01))
+    assert not report.sections and report.attempted == 1
+    assert report.problems == ["page 1: OCR stopped past the per-page limit of 0.01 s (ASSISTANT_OCR_PAGE_TIMEOUT_S)"]
+    assert "recognised text on 0 of 1 scanned page(s); page 1: OCR stopped" in report.note()
