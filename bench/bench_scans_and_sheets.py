@@ -12,6 +12,7 @@ The chunks are not embedded here (on 2 cores the embedder, not the parser, sets 
 bench_ingest.py); a sample of `--embed-sample` chunks is embedded to give the embedding rate.
 
 Usage: .venv/bin/python bench/bench_scans_and_sheets.py [--pages 4] [--rows 200000] [--sheets 30]
+(`--rows 0`: OCR figures only)
 """
 
 from __future__ import annotations
@@ -129,6 +130,8 @@ def main() -> None:
     ocr = ocr_figures(args.pages, args.ocr_threads)
     print(f"OCR: engine load {ocr['load_s']:.1f} s; {ocr['pages']} pages in {ocr['seconds']:.1f} s = "
           f"{ocr['pages_per_s']:.2f} pages/s ({ocr['chars']} characters)", flush=True)
+    if args.rows <= 0:
+        return
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "inventory.xlsx"
         started = time.perf_counter()

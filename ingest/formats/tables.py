@@ -52,9 +52,10 @@ def _numeric(text: str) -> bool:
     return True
 
 
-# A streamed table is cut into sections of about this many characters (a chunk's worth of rows for
-# the embedding model: ~512 tokens at 3-5 characters a token), each repeating the header row.
-GROUP_CHARS = 1500
+# A streamed table is cut into sections of about this many characters, each repeating the header
+# row: one chunk's worth of rows for the default embedder (254-token chunks; 'Header: value' rows
+# with codes and numbers run at 2-3 characters a token), so that the chunker does not cut a row.
+GROUP_CHARS = 600
 # Rows of a block looked at before it is laid out (caption, header, label block above).
 _HEAD_ROWS = 4
 
