@@ -269,7 +269,7 @@ class Settings(BaseSettings):
         description="OCR of scanned pages and images: rapidocr (PP-OCR models inside its package, Chinese and "
         "English), tesseract (if installed; languages from ocr_languages) or none",
     )
-    ocr_page_timeout_s: float = Field(default=60.0, ge=0, description="seconds OCR may spend on one page; 0 = no limit")
+    ocr_page_timeout_s: float = Field(default=120.0, ge=0, description="seconds OCR may spend on one page; 0 = no limit")
     ocr_threads: int = Field(default=0, ge=0, description="ONNX Runtime threads of the OCR models; 0 = all cores")
     max_sheet_rows: int = Field(
         default=1_000_000, ge=1,

@@ -41,7 +41,7 @@ class Limits:
     max_sheet_rows: int = 1_000_000
     ocr_languages: str = "eng"
     ocr_engine: str = "rapidocr"
-    ocr_page_timeout_s: float = 60.0
+    ocr_page_timeout_s: float = 120.0
     ocr_threads: int = 0
 
     @classmethod

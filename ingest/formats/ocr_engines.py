@@ -42,7 +42,7 @@ class OcrOptions:
 
     engine: str = "rapidocr"
     languages: str = "eng+chi_sim"
-    page_timeout_s: float = 60.0
+    page_timeout_s: float = 120.0
     threads: int = 0
 
 
