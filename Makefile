@@ -47,8 +47,10 @@ $(STAMP): pyproject.toml requirements-build.txt requirements-models.txt
 	touch $@
 
 browser:
-	# Debian's Chromium for the browser tests (Playwright's own download cannot reach its host).
-	test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null)
+	# Debian's Chromium for the browser tests (Playwright's own download cannot reach its host), and a CJK
+	# font: Chinese in screenshots, and the scanned pages that the OCR tests render.
+	test -x /usr/bin/chromium -a -f /usr/share/fonts/truetype/wqy/wqy-zenhei.ttc || \
+		(apt-get update -qq && apt-get install -y -qq chromium chromium-driver fonts-wqy-zenhei >/dev/null)
 
 # `make run` demonstrates on the product's own docs/ in a data folder of its own, var/demo (its own
 # database, collection and accounts), which a company's index (ASSISTANT_DATA_DIR, default var/) never

@@ -23,13 +23,15 @@ MAX_CHARS_PER_TOKEN = 12
 
 @dataclass(frozen=True)
 class Chunk:
-    """One chunk: `text` as shown to readers, `embed_text` as embedded (title and heading first)."""
+    """One chunk: `text` as shown to readers, `embed_text` as embedded (title and heading first);
+    `ocr` when its text was recognised in a scanned page or an image."""
 
     position: int
     text: str
     embed_text: str
     page: int | None
     heading: str
+    ocr: bool = False
 
 
 class Chunker:
@@ -48,24 +50,25 @@ class Chunker:
         self.chunk_tokens = min(chunk_tokens or max_tokens, max_tokens)
         self.overlap_tokens = overlap_tokens
         self._markdown = MarkdownNodeParser(include_metadata=True, include_prev_next_rel=False)
+        self._splitters: dict[int, SentenceSplitter] = {}
 
     def count(self, text: str) -> int:
         return len(self.encode(text))
 
     def chunk(self, doc: ParsedDocument) -> list[Chunk]:
         """All chunks of `doc`, positions 0..n-1 in reading order."""
-        pieces: list[tuple[str, int | None, str]] = []
+        pieces: list[tuple[str, int | None, str, bool]] = []
         for section in doc.sections:
             if doc.markdown:
                 nodes = self._markdown.get_nodes_from_documents([LIDocument(text=section.text)])
                 for node in nodes:
                     heading = _heading_of(node.metadata.get("header_path", ""), node.get_content())
-                    pieces.append((node.get_content(), section.page, heading))
+                    pieces.append((node.get_content(), section.page, heading, section.ocr))
             else:
-                pieces.append((section.text, section.page, section.heading))
+                pieces.append((section.text, section.page, section.heading, section.ocr))
 
         chunks: list[Chunk] = []
-        for text, page, heading in pieces:
+        for text, page, heading, ocr in pieces:
             if not text.strip():
                 continue
             prefix = heading_prefix(doc.title, heading)
@@ -73,17 +76,23 @@ class Chunker:
             if prefix_tokens > self.max_tokens // 4:  # absurdly long titles: keep the budget for text
                 prefix, prefix_tokens = "", 0
             budget = max(16, self.chunk_tokens - prefix_tokens)
-            splitter = SentenceSplitter(
+            for piece in self._splitter(budget).split_text(text):
+                for part in self._enforce_limit(piece, budget):
+                    chunks.append(Chunk(len(chunks), part, prefix + part, page, heading, ocr))
+        return chunks
+
+    def _splitter(self, budget: int) -> SentenceSplitter:
+        # One splitter per budget: building one loads its sentence tokenizer, which a workbook cut
+        # into thousands of row groups would otherwise pay thousands of times.
+        if budget not in self._splitters:
+            self._splitters[budget] = SentenceSplitter(
                 chunk_size=budget,
                 chunk_overlap=min(self.overlap_tokens, budget // 4),
                 tokenizer=self.encode,
                 include_metadata=False,
                 include_prev_next_rel=False,
             )
-            for piece in splitter.split_text(text):
-                for part in self._enforce_limit(piece, budget):
-                    chunks.append(Chunk(len(chunks), part, prefix + part, page, heading))
-        return chunks
+        return self._splitters[budget]
 
     def _enforce_limit(self, text: str, budget: int) -> list[str]:
         # SentenceSplitter can exceed its budget on one unbreakable "sentence" (a long URL, a table

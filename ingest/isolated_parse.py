@@ -7,7 +7,11 @@ the parent waits for each answer at most `timeout_s` and kills the child's whole
 
 The child is a plain `python -m ingest.isolated_parse` subprocess (not `multiprocessing`), because a
 Celery prefork worker is a daemonic process that may not have `multiprocessing` children. Frames on
-its stdin/stdout are a 4-byte big-endian length and a pickle.
+its stdin/stdout are a 4-byte big-endian length and a pickle. Besides results, the child sends a
+`Progress` frame after each page it recognises by OCR: each one restarts the file's time limit (a
+scanned book takes longer than any one file should, and each page has its own OCR limit), and the
+parent passes it to its `on_progress` callback. The child's stderr (library warnings such as pypdf's
+"fontTools is required", OCR engine logs) goes to `log_path`, not to the user's terminal.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
 from ingest.chunking import Chunk
 
@@ -38,9 +42,10 @@ class ParseResult:
 
     Attributes:
         key: the caller's key of the request.
-        status: `done`, or the failure status (`failed`, `unsupported`, `encrypted`, `needs_ocr`,
-            `empty`).
-        reason: why it failed, naming the file; empty when done.
+        status: `done`, or the failure status (`failed`, `unsupported`, `too_large`, `encrypted`,
+            `needs_ocr`, `empty`).
+        reason: why it failed, naming the file; when done, the document's notes (pages
+            recognised by OCR, rows left out past a limit), else empty.
         title / mime / page_count: the document's metadata (when done).
         chunks: the chunks in reading order (when done).
         attachments: (file name, bytes) of files carried inside this one.
@@ -57,6 +62,14 @@ class ParseResult:
     attachments: list[tuple[str, bytes]] = field(default_factory=list)
     parse_s: float = 0.0
     fatal: bool = False  # the child ran out of memory and exits: a fresh one takes the next file
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The child is still working on the oldest request: `pages` pages done, `recognised` with text."""
+
+    pages: int
+    recognised: int
 
 
 @dataclass
@@ -80,6 +93,8 @@ class IsolatedParser:
         overlap_tokens: tokens shared by consecutive chunks of one section.
         timeout_s: seconds one file may take (parse + chunk) before the child is killed.
         memory_limit_bytes: address space the child may add beyond its start-up size (RLIMIT_AS).
+        log_path: file the child's stderr is appended to (None: inherited).
+        on_progress: called with (request key, `Progress`) as OCR pages are done.
     """
 
     def __init__(
@@ -91,6 +106,8 @@ class IsolatedParser:
         overlap_tokens: int,
         timeout_s: float,
         memory_limit_bytes: int,
+        log_path: Path | None = None,
+        on_progress: Callable[[Any, Progress], None] | None = None,
     ):
         self.config = {
             "tokenizer_path": str(tokenizer_path),
@@ -101,6 +118,8 @@ class IsolatedParser:
         }
         self.timeout_s = timeout_s
         self.memory_limit_bytes = memory_limit_bytes
+        self.log_path = log_path
+        self.on_progress = on_progress
         self._proc: subprocess.Popen | None = None
         self._queue: collections.deque[_Request] = collections.deque()
 
@@ -138,18 +157,24 @@ class IsolatedParser:
         if not head.started:
             head.started = time.monotonic()
         assert self._proc is not None and self._proc.stdout is not None
-        remaining = head.started + self.timeout_s - time.monotonic()
-        ready, _, _ = select.select([self._proc.stdout], [], [], max(0.0, remaining))
-        if not ready:
-            self._restart_without_head()
-            return ParseResult(head.key, "failed", f"{head.name}: parse timed out after {self.timeout_s:g} s")
-        try:
-            result = _read_frame(self._proc.stdout)
-        except EOFError:
-            code = self._proc.wait()
-            self._restart_without_head()
-            how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
-            return ParseResult(head.key, "failed", f"{head.name}: the parser process {how}")
+        while True:
+            remaining = head.started + self.timeout_s - time.monotonic()
+            ready, _, _ = select.select([self._proc.stdout], [], [], max(0.0, remaining))
+            if not ready:
+                self._restart_without_head()
+                return ParseResult(head.key, "failed", f"{head.name}: parse timed out after {self.timeout_s:g} s")
+            try:
+                result = _read_frame(self._proc.stdout)
+            except EOFError:
+                code = self._proc.wait()
+                self._restart_without_head()
+                how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+                return ParseResult(head.key, "failed", f"{head.name}: the parser process {how}")
+            if not isinstance(result, Progress):
+                break
+            head.started = time.monotonic()  # a page done: the limit counts from here
+            if self.on_progress is not None:
+                self.on_progress(head.key, result)
         if result.fatal:
             self._restart_without_head()
         else:
@@ -169,12 +194,20 @@ class IsolatedParser:
         if self._proc is not None and self._proc.poll() is None:
             return
         env = dict(os.environ, TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
+        log = None
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            log = open(self.log_path, "ab")
         # A session of its own: the whole group (with any converter it started) dies on a timeout.
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "ingest.isolated_parse"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True,
-            bufsize=0,  # unbuffered: a frame read ahead into a buffer would be invisible to select()
-        )
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "ingest.isolated_parse"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True,
+                bufsize=0,  # unbuffered: a frame read ahead into a buffer would be invisible to select()
+            )
+        finally:
+            if log is not None:
+                log.close()  # the child holds its own copy
         _write_frame(self._proc.stdin, self.config)
         ready, _, _ = select.select([self._proc.stdout], [], [], START_TIMEOUT_S)
         if not ready or _read_frame(self._proc.stdout) != _READY:
@@ -255,9 +288,19 @@ def _child_main() -> None:
     import transformers
     from transformers import AutoTokenizer
 
+    import logging
+    import warnings
+
     from assistant.core.errors import IngestError
     from ingest.chunking import Chunker
+    from ingest.formats.ocr import set_page_listener
     from ingest.readers import parse_file
+
+    # Library warnings (pypdf's "fontTools is required", bad fonts) are kept in the log (stderr).
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.captureWarnings(True)
+    warnings.simplefilter("default")
+    set_page_listener(lambda page, recognised: _write_frame(out, Progress(page, recognised)))
 
     # Counting the tokens of long texts (to cut chunks) is expected; the length warning is noise.
     transformers.logging.set_verbosity_error()
@@ -286,7 +329,7 @@ def _child_main() -> None:
             if not chunks:
                 raise IngestError(f"{name}: no text found", status="empty", attachments=list(parsed.attachments or []))
             result = ParseResult(
-                None, "done", "", parsed.title, parsed.mime, parsed.page_count, chunks,
+                None, "done", "; ".join(parsed.notes), parsed.title, parsed.mime, parsed.page_count, chunks,
                 list(getattr(parsed, "attachments", None) or []),
             )
         except IngestError as exc:

@@ -28,6 +28,7 @@ from ingest.embedding_cache import EmbeddingCache
 from assistant.core.index_format import NAMESPACE, chunk_id, document_id
 from ingest.isolated_parse import IsolatedParser
 from ingest.pii_masking import stored_pii_kinds
+from ingest.progress import LiveTotals
 from ingest.sync_run import FileOutcome, SyncRun
 
 __all__ = ["NAMESPACE", "FileOutcome", "Ingestor", "chunk_id", "document_id", "iter_files"]
@@ -70,6 +71,7 @@ class Ingestor:
             overlap_tokens=settings.chunk_overlap_tokens,
             timeout_s=settings.parse_timeout_s,
             memory_limit_bytes=settings.parse_memory_limit_bytes,
+            log_path=settings.data_dir / "logs" / "parser.log",
         )
         # One thread: batches are embedded in order while this thread writes the previous one.
         self.embed_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assistant-embed")
@@ -94,6 +96,7 @@ class Ingestor:
         job_id: int | None = None,
         on_file: Callable[[FileOutcome], None] | None = None,
         on_total: Callable[[int], None] | None = None,
+        on_progress: Callable[[dict], None] | None = None,
     ) -> list[FileOutcome]:
         """Ingest a folder recursively, or one file; return one outcome per file, in file order.
 
@@ -109,6 +112,8 @@ class Ingestor:
             job_id: an existing `Job` row to run (a resumed or queued job).
             on_file: called with each outcome as it is recorded.
             on_total: called once with the number of files found.
+            on_progress: called with the running counts (`LiveTotals.snapshot`) after each file and
+                each OCR page; the same counts go to the job row's totals while it runs.
 
         Raises:
             InvalidRequestError: `path` does not exist.
@@ -132,8 +137,11 @@ class Ingestor:
         )
         run.pii_kinds = manifest.mask_pii
         run.reparse_all = masked_before is not None and masked_before != manifest.mask_pii
+        run.live = LiveTotals(self.res.db, job_id, listener=on_progress)
+        self.parser.on_progress = lambda key, progress: run.live.page()
         try:
             item_ids = reset_items(self.res.db, job_id, rels)
+            run.live.total(len(files))
             if on_total:
                 on_total(len(files))
             with tempfile.TemporaryDirectory(prefix="assistant-attachments-") as scratch:
@@ -164,6 +172,8 @@ class Ingestor:
         totals["reused"] = sum(o.reused for o in outcomes if o.status == "done")
         if run.pii_kinds:
             totals.update({f"pii_masked_{kind}": run.pii_masked[kind] for kind in run.pii_kinds})
+        totals["files_total"] = len(files)
+        totals["ocr_pages"] = run.live.ocr_pages
         totals.update({k: round(v, 3) for k, v in run.seconds.items()})
         finish_sync_job(self.res.db, job_id, source_id=source_id, totals=totals)
         return outcomes

@@ -31,6 +31,7 @@ from assistant.core.vectorstore import VectorStore
 from ingest.embedding_cache import EmbeddingCache
 from ingest.isolated_parse import IsolatedParser, ParseResult
 from ingest.pii_masking import mask_parse_result
+from ingest.progress import LiveTotals
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,8 @@ MAX_ATTACHMENT_DEPTH = 3  # an e-mail attached to an e-mail attached to an e-mai
 class FileOutcome:
     """What happened to one file (or attachment, `source` then ends in `#name`).
 
-    `status` is one of done, skipped, failed, needs_ocr, encrypted, unsupported, empty, deleted;
+    `status` is one of done, skipped, failed, needs_ocr, encrypted, unsupported, too_large, empty,
+    deleted (a done file's `reason` holds its notes: pages recognised by OCR, rows past a limit);
     `chunks` the document's chunk count; `reused` how many of them took their embedding from the
     cache instead of the model; `duration_s` wall-clock seconds from first look to last write.
     """
@@ -155,6 +157,7 @@ class SyncRun:
         self.pii_kinds: tuple[str, ...] = ()  # personal data to mask (the source manifest's `mask_pii`)
         self.pii_masked: Counter = Counter()  # spans masked per kind, for the job's totals
         self.reparse_all = False  # the source's masking changed: no file counts as unchanged
+        self.live: LiveTotals | None = None  # the job row's running counts (set by the pipeline)
 
     # -- read, hash, skip or submit ------------------------------------------------------------
     def start(self, path: Path, rel: str, uri: str, order: tuple[int, str], acl: list[str], depth: int, item_id: int) -> None:
@@ -240,6 +243,7 @@ class SyncRun:
         if result.status != "done":
             self._finish_doc(work, set(), 0, result.status, result.reason)
             return
+        # A document's chunks (OCR text included, `chunk.ocr`) are final here and not yet embedded.
         if self.pii_kinds:  # before the cache look-up and the embedding: nothing unmasked is stored
             mask_parse_result(result, self.pii_kinds, self.pii_masked)
         self.batch.append(work)
@@ -338,7 +342,7 @@ class SyncRun:
             started = time.perf_counter()
             ids = self._upsert(work, [pending.known[k] for k in doc_picks])
             self.seconds["store_s"] += time.perf_counter() - started
-            self._finish_doc(work, ids, n_reused, "done", "")
+            self._finish_doc(work, ids, n_reused, "done", work.result.reason)
 
     def _await_vectors(self, pending: _EmbeddingBatch) -> None:
         """Add the embedding thread's vectors to `pending.known`, counting the wait."""
@@ -378,6 +382,7 @@ class SyncRun:
                     acl=work.acl,
                     lang=lang,
                     content_hash=work.content_hash,
+                    ocr=chunk.ocr,
                 ),
                 dense=vector.tolist(),
                 passage=chunk.embed_text,
@@ -413,6 +418,8 @@ class SyncRun:
             else:
                 session.execute(update(JobItem).where(JobItem.id == item_id).values(**values))
         self.outcomes[order] = outcome
+        if self.live is not None:
+            self.live.file(outcome.status, outcome.chunks, attachment="#" in order[1])
         if self.on_file:
             self.on_file(outcome)
 

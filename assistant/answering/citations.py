@@ -27,7 +27,8 @@ class Citation:
     """A source cited by an answer. `n` is the marker number; `source` the document's path relative to
     its source folder; `route` the API route of the document. `inline` is True: every citation comes
     from a marker in the answer (kept for clients of the earlier API, where False meant "listed
-    although not cited")."""
+    although not cited"). `ocr` is True when the cited text was recognised by OCR in a scanned page or
+    an image (it may hold recognition errors)."""
 
     n: int
     source: str
@@ -40,6 +41,7 @@ class Citation:
     score: float
     snippet: str
     inline: bool = True
+    ocr: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -67,6 +69,7 @@ def make_citations(answer: str, sources: Sequence[RetrievedChunk]) -> list[Citat
                     n=n, source=chunk.source, route=document_route(chunk.doc_id), doc_id=chunk.doc_id,
                     chunk_id=chunk.chunk_id, title=chunk.title, heading=chunk.heading, page=chunk.page,
                     score=chunk.score, snippet=" ".join(chunk.text.split())[:SNIPPET_CHARS],
+                    ocr=chunk.ocr,
                 )
             )
     return out

@@ -26,6 +26,7 @@ from assistant.api.routes import compliance
 from assistant.api.routes import metrics, operations
 from assistant.api.routes import admin, handoff, uploads
 from assistant.composition import Assistant
+from assistant.api.routes import local_ingest
 from assistant.core import resources as resources_mod
 from assistant.core.jobs import JobDispatcher
 from assistant.core.resources import Resources
@@ -105,6 +106,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     install_error_handlers(app)
     # Public: liveness and sign-in. Everything else refuses anonymous callers at the router level.
     app.include_router(health.router)
+    app.include_router(local_ingest.router)  # its own check: loopback callers with the local token
     app.include_router(auth.public_router)
     app.include_router(metrics.router)  # these two check admins or their tokens in the route
     app.include_router(operations.router)

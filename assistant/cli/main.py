@@ -11,7 +11,6 @@ from typing import Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from assistant.cli import operations, serve_model
@@ -69,35 +68,43 @@ def _assistant_as(as_user: str | None):
 def ingest(
     path: Path = typer.Argument(..., help="a folder (recursively) or one file"),
     acl: Optional[Path] = typer.Option(None, "--acl", help="YAML ACL manifest (default: everyone)"),
-    as_json: bool = typer.Option(False, "--json", help="one JSON object per file on stdout"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON object per file on stdout, progress lines on stderr"),
 ) -> None:
     """Ingest PATH: parse, chunk, embed and index every file; unchanged files are skipped.
 
-    Exit status: 0 when every file was ingested or skipped for a stated reason (needs_ocr,
-    encrypted, unsupported, empty), 1 when at least one file failed, 2 when the run could not start.
+    Shows a progress bar on a terminal. When `assistant serve` holds the embedded vector store, the
+    work is handed to it and followed until it ends. Exit status: 0 when every file was ingested or
+    skipped for a stated reason (needs_ocr, encrypted, unsupported, too_large, empty), 1 when at
+    least one file failed, 2 when the run could not start.
     """
+    from assistant.cli.ingest_progress import IngestProgress
     from assistant.core.acl_manifest import AclManifest
     from ingest.pipeline import Ingestor
 
+    def print_row(row: dict) -> None:
+        if as_json:
+            print(json.dumps({k: row[k] for k in ("source", "status", "reason", "chunks")}, ensure_ascii=False), flush=True)
+
     try:
-        res = _resources()
         manifest = AclManifest.load(acl) if acl else None
-        ingestor = Ingestor(res)
-        show_bar = console.is_terminal and not as_json
-        with Progress(
-            TextColumn("[bold]ingest[/bold]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("{task.description}"), console=console, disable=not show_bar,
-        ) as progress:
-            task = progress.add_task("", total=None)
+        with IngestProgress(console, as_json=as_json) as progress:
+            try:
+                res = _resources()
+            except AssistantError as exc:
+                if exc.code != "store_locked":
+                    raise
+                outcomes = _ingest_through_server(path, manifest, progress, print_row, exc)
+            else:
+                ingestor = Ingestor(res)
 
-            def on_file(outcome) -> None:
-                progress.update(task, advance=1 if outcome.status != "deleted" else 0, description=outcome.source[-50:])
-                if as_json:
-                    print(json.dumps({k: outcome.to_dict()[k] for k in ("source", "status", "reason", "chunks")}, ensure_ascii=False), flush=True)
-
-            outcomes = ingestor.sync(path, acl=manifest, on_file=on_file, on_total=lambda n: progress.update(task, total=n))
-        audit_source_change(res.db, "ingest", path, manifest.to_dict() if manifest else None)
-        res.close()
+                try:
+                    outcomes = ingestor.sync(
+                        path, acl=manifest, on_file=lambda o: print_row(o.to_dict()), on_progress=progress.update
+                    )
+                    audit_source_change(res.db, "ingest", path, manifest.to_dict() if manifest else None)
+                finally:
+                    ingestor.close()
+                    res.close()
     except AssistantError as exc:
         fail(exc, as_json=as_json)
     counts: dict[str, int] = {}
@@ -114,6 +121,8 @@ def ingest(
         problems = [o for o in outcomes if o.status not in ("done", "skipped", "deleted")]
         for o in problems[:50]:
             Console().print(f"  [yellow]{o.status}[/yellow] {escape(o.source)}: {escape(o.reason)}")
+        for o in [o for o in outcomes if o.status == "done" and o.reason][:50]:  # OCR pages, rows past a limit
+            Console().print(f"  [dim]note[/dim] {escape(o.source)}: {escape(o.reason)}")
     if manifest is not None:
         unmatched = manifest.unmatched([o.source for o in outcomes if "#" not in o.source])
         if unmatched:  # a rule that matches nothing protects nothing: most likely a typo in its path
@@ -123,6 +132,30 @@ def ingest(
             )
     if counts.get("failed"):
         raise typer.Exit(code=1)  # scripts and CI notice; the other files were ingested all the same
+
+
+def _ingest_through_server(path: Path, manifest, progress, print_row, locked: AssistantError) -> list:
+    """Hand the sync to the running `assistant serve` that holds the store; its outcomes per file."""
+    from assistant.cli.ingest_progress import ingest_through_server
+    from assistant.core.settings import get_settings
+    from ingest.pipeline import FileOutcome
+
+    settings = get_settings()
+    if not settings.ingest_via_server:
+        raise locked
+    console.print("[dim]the server holds the vector store: the sync runs in the server[/dim]")
+    items: list = []
+
+    def on_item(item: dict) -> None:
+        outcome = FileOutcome(item["path"], "", item["status"], item["reason"], item["chunks"], item["duration_s"])
+        items.append(outcome)
+        print_row(outcome.to_dict())
+
+    ingest_through_server(
+        settings, str(path.resolve()), manifest.to_dict() if manifest else None,
+        on_totals=progress.update, on_item=on_item,
+    )
+    return items
 
 
 @app.command()

@@ -55,6 +55,7 @@ class ChunkPayload:
         acl: the principals who may read the chunk; every query filters on it.
         lang: the document's language, `en` or `zh`.
         content_hash: SHA-256 (hex) of the file's bytes.
+        ocr: the text was recognised by OCR in a scanned page or an image (citations say so).
     """
 
     doc_id: str
@@ -68,6 +69,7 @@ class ChunkPayload:
     acl: list[str] = field(default_factory=list)
     lang: str = ""
     content_hash: str = ""
+    ocr: bool = False
 
     def to_stored(self) -> dict[str, Any]:
         """The payload mapping to store, its keys in field order."""
@@ -89,6 +91,7 @@ class ChunkPayload:
             acl=list(payload.get("acl") or []),
             lang=str(payload.get("lang", "")),
             content_hash=str(payload.get("content_hash", "")),
+            ocr=bool(payload.get("ocr", False)),
         )
 
     def evidence_text(self) -> str:

@@ -320,6 +320,22 @@ class Settings(BaseSettings):
         default=False,
         description="offer 'ask the helpdesk' when the documents hold no answer: the conversation becomes a ticket",
     )
+    # --- issue 19 ---
+    ocr_engine: Literal["rapidocr", "tesseract", "none"] = Field(
+        default="rapidocr",
+        description="OCR of scanned pages and images: rapidocr (PP-OCR models inside its package, Chinese and "
+        "English), tesseract (if installed; languages from ocr_languages) or none",
+    )
+    ocr_page_timeout_s: float = Field(default=120.0, ge=0, description="seconds OCR may spend on one page; 0 = no limit")
+    ocr_threads: int = Field(default=0, ge=0, description="ONNX Runtime threads of the OCR models; 0 = all cores")
+    max_sheet_rows: int = Field(
+        default=1_000_000, ge=1,
+        description="most spreadsheet/CSV rows indexed per file; the rows beyond are left out and the status says so",
+    )
+    ingest_via_server: bool = Field(
+        default=True,
+        description="`assistant ingest` hands its work to a running `assistant serve` that holds the embedded store",
+    )
 
     @field_validator("reranker_model", "llm_model_path", mode="before")
     @classmethod

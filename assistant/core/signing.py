@@ -5,6 +5,8 @@ Settings hold values only; reading or writing `data_dir/secret-key` happens here
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import secrets
 
@@ -47,3 +49,17 @@ def signing_key(settings: Settings) -> str:
     finally:
         draft.unlink()
     return path.read_text(encoding="ascii").strip()
+
+
+# --- issue 19: the local command line hands ingestion to the running server ---
+def local_ingest_token(settings: Settings) -> str:
+    """The token by which `assistant ingest` on the server's own machine proves it may start a sync
+    of any local path through the running server (`/api/local/ingest`).
+
+    It is an HMAC-SHA256 of a fixed label under the signing key (`signing_key`), so only a process
+    that can read the server's key (its data folder, or its ASSISTANT_SECRET_KEY) can compute it.
+
+    Returns:
+        64 hex characters.
+    """
+    return hmac.new(signing_key(settings).encode("utf-8"), b"assistant local ingest v1", hashlib.sha256).hexdigest()

@@ -65,6 +65,7 @@ class RetrievedChunk:
             translation, the share of the question's words found in either language, when larger.
         semantic: the embedding model covers the chunk's language, so `relevance` means something
             (False for a Chinese chunk found through translation with an English-only model).
+        ocr: the chunk's text was recognised by OCR (a scanned page or an image).
     """
 
     chunk_id: str
@@ -81,6 +82,7 @@ class RetrievedChunk:
     relevance: float
     coverage: float = 0.0
     semantic: bool = True
+    ocr: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -334,6 +336,7 @@ class Retriever:
             relevance=relevance,
             coverage=coverage,
             semantic=plan.languages is None or (payload.lang or "en") in plan.languages,
+            ocr=payload.ocr,
         )
 
     def _collection_chunks(self) -> int:

@@ -61,7 +61,7 @@ PLAIN: dict[str, Reader] = {
     **{s: _plain(read_html) for s in HTML},
     **{s: _plain(read_markdown) for s in MARKDOWN},
     **{s: _plain(read_text) for s in TEXT},
-    **{s: lambda p, lim: read_image(p, languages=lim.ocr_languages) for s in IMAGES},
+    **{s: _limited(read_image) for s in IMAGES},
 }
 SUPPORTED = frozenset(ZIPPED) | frozenset(CONVERTED) | frozenset(PLAIN)
 _OFFICE = frozenset(ZIPPED) | frozenset(CONVERTED) | {".xls"}
@@ -84,9 +84,10 @@ def parse_file(path: Path, *, limits: Limits | None = None) -> ParsedDocument:
 
     Raises:
         IngestError: with `status` one of
-            `unsupported` (unknown or legacy format without LibreOffice, or a size limit exceeded:
-            the reason names the ASSISTANT_* setting), `encrypted` (a password is needed),
-            `needs_ocr` (images or scanned pages and no tesseract), `empty` (no text) or
+            `unsupported` (unknown or legacy format without LibreOffice), `too_large` (a size limit
+            exceeded: the reason names the ASSISTANT_* setting, the limit and the value),
+            `encrypted` (a password is needed), `needs_ocr` (images or scanned pages and no OCR
+            engine), `empty` (no text) or
             `failed` (a damaged file).
     """
     path = Path(path)

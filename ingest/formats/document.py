@@ -19,11 +19,13 @@ _CONTROLS = {c: None for c in (*range(0x00, 0x09), 0x0B, *range(0x0E, 0x20), 0x7
 
 @dataclass
 class Section:
-    """A run of text from one place of a document: `page` (1-based) for paged formats, slide number for decks."""
+    """A run of text from one place of a document: `page` (1-based) for paged formats, slide number for
+    decks; `ocr` is True for text recognised in an image (citations say so)."""
 
     text: str
     page: int | None = None
     heading: str = ""
+    ocr: bool = False
 
 
 @dataclass
@@ -38,6 +40,8 @@ class ParsedDocument:
         markdown: the sections are Markdown (the chunker splits them on headings).
         attachments: (file name, bytes) of files carried inside this one (e-mail attachments, PDF
             embedded files); the caller ingests each as its own document.
+        notes: sentences for the document's status although it was indexed (pages recognised by
+            OCR, rows left out past a limit).
     """
 
     title: str
@@ -46,6 +50,7 @@ class ParsedDocument:
     page_count: int | None = None
     markdown: bool = False
     attachments: list[tuple[str, bytes]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def real_title(candidate: str | None) -> str:

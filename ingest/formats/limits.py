@@ -8,10 +8,12 @@ from pathlib import Path
 
 from assistant.core.errors import IngestError
 from assistant.core.settings import Settings, get_settings
+from ingest.formats.ocr_engines import OcrOptions
 
-# A limit that is exceeded is reported as `unsupported`: the file is fine, but this installation
-# refuses it; the reason names the setting so that an administrator knows which knob to turn.
-LIMIT_STATUS = "unsupported"
+# A limit that is exceeded is reported as `too_large`: the file is fine, but this installation
+# refuses it; the reason names the setting and both numbers so that an administrator knows which
+# knob to turn.
+LIMIT_STATUS = "too_large"
 
 
 @dataclass(frozen=True)
@@ -23,15 +25,24 @@ class Limits:
         max_pages: most PDF pages or slides in one document.
         max_decompressed_bytes: most bytes all members of a zip-based file (DOCX, XLSX, PPTX, ODT,
             EPUB) may unpack to; guards against zip bombs.
-        max_sheet_cells: most spreadsheet or CSV cells read from one file.
+        max_sheet_cells: most spreadsheet or CSV cells read from one file (beyond: `too_large`).
+        max_sheet_rows: most spreadsheet or CSV rows indexed from one file; the rows beyond are left
+            out and the document's status says so.
         ocr_languages: tesseract language codes joined with '+', e.g. 'eng+chi_sim'.
+        ocr_engine: `rapidocr`, `tesseract` or `none` (`ocr_engines.OcrOptions`).
+        ocr_page_timeout_s: seconds OCR may spend on one page.
+        ocr_threads: ONNX Runtime threads for RapidOCR (0 = its default).
     """
 
     max_file_size_bytes: int = 100 * 1024 * 1024
     max_pages: int = 5000
     max_decompressed_bytes: int = 1024 * 1024 * 1024
     max_sheet_cells: int = 2_000_000
+    max_sheet_rows: int = 1_000_000
     ocr_languages: str = "eng"
+    ocr_engine: str = "rapidocr"
+    ocr_page_timeout_s: float = 120.0
+    ocr_threads: int = 0
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> "Limits":
@@ -49,7 +60,22 @@ class Limits:
             max_pages=s.max_pages,
             max_decompressed_bytes=s.max_decompressed_bytes,
             max_sheet_cells=s.max_sheet_cells,
+            max_sheet_rows=s.max_sheet_rows,
             ocr_languages=s.ocr_languages,
+            ocr_engine=s.ocr_engine,
+            ocr_page_timeout_s=s.ocr_page_timeout_s,
+            ocr_threads=s.ocr_threads,
+        )
+
+    def ocr_options(self) -> OcrOptions:
+        """The OCR part of the limits.
+
+        Returns:
+            Engine, languages, per-page limit and threads.
+        """
+        return OcrOptions(
+            engine=self.ocr_engine, languages=self.ocr_languages, page_timeout_s=self.ocr_page_timeout_s,
+            threads=self.ocr_threads,
         )
 
 
@@ -64,7 +90,7 @@ def too_large(name: str, what: str, value: int, setting: str, limit: int) -> Ing
         limit: its value.
 
     Returns:
-        An IngestError(status="unsupported") naming the file, the ASSISTANT_* variable and both numbers.
+        An IngestError(status="too_large") naming the file, the ASSISTANT_* variable and both numbers.
     """
     return IngestError(
         f"{name}: {what} {value:,} exceeds the limit ASSISTANT_{setting.upper()}={limit:,}", status=LIMIT_STATUS
@@ -79,7 +105,7 @@ def check_file_size(path: Path, limits: Limits) -> None:
         limits: the limits in force.
 
     Raises:
-        IngestError(status="unsupported"): the file is too large.
+        IngestError(status="too_large"): the file is too large.
     """
     size = path.stat().st_size
     if size > limits.max_file_size_bytes:
@@ -95,7 +121,7 @@ def check_pages(name: str, pages: int, limits: Limits) -> None:
         limits: the limits in force.
 
     Raises:
-        IngestError(status="unsupported"): too many pages.
+        IngestError(status="too_large"): too many pages.
     """
     if pages > limits.max_pages:
         raise too_large(name, "page count", pages, "max_pages", limits.max_pages)
@@ -112,7 +138,7 @@ def check_zip(path: Path, limits: Limits) -> None:
         limits: the limits in force.
 
     Raises:
-        IngestError(status="unsupported"): the declared unpacked size is over the limit.
+        IngestError(status="too_large"): the declared unpacked size is over the limit.
         IngestError(status="failed"): the file is not a readable zip archive.
     """
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-import subprocess
 from pathlib import Path
 
 from pypdf import PdfReader, PageObject
@@ -13,7 +12,8 @@ from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, P
 from assistant.core.errors import IngestError
 from ingest.formats.document import ParsedDocument, Section, finish, real_title
 from ingest.formats.limits import Limits, check_pages
-from ingest.formats.ocr import ocr_image, tesseract_available
+from ingest.formats.ocr import recognise_pages
+from ingest.formats.ocr_engines import engine_unavailable
 
 log = logging.getLogger(__name__)
 MIME = "application/pdf"
@@ -33,11 +33,13 @@ def read_pdf(path: Path, *, limits: Limits) -> ParsedDocument:
         limits: page limit and OCR languages.
 
     Returns:
-        The pages' text, AcroForm field values on their pages, embedded files as `attachments`.
+        The pages' text, AcroForm field values on their pages, embedded files as `attachments`;
+        scanned pages (no text layer, an image drawn) recognised by OCR one at a time, their
+        sections marked `ocr`, and a note saying how many were recognised.
 
     Raises:
-        IngestError: `encrypted` (a user password is needed), `needs_ocr` (pages without a text
-            layer and no tesseract), `unsupported` (too many pages), `failed` (unreadable), `empty`.
+        IngestError: `encrypted` (a user password is needed), `needs_ocr` (only scanned pages and
+            no OCR engine), `too_large` (too many pages), `failed` (unreadable), `empty`.
     """
     name = path.name
     try:
@@ -59,19 +61,24 @@ def read_pdf(path: Path, *, limits: Limits) -> ParsedDocument:
         raise IngestError(f"{name}: the PDF is encrypted with a password", status="encrypted") from exc
     except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError) as exc:
         raise IngestError(f"{name}: the PDF is malformed ({type(exc).__name__}: {exc})", status="failed") from exc
-    if textless and tesseract_available():
-        recognised = _ocr_pages(textless, name, limits)
-        if not sections and not recognised and _has_images(textless):
-            raise IngestError(f"{name}: {len(textless)} scanned page(s) in which OCR recognised no text", status="empty")
-        sections = sorted(sections + recognised, key=lambda s: s.page or 0)
-    elif textless and sections and _has_images(textless):
-        log.warning("%s: %d scanned page(s) skipped: tesseract is not installed", name, len(textless))
-    elif textless and not sections and _has_images(textless):
-        raise IngestError(
-            f"{name}: {page_count} page(s) without a text layer (scanned?); OCR needs tesseract, which is not installed",
-            status="needs_ocr",
-        )
-    doc = ParsedDocument(title=title, mime=MIME, sections=sections, page_count=page_count, attachments=attachments)
+    notes: list[str] = []
+    scanned = [(number, page) for number, page in textless if _has_images([(number, page)])]
+    missing = engine_unavailable(limits.ocr_options()) if scanned else ""
+    if scanned and not missing:
+        report = recognise_pages(((n, _page_images(p)) for n, p in scanned), options=limits.ocr_options())
+        if not sections and not report.sections:
+            detail = f" ({'; '.join(report.problems[:3])})" if report.problems else ""
+            raise IngestError(f"{name}: {len(scanned)} scanned page(s) in which OCR recognised no text{detail}", status="empty")
+        sections = sorted(sections + report.sections, key=lambda s: s.page or 0)
+        notes.append(report.note())
+    elif scanned and sections:
+        log.warning("%s: %d scanned page(s) skipped: %s", name, len(scanned), missing)
+        notes.append(f"{len(scanned)} scanned page(s) not indexed: {missing}")
+    elif scanned:
+        raise IngestError(f"{name}: {page_count} page(s) without a text layer (scanned?); {missing}", status="needs_ocr")
+    doc = ParsedDocument(
+        title=title, mime=MIME, sections=sections, page_count=page_count, attachments=attachments, notes=notes
+    )
     return finish(doc, name=name)
 
 
@@ -161,16 +168,10 @@ def _has_images(pages: list[tuple[int, PageObject]]) -> bool:
     return False
 
 
-def _ocr_pages(pages: list[tuple[int, PageObject]], name: str, limits: Limits) -> list[Section]:
-    sections = []
-    for number, page in pages:
-        texts = []
-        try:
-            for image in page.images:
-                texts.append(ocr_image(image.data, languages=limits.ocr_languages))
-        except (subprocess.SubprocessError, UnicodeDecodeError, Exception) as exc:  # noqa: BLE001
-            log.warning("%s: OCR of page %d failed: %s", name, number, exc)
-        text = "\n".join(t for t in texts if t.strip())
-        if text:
-            sections.append(Section(text, page=number))
-    return sections
+def _page_images(page: PageObject):
+    """A callable giving the page's images as PIL images (decoded only when OCR reaches the page)."""
+
+    def load() -> list:
+        return [image.image for image in page.images]
+
+    return load

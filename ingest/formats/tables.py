@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from ingest.formats.document import Section
 
@@ -31,69 +31,6 @@ def cell_text(value: object) -> str:
     return " ".join(str(value).split())
 
 
-def split_blocks(rows: Iterable[list[str]]) -> list[list[list[str]]]:
-    """Cut rows into sub-tables at blank rows (a sheet often holds several tables one under another).
-
-    Args:
-        rows: rows of cell texts.
-
-    Returns:
-        The non-blank rows, grouped into blocks in order.
-    """
-    blocks: list[list[list[str]]] = []
-    current: list[list[str]] = []
-    for row in rows:
-        if any(cell.strip() for cell in row):
-            current.append(row)
-        elif current:
-            blocks.append(current)
-            current = []
-    if current:
-        blocks.append(current)
-    return blocks
-
-
-def block_text(block: list[list[str]], *, above: list[list[str]] | None = None) -> tuple[str, str]:
-    """One sub-table as text.
-
-    The header is the first row when it looks like one (`is_header`), else the last row of
-    `above`: a block of labels that a blank row separates from its data, as report-style sheets
-    often have. A first row with a single filled cell above a fuller row is a caption. Every data
-    row becomes one line of 'Header: value; Header: value' (empty cells left out, a cell under no
-    header shown bare), so that a chunk cut from a long table still says what each value is. A
-    block without a header comes out as ' | '-joined rows.
-
-    Args:
-        block: rows of cell texts, positions kept (empty strings for empty cells).
-        above: the label rows just above this block, if any.
-
-    Returns:
-        (caption, text); caption is '' when the block has none.
-    """
-    rows = list(block)
-    caption = ""
-    if len(rows) > 2 and _filled(rows[0]) == 1 and _filled(rows[1]) > 1:
-        caption = next(c for c in rows[0] if c.strip())
-        rows = rows[1:]
-    lead: list[list[str]] = []
-    if len(rows) > 1 and is_header(rows[0]):
-        header, body = rows[0], rows[1:]
-    elif above and is_header(above[-1]):
-        lead, header, body = above[:-1], above[-1], rows
-    else:
-        return caption, "\n".join(_joined(row) for row in rows)
-    lines = [_joined(row) for row in lead] + [_joined(header)]
-    for row in body:
-        pairs = []
-        for i, value in enumerate(row):
-            if not value.strip():
-                continue
-            name = header[i].strip() if i < len(header) else ""
-            pairs.append(f"{name}: {value}" if name and name != value else value)
-        lines.append("; ".join(pairs))
-    return caption, "\n".join(lines)
-
-
 def is_header(row: list[str]) -> bool:
     """Tell a header row from a data row.
 
@@ -115,31 +52,158 @@ def _numeric(text: str) -> bool:
     return True
 
 
-def table_sections(rows: Iterable[list[str]], *, heading: str, page: int | None = None) -> list[Section]:
-    """Sections for one sheet or CSV file: one per sub-table, headed '<heading> — <caption>'.
+# A streamed table is cut into sections of about this many characters, each repeating the header
+# row: one chunk's worth of rows for the default embedder (254-token chunks; 'Header: value' rows
+# with codes and numbers run at 2-3 characters a token), so that the chunker does not cut a row.
+GROUP_CHARS = 600
+# Rows of a block looked at before it is laid out (caption, header, label block above).
+_HEAD_ROWS = 4
 
-    A short block of labels only (no numbers, at most three rows) directly above a block without
-    its own header is taken as that block's header rather than emitted alone.
+
+def table_sections(
+    rows: Iterable[tuple[int, list[str]]], *, heading: str, page: int | None = None, group_chars: int = GROUP_CHARS
+) -> Iterator[Section]:
+    """Sections for one sheet or CSV file, streamed: each sub-table cut into groups of rows.
+
+    Rows are read one at a time and only the current group is held, so a sheet of any length
+    costs the memory of one group (plus the sections the caller keeps). Each group repeats the
+    sub-table's header row on its first line and is headed '<heading> — <caption>'; when a
+    sub-table needs several groups, each heading adds the sheet rows it holds ('rows 1,201-1,240'),
+    so that a chunk from row 150,000 still says which sheet, which columns and which rows it is. A
+    short block of labels only (no numbers, at most three rows) directly above a block without its
+    own header is taken as that block's header rather than emitted alone.
 
     Args:
-        rows: rows of cell texts, positions kept.
+        rows: (row number in the sheet, cell texts with positions kept), in order.
         heading: the sheet name ('' for CSV).
         page: a page number for the sections, if any.
+        group_chars: about how many characters of rows one section holds.
 
-    Returns:
+    Yields:
         The sections, in sheet order.
     """
-    sections = []
-    blocks = split_blocks(rows)
-    for i, block in enumerate(blocks):
-        follower = blocks[i + 1] if i + 1 < len(blocks) else None
-        if _labels_only(block) and follower is not None and not is_header(follower[0]) and _filled(follower[0]) > 1:
-            continue  # emitted as the header of the next block
-        above = blocks[i - 1] if i > 0 and _labels_only(blocks[i - 1]) and not is_header(block[0]) else None
-        caption, text = block_text(block, above=above)
-        title = f"{heading} — {caption}" if heading and caption else heading or caption
-        sections.append(Section(text, page=page, heading=title))
-    return sections
+    labels: list[tuple[int, list[str]]] | None = None  # a label block that may head the next block
+    for head, rest in _blocks(iter(rows)):
+        first = head[0][1]
+        above = None
+        if labels is not None:
+            above = [row for _, row in labels] if not is_header(first) else None
+            if is_header(first) or _filled(first) <= 1:
+                yield from _block_sections(labels, iter(()), None, heading, page, group_chars)
+        labels = None
+        if len(head) <= 3 and _labels_only([row for _, row in head]):
+            labels = head
+            continue
+        yield from _block_sections(head, rest, above, heading, page, group_chars)
+    if labels is not None:
+        yield from _block_sections(labels, iter(()), None, heading, page, group_chars)
+
+
+def _blocks(numbered: Iterator[tuple[int, list[str]]]):
+    """Yield (first rows, iterator of the block's other rows) per block of non-blank rows; the
+    caller consumes each block's iterator before asking for the next block."""
+    numbered = iter(numbered)
+    pending: tuple[int, list[str]] | None = None
+    while True:
+        if pending is None:
+            for number, row in numbered:
+                if _filled(row):
+                    pending = (number, row)
+                    break
+            else:
+                return
+        head = [pending]
+        pending = None
+        ended = False
+        for number, row in numbered:
+            if not _filled(row):
+                ended = True
+                break
+            head.append((number, row))
+            if len(head) == _HEAD_ROWS:
+                break
+        else:
+            ended = True
+        rest = iter(()) if ended or len(head) < _HEAD_ROWS else _until_blank(numbered)
+        yield head, rest
+        for _ in rest:  # a caller that stopped early: skip the rest of the block
+            pass
+
+
+def _until_blank(numbered: Iterator[tuple[int, list[str]]]) -> Iterator[tuple[int, list[str]]]:
+    for number, row in numbered:
+        if not _filled(row):
+            return
+        yield number, row
+
+
+def _block_sections(
+    head: list[tuple[int, list[str]]], rest: Iterator[tuple[int, list[str]]], above: list[list[str]] | None,
+    heading: str, page: int | None, group_chars: int,
+) -> Iterator[Section]:
+    """One sub-table's sections: caption and header found in its first rows, then rows in groups."""
+    rows = list(head)
+    caption = ""
+    if len(rows) > 2 and _filled(rows[0][1]) == 1 and _filled(rows[1][1]) > 1:
+        caption = next(c for c in rows[0][1] if c.strip())
+        rows = rows[1:]
+    lead: list[str] = []
+    header: list[str] | None = None
+    if len(rows) > 1 and is_header(rows[0][1]):
+        header, rows = rows[0][1], rows[1:]
+    elif above and is_header(above[-1]):
+        lead, header = [_joined(r) for r in above[:-1]], above[-1]
+    title = f"{heading} — {caption}" if heading and caption else heading or caption
+    top = lead + ([_joined(header)] if header else [])
+    group: list[str] = []
+    span: list[int] = []
+    size = 0
+    done: list[tuple[str, int, int]] = []  # one finished group held back: is the block one group?
+    emitted = False
+
+    def line(row: list[str]) -> str:
+        return _row_line(row, header) if header else _joined(row)
+
+    for number, row in _chain(rows, rest):
+        text = line(row)
+        if group and size + len(text) > group_chars:
+            done.append(("\n".join(group), span[0], span[-1]))
+            group, span, size = [], [], 0
+            if len(done) > 1:
+                emitted = True
+                yield _group_section(done.pop(0), title, top, page, numbered=True)
+        group.append(text)
+        span.append(number)
+        size += len(text) + 1
+    if group:
+        done.append(("\n".join(group), span[0], span[-1]))
+    numbered = emitted or len(done) > 1
+    for item in done:
+        yield _group_section(item, title, top, page, numbered=numbered)
+    if not done and top:  # a header without rows
+        yield Section("\n".join(top), page=page, heading=title)
+
+
+def _chain(first: list[tuple[int, list[str]]], rest: Iterator[tuple[int, list[str]]]) -> Iterator[tuple[int, list[str]]]:
+    yield from first
+    yield from rest
+
+
+def _group_section(item: tuple[str, int, int], title: str, top: list[str], page: int | None, *, numbered: bool) -> Section:
+    text, first, last = item
+    heading = f"{title} — rows {first:,}-{last:,}" if numbered and title else (f"rows {first:,}-{last:,}" if numbered else title)
+    return Section("\n".join([*top, text]), page=page, heading=heading)
+
+
+def _row_line(row: list[str], header: list[str]) -> str:
+    """'Header: value; Header: value' (empty cells left out, a cell under no header shown bare)."""
+    pairs = []
+    for i, value in enumerate(row):
+        if not value.strip():
+            continue
+        name = header[i].strip() if i < len(header) else ""
+        pairs.append(f"{name}: {value}" if name and name != value else value)
+    return "; ".join(pairs)
 
 
 def _labels_only(block: list[list[str]]) -> bool:

@@ -34,7 +34,7 @@ FILES = [
     "departments/tech-ops/process/application_access_request.md",
 ]
 EML = FORMATS / "unstructured/example-docs/eml/fake-email-attachment.eml"
-JOB_STATES = {"queued", "running", "done", "failed", "skipped", "needs_ocr", "encrypted", "unsupported", "empty", "deleted"}
+JOB_STATES = {"queued", "running", "done", "failed", "skipped", "needs_ocr", "encrypted", "unsupported", "too_large", "empty", "deleted"}
 
 
 @contextmanager

@@ -5,7 +5,8 @@ from assistant.core.index_format import ChunkPayload, chunk_id, chunk_point, doc
 
 # Keys of a chunk's payload in the order ingestion has always written them; a collection built by an
 # earlier release holds exactly these.
-STORED_KEYS = ["doc_id", "chunk_index", "text", "title", "heading", "page", "source", "uri", "acl", "lang", "content_hash"]
+# `ocr` was added by issue 19 (text recognised in a scan); points written before it read as False.
+STORED_KEYS = ["doc_id", "chunk_index", "text", "title", "heading", "page", "source", "uri", "acl", "lang", "content_hash", "ocr"]
 
 
 def _payload() -> ChunkPayload:
@@ -35,7 +36,7 @@ def test_payload_is_stored_under_the_same_keys_and_reads_back():
 
 def test_payload_missing_keys_read_as_empty():
     read = ChunkPayload.from_stored({"doc_id": "d", "text": "t"})
-    assert (read.chunk_index, read.title, read.heading, read.page, read.lang, read.acl) == (0, "", "", None, "", [])
+    assert (read.chunk_index, read.title, read.heading, read.page, read.lang, read.acl, read.ocr) == (0, "", "", None, "", [], False)
     assert read.evidence_text() == "  t"
 
 

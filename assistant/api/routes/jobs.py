@@ -66,15 +66,30 @@ async def start_sync(
     if not any(path == root or root in path.parents for root in roots):
         allowed = ", ".join(map(str, roots)) or "none: set ASSISTANT_SOURCE_ROOTS"
         raise InvalidRequestError(f"path {body.path!r} is not under a source root the API may sync (allowed: {allowed})")
+    return await queue_sync(path, body.acl, assistant=assistant, dispatcher=dispatcher, shown=body.path)
+
+
+async def queue_sync(path: Path, acl: dict[str, Any] | None, *, assistant, dispatcher, shown: str) -> JobRecord:
+    """Check `path` and the manifest, write a queued sync job and hand it to the dispatcher.
+
+    Args:
+        path: the resolved absolute path on the server.
+        acl: the ACL manifest as a dict, or None.
+        assistant / dispatcher: the app's.
+        shown: the path as the caller gave it (for messages).
+
+    Raises:
+        InvalidRequestError: the path does not exist, or the manifest is invalid or covers part of a source.
+    """
     if not path.exists():
-        raise InvalidRequestError(f"path {body.path!r} does not exist on the server")
-    if body.acl is not None:
-        AclManifest.from_dict(body.acl, origin="the ACL manifest ('acl')")
+        raise InvalidRequestError(f"path {shown!r} does not exist on the server")
+    if acl is not None:
+        AclManifest.from_dict(acl, origin="the ACL manifest ('acl')")
         sources = await run_in_threadpool(list_sources, assistant.resources.db)
         check_manifest_scope(sources, path, remedy="send the manifest with a sync of that folder instead")
     params: dict[str, Any] = {"path": str(path)}
-    if body.acl is not None:
-        params["acl"] = body.acl
+    if acl is not None:
+        params["acl"] = acl
     job = await run_in_threadpool(queue_sync_job, assistant.resources.db, params)
     await run_in_threadpool(
         record_event, assistant.resources.db, principal=admin, action="admin.acl_manifest" if body.acl else "admin.source",

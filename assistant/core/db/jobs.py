@@ -276,3 +276,13 @@ def job_lease(db: Database, job_id: int) -> Iterator[JobLease]:
     """`with job_lease(db, id) as lease:` and test `lease.acquired` (False: a live worker runs it)."""
     with JobLease(db, job_id) as lease:
         yield lease
+
+
+# --- issue 19: live totals of a running job ---
+def update_job_totals(db: Database, job_id: int, totals: dict[str, Any]) -> None:
+    """Write the running counts of job `job_id` (files done of total, chunks, OCR pages, rate, ETA),
+    so that `assistant jobs` and the API show a running job's progress; its status is untouched."""
+    with db.session() as session:
+        job = session.get(Job, job_id)
+        if job is not None and job.status == "running":
+            job.totals = dict(totals)

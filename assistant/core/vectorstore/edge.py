@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -59,11 +60,42 @@ class EdgeVectorStore(VectorStore):
         self._lock = threading.RLock()
         self._dim: int | None = None
         self._recorded_model: str | None = None
+        self._owner_fd: int | None = None
+        self._claim()
         meta = self.path / _META
         if meta.exists():
             recorded = json.loads(meta.read_text())
             self._dim, self._recorded_model = int(recorded["dim"]), recorded.get("model")
-            self._shard = self._load()
+            try:
+                self._shard = self._load()
+            except BaseException:
+                self.close()
+                raise
+
+    def _claim(self) -> None:
+        """Take the collection's owner lock before touching its files.
+
+        Loading an EdgeShard that another process holds is refused by the engine only after it has
+        opened the segments, and that attempt can damage the files the owner is writing (a sparse
+        vector journal found "shorter than expected" by the owning server). A POSIX lock on a file
+        beside the folder, taken first, keeps a second process away from them entirely; it is
+        released when the store is closed or its process ends.
+
+        Raises:
+            ConfigError(code="store_locked"): another process holds the collection.
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / f".{self.collection}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise ConfigError(
+                f"cannot open the Qdrant Edge collection at {self.path}: another process holds it ({exc.strerror}). "
+                "Only one process may open it: stop the other assistant process (e.g. `assistant serve`), or use a Qdrant server",
+                code="store_locked",
+            ) from exc
+        self._owner_fd = fd
 
     def _load(self) -> qe.EdgeShard:
         try:
@@ -239,6 +271,9 @@ class EdgeVectorStore(VectorStore):
                 self._shard.flush()
                 self._shard.close()
                 self._shard = None
+            if self._owner_fd is not None:
+                os.close(self._owner_fd)  # releases the owner lock
+                self._owner_fd = None
 
     @contextmanager
     def writes_paused(self) -> Iterator[Path]:

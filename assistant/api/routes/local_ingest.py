@@ -1,0 +1,70 @@
+"""Ingestion handed over by the command line on the server's own machine (`assistant ingest` while
+`assistant serve` holds the embedded vector store, which only one process may open).
+
+Callers prove they are local twice: the request comes from a loopback address, and it carries the
+token derived from the server's signing key (`signing.local_ingest_token`), which only a process
+that can read the server's data folder or environment can compute. Such a caller could run the
+whole pipeline itself had the store been free, so no source-root restriction applies here; remote
+admins keep using `POST /api/jobs/sync`, limited to `ASSISTANT_SOURCE_ROOTS`.
+"""
+
+from __future__ import annotations
+
+import hmac
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Depends, Header, Request
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from assistant.api.deps import AssistantDep, DispatcherDep
+from assistant.api.routes.jobs import queue_sync
+from assistant.core.db.jobs import JobRecord, get_job as load_job
+from assistant.core.errors import AuthenticationError, InvalidRequestError
+from assistant.core.signing import local_ingest_token
+
+TOKEN_HEADER = "X-Assistant-Local-Token"
+_LOOPBACK = {"127.0.0.1", "::1"}
+
+
+def require_local(request: Request, token: str | None = Header(default=None, alias=TOKEN_HEADER)) -> None:
+    """Let through only loopback callers with the local token.
+
+    Raises:
+        AuthenticationError: another address, or a missing or wrong token.
+    """
+    host = request.client.host if request.client else ""
+    expected = local_ingest_token(request.app.state.settings)
+    if host not in _LOOPBACK or not token or not hmac.compare_digest(token, expected):
+        raise AuthenticationError("the local ingestion endpoint takes requests from this machine's command line only")
+
+
+router = APIRouter(prefix="/api/local", include_in_schema=False, dependencies=[Depends(require_local)])
+
+
+class LocalSyncCreate(BaseModel):
+    path: str = Field(min_length=1, max_length=4096, description="an absolute folder or file path on this machine")
+    acl: dict[str, Any] | None = Field(default=None, description="ACL manifest: {default, rules}")
+
+
+@router.post("/ingest", response_model=JobRecord, status_code=202)
+async def local_ingest(body: LocalSyncCreate, assistant: AssistantDep, dispatcher: DispatcherDep) -> JobRecord:
+    """Queue a sync of a local path for the command line; it follows the job with `GET /api/local/jobs/{id}`.
+
+    Raises:
+        InvalidRequestError: the path is not absolute or does not exist, or the manifest is invalid.
+    """
+    if "\x00" in body.path or not Path(body.path).is_absolute():
+        raise InvalidRequestError(f"path {body.path!r} must be an absolute path, without NUL characters")
+    return await queue_sync(Path(body.path).resolve(), body.acl, assistant=assistant, dispatcher=dispatcher, shown=body.path)
+
+
+@router.get("/jobs/{job_id}", response_model=JobRecord)
+async def local_job(job_id: int, assistant: AssistantDep) -> JobRecord:
+    """One job with its live totals and per-file items.
+
+    Raises:
+        NotFoundError: no such job.
+    """
+    return await run_in_threadpool(load_job, assistant.resources.db, job_id)

@@ -1,0 +1,127 @@
+"""What `assistant ingest` shows while it works, and how it hands its work to a running server.
+
+On a terminal: a Rich progress bar (files done of the total, chunks written, chunks per second, time
+left). With `--json`: one JSON line per progress change on stderr (stdout keeps one line per file).
+When `assistant serve` holds the embedded vector store, the sync runs in the server instead
+(`/api/local/ingest`) and this command follows the job's live totals.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, Callable
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from assistant.core.errors import AssistantError, UpstreamUnavailableError
+from assistant.core.settings import Settings
+
+POLL_S = 0.5
+_FINAL = {"done", "failed"}
+
+
+class IngestProgress:
+    """The progress display of one ingest run: a bar on a terminal, JSON lines on stderr with `--json`.
+
+    Args:
+        console: where the bar is drawn (stderr).
+        as_json: write progress as JSON lines instead of a bar.
+    """
+
+    def __init__(self, console: Console, *, as_json: bool):
+        self.as_json = as_json
+        self.bar = Progress(
+            TextColumn("[bold]ingest[/bold]"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
+            TextColumn("{task.fields[chunks]:,} chunks"), TextColumn("{task.fields[rate]:.1f} chunks/s"),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.description}"),
+            console=console, disable=as_json or not console.is_terminal,
+        )
+        self.task = self.bar.add_task("", total=None, chunks=0, rate=0.0)
+        self._last: tuple = ()
+
+    def __enter__(self) -> "IngestProgress":
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__(*exc)
+
+    def update(self, totals: dict[str, Any], *, current: str = "") -> None:
+        """Show the running counts of the job (`ingest.progress.LiveTotals.snapshot` keys).
+
+        Args:
+            totals: `files_total`, `files_done`, `chunks`, `rate_chunks_s`, `eta_s`, ...
+            current: the file just finished, if known.
+        """
+        total = totals.get("files_total") or None
+        self.bar.update(
+            self.task, total=total, completed=totals.get("files_done", 0), chunks=int(totals.get("chunks", 0)),
+            rate=float(totals.get("rate_chunks_s") or 0.0), **({"description": current[-50:]} if current else {}),
+        )
+        if self.as_json:
+            key = (totals.get("files_done"), totals.get("chunks"), totals.get("ocr_pages"), totals.get("files_total"))
+            if key != self._last:
+                self._last = key
+                line = {"event": "progress", **{k: totals.get(k) for k in (
+                    "files_done", "files_total", "chunks", "ocr_pages", "rate_chunks_s", "eta_s", "elapsed_s")}}
+                print(json.dumps(line), file=sys.stderr, flush=True)
+
+
+def server_url(settings: Settings) -> str:
+    """The running server's base URL on this machine (a wildcard bind address is reached on loopback)."""
+    host = settings.host if settings.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+    return f"http://{'[' + host + ']' if ':' in host else host}:{settings.port}"
+
+
+def ingest_through_server(
+    settings: Settings, path: str, acl: dict[str, Any] | None, *,
+    on_totals: Callable[[dict[str, Any]], None], on_item: Callable[[dict[str, Any]], None],
+) -> dict[str, Any]:
+    """Have the running server sync `path`, following its job until it ends.
+
+    Args:
+        settings: this process's settings (the server's address and signing key).
+        path: the absolute folder or file path.
+        acl: the ACL manifest as a dict, or None.
+        on_totals: called with the job's live totals at each poll.
+        on_item: called once with each file item (`path`, `status`, `reason`, `chunks`) as it finishes.
+
+    Returns:
+        The finished job (`status`, `reason`, `totals`, `items`).
+
+    Raises:
+        UpstreamUnavailableError: the server cannot be reached or refused the request.
+        AssistantError: the job failed (its reason, code `ingest_failed`).
+    """
+    import httpx
+
+    from assistant.core.signing import local_ingest_token
+
+    headers = {"X-Assistant-Local-Token": local_ingest_token(settings)}
+    base = server_url(settings)
+    seen: set[int] = set()
+    try:
+        with httpx.Client(base_url=base, headers=headers, timeout=30.0) as client:
+            answer = client.post("/api/local/ingest", json={"path": path, "acl": acl})
+            if answer.status_code != 202:
+                message = answer.json().get("error", {}).get("message", answer.text) if answer.content else answer.reason_phrase
+                raise UpstreamUnavailableError(f"the server at {base} refused the ingestion: {message}")
+            job = answer.json()
+            while True:
+                for n, item in enumerate(job.get("items") or []):
+                    if n not in seen and item["status"] not in ("queued", "running"):
+                        seen.add(n)
+                        on_item(item)
+                on_totals(job.get("totals") or {})
+                if job["status"] in _FINAL:
+                    break
+                time.sleep(POLL_S)
+                job = client.get(f"/api/local/jobs/{job['id']}").raise_for_status().json()
+    except httpx.HTTPError as exc:
+        raise UpstreamUnavailableError(f"the server at {base} holds the vector store but cannot be reached: {exc}") from exc
+    if job["status"] == "failed":
+        raise AssistantError(f"the sync job {job['id']} run by the server failed: {job['reason']}", code="ingest_failed")
+    return job
