@@ -21,6 +21,7 @@ from assistant.api.security_headers import SecurityHeadersMiddleware
 from assistant.api.routes import (
     auth, chat, conversations, documents, feedback, health, helpdesk, jobs, openai_compat, search, users,
 )
+from assistant.api.routes import finetune
 from assistant.composition import Assistant
 from assistant.core import resources as resources_mod
 from assistant.core.jobs import JobDispatcher
@@ -101,7 +102,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     signed_in = [Depends(get_principal)]
     for router in (
         auth.router, search.router, chat.router, documents.router, users.router, jobs.router,
-        conversations.router, feedback.router,
+        conversations.router, feedback.router, finetune.router,
     ):
         app.include_router(router, dependencies=signed_in)
     # The routes that generate for API keys also count against the key's rate limits.

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from assistant.cli import serve_model
 from assistant.cli.errors import fail, report
+from assistant.cli.finetune import finetune_app
 from assistant.cli.keys import keys_app
 from assistant.cli.sources import sources_app
 from assistant.cli.users import groups_app, note_new_data_dir, users_app
@@ -28,6 +29,7 @@ app.add_typer(users_app, name="users")
 app.add_typer(groups_app, name="groups")
 app.add_typer(keys_app, name="keys")
 app.add_typer(sources_app, name="sources")
+app.add_typer(finetune_app, name="finetune")
 serve_model.register(app)
 console = Console(stderr=True)
 
