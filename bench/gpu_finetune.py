@@ -38,10 +38,10 @@ def lora_figures(steps: int, warmup: int, batch: int, seq: int, rank: int) -> di
 
     torch.manual_seed(0)
     started = time.perf_counter()
-    config = Qwen2Config(**QWEN25_7B, torch_dtype="bfloat16")
+    config = Qwen2Config(**QWEN25_7B)
     config._attn_implementation = "sdpa"
     with torch.device("cuda"):
-        model = AutoModelForCausalLM.from_config(config, torch_dtype=torch.bfloat16)
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
     build_s = time.perf_counter() - started
     params = sum(p.numel() for p in model.parameters())
     model.gradient_checkpointing_enable()

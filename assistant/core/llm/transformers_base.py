@@ -31,7 +31,7 @@ def _load(base_model: str) -> tuple[Any, dict[str, Any], Any]:
             )
         kwargs, folder = {}, base_model
     tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
-    model = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32, **kwargs)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs)
     config = model.config
     # The dequantised weights are plain float tensors; the GGUF's quantisation note would make
     # transformers treat the rebuilt model as quantised.
@@ -65,7 +65,7 @@ def load_base(base_model: str, *, dtype: str = "float32") -> tuple[Any, Any]:
         if base_model not in _cache:
             _cache[base_model] = _load(base_model)
         config, state, tokenizer = _cache[base_model]
-    model = AutoModelForCausalLM.from_config(config, torch_dtype=getattr(torch, dtype))
+    model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
     model.load_state_dict(state, strict=False)
     model.tie_weights()
     model.eval()
