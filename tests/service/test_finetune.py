@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -20,7 +19,7 @@ from assistant.core.db import adapters as registry_db
 from assistant.core.db.conversations import add_answer, create_conversation, start_exchange
 from assistant.core.db.feedback import rate_answer
 from assistant.core.db.jobs import get_job, job_lease
-from assistant.core.db.models import Document, HelpdeskTicket, Source, utcnow
+from assistant.core.db.models import Document, HelpdeskTicket, Source, User, utcnow
 from assistant.core.errors import ConflictError
 from assistant.core.index_format import ChunkPayload, chunk_id, document_id
 from assistant.core.llm.adapter_routing import AdapterRouter, choose_adapter, local_adapter, served_adapter
@@ -73,11 +72,11 @@ def _index(res, *, uri: str, title: str, text: str, acl: list[str]) -> str:
 
 
 def _rated(res, user, question: str, answer: str, *, chunk: str, doc: str) -> None:
-    conv = create_conversation(res.db, user_id=user.id)
-    start_exchange(res.db, conv.id, user_id=user.id, question=question)
+    conv = create_conversation(res.db, user_id=user.user_id)
+    start_exchange(res.db, conv.id, user_id=user.user_id, question=question)
     citations = [{"n": 1, "chunk_id": chunk, "doc_id": doc, "source": "x.md"}]
-    stored = add_answer(res.db, conv.id, user_id=user.id, answer=f"{answer} [1]", citations=citations, abstained=False)
-    rate_answer(res.db, stored.id, principal=Principal(name=user.name, user_id=user.id), rating=1)
+    stored = add_answer(res.db, conv.id, user_id=user.user_id, answer=f"{answer} [1]", citations=citations, abstained=False)
+    rate_answer(res.db, stored.id, principal=user, rating=1)
 
 
 def _ticket(res, key: str, *, subject: str, resolution: str, audience: list[str]) -> None:
@@ -99,7 +98,10 @@ def refreshed(tmp_path_factory):
     secret = _index(res, uri="file:///finetune-test/finance.md", title="finance", text=SECRET_TEXT, acl=["group:finance"])
     public_doc = document_id("file:///finetune-test/laptops.md")
     secret_doc = document_id("file:///finetune-test/finance.md")
-    user = create_user(res.db, f"ft-{uuid.uuid4().hex[:6]}", groups=["finance"])
+    created = create_user(res.db, f"ft-{uuid.uuid4().hex[:6]}", groups=["finance"])
+    with res.db.session() as session:
+        user = Principal(name=created.name, groups=frozenset(created.groups),
+                         user_id=session.query(User.id).filter_by(name=created.name).scalar())
     for q, a in PARAPHRASES:
         _rated(res, user, q, a, chunk=public, doc=public_doc)
     _rated(res, user, "Who approves laptop requests?", "Mail it.desk@example.com or call +86 138 0013 8000 for laptops.",
@@ -108,7 +110,7 @@ def refreshed(tmp_path_factory):
     _ticket(res, "t1", subject="Laptop broken", resolution="Bring it to the IT desk on floor 2.", audience=["everyone"])
     _ticket(res, "t2", subject="Reserve transfer", resolution=f"Use account {SECRET}.", audience=["group:finance"])
     config = FinetuneConfig(
-        root=root / "finetune", lora=LoraHyperparameters(rank=8, alpha=16, learning_rate=2e-3, epochs=10, batch_size=8,
+        root=root / "finetune", lora=LoraHyperparameters(rank=8, alpha=16, learning_rate=2e-3, epochs=10, batch_size=16,
                                                          max_length_tokens=96),
         heldout_share=0.15, qa_per_chunk=1, max_new_chunks=2, gate_tolerance=0.05, canary_share=0.5,
     )
@@ -236,3 +238,20 @@ def test_vllm_publisher_loads_and_unloads_by_name(refreshed):
     publisher.unload(adapter)
     assert calls == [("/v1/load_lora_adapter", {"lora_name": adapter.name, "lora_path": adapter.path}),
                      ("/v1/unload_lora_adapter", {"lora_name": adapter.name})]
+
+
+def test_training_resumes_from_its_last_checkpoint(tmp_path):
+    """A run stopped after its first checkpoint (as a killed one is) continues from it, not from step 0."""
+    from finetune.dataset import Row
+    from finetune.train import train_adapter
+
+    rows = [Row("feedback", "r", "Where is the printer?", "On floor 2, beside the kitchen.")]
+    hp = LoraHyperparameters(rank=4, alpha=8, epochs=2, batch_size=1, max_length_tokens=48)
+    log = tmp_path / "log.jsonl"
+    first = train_adapter(rows, base_model="builtin:smollm2-135m", hp=hp, out_dir=tmp_path / "a", log_path=log, max_steps=1)
+    assert first.steps == 1 and any((tmp_path / "a" / "checkpoints").glob("checkpoint-1"))
+    log.unlink()
+    second = train_adapter(rows, base_model="builtin:smollm2-135m", hp=hp, out_dir=tmp_path / "a", log_path=log)
+    steps = [entry["step"] for entry in map(json.loads, log.read_text().splitlines()) if "loss" in entry]
+    assert second.steps == 2 and steps == [2]
+    check_adapter(tmp_path / "a")
