@@ -8,6 +8,7 @@ import asyncio
 from assistant.core import resources
 from assistant.core.errors import ConflictError
 from assistant.core.jobs import FINETUNE_TASK, get_celery
+from assistant.core.llm.deferred import DeferredLLM
 from assistant.core.llm.lora_release import publisher_for
 from assistant.core.resources import Resources
 from finetune.config import FinetuneConfig
@@ -18,10 +19,11 @@ celery = get_celery()
 
 def refresh_now(res: Resources, *, audience: str = "everyone", dry_run: bool = False, by: str = "schedule",
                 progress=None) -> RefreshOutcome:
-    """Run one refresh on `res` (its SQL, vector store and served LLM) with the settings' configuration."""
+    """Run one refresh on `res` (its SQL, vector store and served LLM, opened only when new chunks need
+    question-answer pairs) with the settings' configuration."""
     return asyncio.run(run_refresh(
         res.db, res.store, config=FinetuneConfig.from_settings(res.settings), publisher=publisher_for(res.settings),
-        llm=res.llm, audience=audience, dry_run=dry_run, by=by, progress=progress,
+        llm=DeferredLLM(lambda: res.llm), audience=audience, dry_run=dry_run, by=by, progress=progress,
     ))
 
 
