@@ -79,14 +79,20 @@ async def run_refresh(db: Database, store: VectorStore, *, config: FinetuneConfi
         if not lease.acquired:
             raise ConflictError("a finetune refresh is already running; two never overlap")
         job_id = registry_db.start_finetune_job(db, {"audience": audience, "dry_run": dry_run, "by": by})
-        adapter = snapshot = None
+        snapshot = None
+        adapter: registry_db.AdapterRecord | None = None
         try:
-            report({"stage": "dataset"})
-            snapshot = await build_dataset(
-                db, store, audience=audience, root=config.root, heldout_share=config.heldout_share,
-                since=registry_db.last_refresh_at(db, audience), write_qa=qa_writer(llm) if llm else None,
-                make_grounder=make_grounder, qa_per_chunk=config.qa_per_chunk, max_new_chunks=config.max_new_chunks,
-            )
+            # A run killed mid-training is continued: same snapshot, same folder, from its last checkpoint.
+            adapter = None if dry_run else registry_db.take_orphaned_run(db, audience=audience, new_job_id=job_id)
+            if adapter is not None and adapter.snapshot_id is not None:
+                snapshot = registry_db.get_snapshot(db, adapter.snapshot_id)
+            else:
+                report({"stage": "dataset"})
+                snapshot = await build_dataset(
+                    db, store, audience=audience, root=config.root, heldout_share=config.heldout_share,
+                    since=registry_db.last_refresh_at(db, audience), write_qa=qa_writer(llm) if llm else None,
+                    make_grounder=make_grounder, qa_per_chunk=config.qa_per_chunk, max_new_chunks=config.max_new_chunks,
+                )
             registry_db.record_progress(db, job_id, {"stage": "dataset", "snapshot_id": snapshot.id, **snapshot.counts})
             rows = read_snapshot(snapshot.path)
             if dry_run:
@@ -94,7 +100,8 @@ async def run_refresh(db: Database, store: VectorStore, *, config: FinetuneConfi
                 return RefreshOutcome(job_id, "done", "dry run: dataset only", snapshot)
             if not any(r.split == "train" for r in rows):
                 raise ConflictError(f"nothing new to train on for audience {audience!r} since the last refresh")
-            adapter = register_candidate(db, config, audience=audience, snapshot_id=snapshot.id, job_id=job_id)
+            if adapter is None:
+                adapter = register_candidate(db, config, audience=audience, snapshot_id=snapshot.id, job_id=job_id)
             report({"stage": "train", "adapter": adapter.name})
             from finetune.train import train_adapter  # torch, transformers and peft load here only
 

@@ -121,12 +121,19 @@ def refreshed(tmp_path_factory):
     res.close()
 
 
+_SHARED: dict = {}
+
+
 def _router(res, share: float) -> AdapterRouter:
+    """A router over the registry; its routers share one base model (loading one costs seconds)."""
     from assistant.core.llm.peft_serving import PeftAdapterLLM, PeftServing
 
-    base = PeftAdapterLLM(PeftServing("builtin:smollm2-135m"), None)  # the same base, without adapters
-    return AdapterRouter(base, adapters=lambda: registry_db.serving_adapters(res.db), open_adapter=local_adapter(),
-                         canary_share=share, refresh_s=0)
+    if not _SHARED:
+        # The same base as the adapters', without adapters: what a reader without one is answered by.
+        _SHARED["base"] = PeftAdapterLLM(PeftServing("builtin:smollm2-135m"), None)
+        _SHARED["open"] = local_adapter()
+    return AdapterRouter(_SHARED["base"], adapters=lambda: registry_db.serving_adapters(res.db),
+                         open_adapter=_SHARED["open"], canary_share=share, refresh_s=0)
 
 
 def _ask(router: AdapterRouter, principal: Principal) -> str:
@@ -255,3 +262,27 @@ def test_training_resumes_from_its_last_checkpoint(tmp_path):
     steps = [entry["step"] for entry in map(json.loads, log.read_text().splitlines()) if "loss" in entry]
     assert second.steps == 2 and steps == [2]
     check_adapter(tmp_path / "a")
+
+
+def test_a_killed_refresh_is_resumed_by_the_next_one(refreshed):
+    """A refresh whose worker died after its first checkpoint leaves a `running` job and a candidate; the
+    next refresh closes that job and continues the same adapter from the checkpoint, on the same snapshot."""
+    from dataclasses import replace
+
+    from finetune.train import train_adapter
+
+    res = refreshed["res"]
+    config = replace(refreshed["config"], lora=replace(refreshed["config"].lora, epochs=2))
+    snapshot = refreshed["outcome"].snapshot
+    killed_job = registry_db.start_finetune_job(res.db, {"audience": "everyone"})
+    from finetune.registry import adapter_dir, register_candidate
+
+    candidate = register_candidate(res.db, config, audience="everyone", snapshot_id=snapshot.id, job_id=killed_job)
+    train_adapter(read_snapshot(snapshot.path), base_model=config.base_model, hp=config.lora,
+                  out_dir=adapter_dir(config, candidate.name), log_path=log_path(config, candidate.name), max_steps=1)
+    outcome = asyncio.run(run_refresh(res.db, res.store, config=config, publisher=InProcessPublisher(), llm=None))
+    assert outcome.status == "done", outcome.reason
+    assert outcome.adapter.id == candidate.id and outcome.adapter.status == "canary"
+    assert outcome.snapshot.id == snapshot.id and outcome.adapter.metrics["train_steps"] == 2
+    killed = get_job(res.db, killed_job)
+    assert killed.status == "failed" and f"resumed by job {outcome.job_id}" in killed.reason

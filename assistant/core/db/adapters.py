@@ -283,6 +283,23 @@ def finish_finetune_job(db: Database, job_id: int, *, status: str, totals: dict[
         job.status, job.totals, job.reason, job.finished_at = status, totals, reason, utcnow()
 
 
+def take_orphaned_run(db: Database, *, audience: str, new_job_id: int) -> AdapterRecord | None:
+    """Close the finetune jobs left `running` by a worker that stopped (call only while holding the
+    refresh lease: no live worker runs them) and return the candidate adapter of the newest of them for
+    `audience`, whose training the new job `new_job_id` resumes from its checkpoints; None when none."""
+    with db.session() as session:
+        jobs = list(session.scalars(select(Job).where(Job.kind == FINETUNE_JOB, Job.status == "running",
+                                                      Job.id != new_job_id).order_by(Job.id.desc())))
+        resumed = None
+        for job in jobs:
+            job.status, job.finished_at = "failed", utcnow()
+            job.reason = f"its worker stopped; resumed by job {new_job_id}"
+            adapter = session.scalar(select(Adapter).where(Adapter.job_id == job.id, Adapter.status == "candidate"))
+            if adapter is not None and resumed is None and adapter.audience == audience:
+                adapter.job_id, resumed = new_job_id, _adapter(adapter)
+        return resumed
+
+
 def record_progress(db: Database, job_id: int, totals: dict[str, Any]) -> None:
     """Merge `totals` (step, stage, loss...) into running job `job_id`'s totals."""
     with db.session() as session:

@@ -51,11 +51,12 @@ class PeftServing:
             self._adapters[name] = str(path)
 
     def unload(self, name: str) -> None:
-        """Drop adapter `name` (nothing happens when it is not loaded)."""
+        """Drop adapter `name` (nothing happens when it is not loaded, or when it is the only one: a peft
+        model keeps at least one adapter; it costs megabytes)."""
         with self._lock:
             if name in self._adapters and len(self._adapters) > 1:
                 self._model.delete_adapter(name)
-            self._adapters.pop(name, None)
+                self._adapters.pop(name)
 
     def generate(self, adapter: str | None, messages: list[ChatMessage], *, max_tokens: int, temperature: float,
                  stop: Sequence[str] = ()) -> tuple[str, int, int, str]:
