@@ -10,6 +10,8 @@ from assistant.answering.prompt import SYSTEM_PROMPT
 from assistant.answering.cache import AnswerCache, MemoryStore, RedisStore, index_version
 from assistant.answering.request import GenerationParams
 from assistant.core.document_versions import readable_versions
+from assistant.core.db.adapters import serving_adapters
+from assistant.core.llm.adapter_routing import AdapterRouter, local_adapter, remote_adapter
 from assistant.core.llm.deferred import DeferredLLM
 from assistant.core.resources import Resources
 from assistant.retrieval import Retriever
@@ -47,7 +49,7 @@ class Assistant:
         )
         answerer = Answerer(
             retriever=retriever,
-            llm=DeferredLLM(lambda: resources.llm),  # search-only processes never load the model
+            llm=adapter_router(resources),
             top_k=settings.top_k,
             abstention=AbstentionRule.for_model(embedding_model, min_relevance=settings.min_relevance),
             defaults=GenerationParams.from_settings(settings),
@@ -57,6 +59,16 @@ class Assistant:
             else ("llm" if settings.llm_backend == "openai" else "rules"),
         )
         return cls(resources=resources, retriever=retriever, answerer=answerer)
+
+
+def adapter_router(resources: Resources) -> AdapterRouter:
+    """The served model (opened on first use: search-only processes never load it) behind the router
+    that sends each reader to the live or canary LoRA adapter of their audience (`finetune`)."""
+    settings = resources.settings
+    base = DeferredLLM(lambda: resources.llm)
+    open_adapter = remote_adapter(base) if settings.llm_backend == "openai" else local_adapter(threads=settings.llm_threads)
+    return AdapterRouter(base, adapters=lambda: serving_adapters(resources.db), open_adapter=open_adapter,
+                         canary_share=settings.finetune_canary_share)
 
 
 def _translator():

@@ -20,6 +20,7 @@ from assistant.answering.rewrite import rewrite_query
 from assistant.core import metrics
 from assistant.core.language import question_language
 from assistant.core.llm import LLM, ChatMessage, FinishReason, StreamResult, Usage
+from assistant.core.llm.adapter_routing import current_principal
 from assistant.core.principals import Principal
 from assistant.retrieval import RetrievedChunk, Retriever
 from assistant.retrieval.abstention import AbstentionRule
@@ -226,6 +227,7 @@ class Answerer:
         """`stream`'s events, with a first internal `{"type": "sources"}`; `done` also holds the citations."""
         check_query(question)
         started = time.perf_counter()
+        current_principal.set(principal)  # the adapter router picks this reader's adapter
         ticket = ticket or self.admit(principal)
         history = list(history)
         params = params or self.defaults

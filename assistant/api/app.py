@@ -25,6 +25,7 @@ from assistant.api.routes import (
 from assistant.api.routes import compliance
 from assistant.api.routes import metrics, operations
 from assistant.api.routes import admin, handoff, uploads
+from assistant.api.routes import finetune
 from assistant.composition import Assistant
 from assistant.api.routes import local_ingest
 from assistant.core import resources as resources_mod
@@ -113,7 +114,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     signed_in = [Depends(get_principal)]
     for router in (
         auth.router, search.router, chat.router, documents.router, users.router, jobs.router,
-        conversations.router, feedback.router, compliance.router, uploads.router, admin.router, handoff.router,
+        conversations.router, feedback.router, compliance.router, uploads.router, admin.router, handoff.router, finetune.router,
     ):
         app.include_router(router, dependencies=signed_in)
     # The routes that generate for API keys also count against the key's rate limits.

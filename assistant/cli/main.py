@@ -17,6 +17,7 @@ from assistant.cli import operations, serve_model
 from assistant.cli.admin_audit import audit_source_change, install_admin_audit
 from assistant.cli.errors import fail, report
 from assistant.cli.compliance import audit_app, retention_app
+from assistant.cli.finetune import finetune_app
 from assistant.cli.keys import keys_app
 from assistant.cli.sources import sources_app
 from assistant.cli.users import groups_app, note_new_data_dir, users_app
@@ -28,9 +29,10 @@ app.add_typer(users_app, name="users")
 app.add_typer(groups_app, name="groups")
 app.add_typer(keys_app, name="keys")
 app.add_typer(sources_app, name="sources")
+app.add_typer(finetune_app, name="finetune")
 app.add_typer(audit_app, name="audit")
 app.add_typer(retention_app, name="retention")
-install_admin_audit({"users": users_app, "groups": groups_app, "keys": keys_app, "sources": sources_app})
+install_admin_audit({"users": users_app, "groups": groups_app, "keys": keys_app, "sources": sources_app, "finetune": finetune_app})
 serve_model.register(app)
 operations.register(app)  # doctor, backup, restore, migrate
 console = Console(stderr=True)

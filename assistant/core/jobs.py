@@ -11,9 +11,11 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from datetime import datetime, timezone
 from typing import Any
 
 from celery import Celery
+from celery.schedules import crontab
 from celery.signals import setup_logging, worker_ready
 from assistant.core.db.helpdesk import pending_delivery_ids
 from assistant.core.db.jobs import job_lease, requeue_job, unfinished_job_ids
@@ -23,11 +25,12 @@ from assistant.core.settings import Settings, get_settings
 log = logging.getLogger(__name__)
 
 # Modules that define tasks, loaded by name so that `core` imports neither `ingest` nor `finetune`.
-TASK_MODULES = ["ingest.tasks", "assistant.core.webhook_tasks", "assistant.core.retention_tasks"]
+TASK_MODULES = ["ingest.tasks", "assistant.core.webhook_tasks", "assistant.core.retention_tasks", "finetune.tasks"]
 # Which task runs each job kind.
 JOB_TASKS = {"sync": "ingest.sync_source"}
 RESUME_TASK = "jobs.resume_unfinished"
 WEBHOOK_TASK = "helpdesk.deliver_webhook"
+FINETUNE_TASK = "finetune.refresh"
 RESUME_INTERVAL_S = 300.0
 RETENTION_TASK = "compliance.apply_retention"
 
@@ -45,6 +48,8 @@ def make_celery(settings: Settings) -> Celery:
         beat["sync-every-source"] = {"task": "ingest.sync_all", "schedule": settings.sync_interval_s}
     if settings.retention_interval_s:
         beat["apply-retention"] = {"task": RETENTION_TASK, "schedule": settings.retention_interval_s}
+    if settings.finetune_schedule_enabled:
+        beat["finetune-refresh"] = {"task": FINETUNE_TASK, "schedule": refresh_schedule(settings)}
     app.conf.update(
         task_acks_late=True,  # a task is acknowledged only after it finished ...
         task_reject_on_worker_lost=True,  # ... and is redelivered if its worker died mid-way
@@ -57,9 +62,17 @@ def make_celery(settings: Settings) -> Celery:
         task_default_queue=settings.celery_queue,
         timezone="UTC",
         beat_schedule=beat,
+        task_routes={f"{FINETUNE_TASK.split('.')[0]}.*": {"queue": settings.finetune_celery_queue}},
     )
     app.task(name=RESUME_TASK, ignore_result=True)(_resume_task)
     return app
+
+
+def refresh_schedule(settings: Settings) -> crontab:
+    """The monthly refresh's schedule, `finetune_schedule_cron` (minute hour day-of-month month
+    day-of-week), as Celery's crontab (UTC)."""
+    minute, hour, day_of_month, month, day_of_week = settings.finetune_schedule_cron.split()
+    return crontab(minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month, day_of_week=day_of_week)
 
 
 _celery: Celery | None = None
@@ -122,7 +135,8 @@ class InProcessWorker:
 class JobDispatcher:
     """Submits tasks by name to Celery or to the in-process worker, per `settings.jobs_backend`.
 
-    In-process, it also plays Celery beat: every `sync_interval_s` seconds it submits `ingest.sync_all`.
+    In-process, it also plays Celery beat: every `sync_interval_s` seconds it submits `ingest.sync_all`,
+    and at each time of `finetune_schedule_cron` the refresh.
     """
 
     def __init__(self, settings: Settings):
@@ -133,13 +147,16 @@ class JobDispatcher:
             threading.Thread(target=self._beat, name="assistant-beat", daemon=True).start()
         if self._worker is not None and settings.retention_interval_s:
             threading.Thread(target=self._retention_beat, name="assistant-retention", daemon=True).start()
+        if self._worker is not None and settings.finetune_schedule_enabled:
+            threading.Thread(target=self._refresh_beat, name="assistant-finetune-beat", daemon=True).start()
 
     def submit(self, name: str, *, countdown_s: float | None = None, **kwargs: Any) -> None:
         """Queue task `name` with JSON-serialisable `kwargs` (Celery: after `countdown_s` seconds)."""
         if self._worker is not None:
             self._worker.submit(name, kwargs)
         else:
-            get_celery().send_task(name, kwargs=kwargs, countdown=countdown_s, queue=self.settings.celery_queue)
+            queue = self.settings.finetune_celery_queue if name == FINETUNE_TASK else self.settings.celery_queue
+            get_celery().send_task(name, kwargs=kwargs, countdown=countdown_s, queue=queue)
 
     def join(self, timeout_s: float | None = None) -> bool:
         """In-process only: wait for the queue to drain (True if it did within `timeout_s` seconds)."""
@@ -156,6 +173,11 @@ class JobDispatcher:
     def _retention_beat(self) -> None:
         while not self._stop.wait(self.settings.retention_interval_s):
             self.submit(RETENTION_TASK)
+
+    def _refresh_beat(self) -> None:
+        schedule = refresh_schedule(self.settings)
+        while not self._stop.wait(max(1.0, schedule.remaining_estimate(datetime.now(timezone.utc)).total_seconds())):
+            self.submit(FINETUNE_TASK)
 
     def resume_unfinished(self, db: Database) -> list[int]:
         """Resubmit every job left `running` (in-process: or `queued`) whose lease nobody holds, and,

@@ -70,9 +70,15 @@ def adapter_in_use(resources) -> str:
         resources: the process's `Resources` (or None before they are open).
 
     Returns:
-        "base" until the adapter registry (finetune) records a live adapter for this deployment.
+        The registry's serving adapters as `status:name` joined by commas (e.g. `live:everyone-3,canary:
+        everyone-4`), or "base" when none is live or canary (or the resources are not open).
     """
-    return "base"
+    if resources is None:
+        return "base"
+    from assistant.core.db.adapters import serving_adapters
+
+    serving = sorted(serving_adapters(resources.db), key=lambda a: (a.status != "live", a.name))
+    return ",".join(f"{a.status}:{a.name}" for a in serving) or "base"
 
 
 class OperationsCollector:

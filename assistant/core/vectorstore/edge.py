@@ -166,20 +166,26 @@ class EdgeVectorStore(VectorStore):
         return qe.Filter(must=[qe.FieldCondition(key="doc_id", match=qe.MatchValue(doc_id))])
 
     def scroll_ids(self, *, doc_id: str) -> set[str]:
+        return set(self._scroll(doc_id, with_payload=False))
+
+    def scroll_payloads(self, *, doc_id: str) -> dict[str, dict[str, Any]]:
+        return self._scroll(doc_id, with_payload=True)
+
+    def _scroll(self, doc_id: str, *, with_payload: bool) -> dict[str, dict[str, Any]]:
         if self._shard is None:
-            return set()
-        ids: set[str] = set()
+            return {}
+        found: dict[str, dict[str, Any]] = {}
         offset = None
         with self._lock:
             while True:
                 records, offset = self.shard.scroll(
                     qe.ScrollRequest(
-                        offset=offset, limit=1024, filter=self._doc_filter(doc_id), with_payload=False
+                        offset=offset, limit=1024, filter=self._doc_filter(doc_id), with_payload=with_payload
                     )
                 )
-                ids.update(str(r.id) for r in records)
+                found.update((str(r.id), dict(r.payload or {}) if with_payload else {}) for r in records)
                 if offset is None:
-                    return ids
+                    return found
 
     def set_payload(self, *, doc_id: str, payload: dict[str, Any]) -> None:
         if self._shard is None:

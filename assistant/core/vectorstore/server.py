@@ -141,18 +141,24 @@ class QdrantServerStore(VectorStore):
         return qm.Filter(must=[qm.FieldCondition(key="doc_id", match=qm.MatchValue(value=doc_id))])
 
     def scroll_ids(self, *, doc_id: str) -> set[str]:
+        return set(self._scroll(doc_id, with_payload=False))
+
+    def scroll_payloads(self, *, doc_id: str) -> dict[str, dict[str, Any]]:
+        return self._scroll(doc_id, with_payload=True)
+
+    def _scroll(self, doc_id: str, *, with_payload: bool) -> dict[str, dict[str, Any]]:
         if not self._collection_exists():
-            return set()
-        ids: set[str] = set()
+            return {}
+        found: dict[str, dict[str, Any]] = {}
         offset = None
         while True:
             records, offset = self.client.scroll(
                 self.collection, scroll_filter=self._doc_filter(doc_id), limit=1024, offset=offset,
-                with_payload=False, with_vectors=False,
+                with_payload=with_payload, with_vectors=False,
             )
-            ids.update(str(r.id) for r in records)
+            found.update((str(r.id), dict(r.payload or {}) if with_payload else {}) for r in records)
             if offset is None:
-                return ids
+                return found
 
     def set_payload(self, *, doc_id: str, payload: dict[str, Any]) -> None:
         if self._collection_exists():

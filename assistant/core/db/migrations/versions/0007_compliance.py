@@ -1,7 +1,7 @@
 """compliance: audit trail hash chain and its columns, auditor role and legal hold, sign-in throttles
 
 Revision ID: 0007_compliance
-Revises: 0005_uploads
+Revises: 0006_finetune
 """
 
 from alembic import op
@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 
 revision = "0007_compliance"
-down_revision = "0005_uploads"
+down_revision = "0006_finetune"
 branch_labels = None
 depends_on = None
 

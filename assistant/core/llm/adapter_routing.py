@@ -1,0 +1,152 @@
+"""Which LoRA adapter answers a request: the live adapter of the reader's audience, or its canary for a
+stable share of users, and never an adapter of a group the reader is not in."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import threading
+import time
+from contextvars import ContextVar
+from typing import AsyncIterator, Callable, Sequence
+
+from assistant.core.db.adapters import AdapterRecord
+from assistant.core.llm.base import LLM, ChatMessage, StreamResult
+from assistant.core.principals import EVERYONE, Principal
+
+# Set by the answerer for the request being answered; read when the model is called.
+current_principal: ContextVar[Principal | None] = ContextVar("current_principal", default=None)
+# The adapter that produced the request's last generation (None: the base model).
+served_adapter: ContextVar[str | None] = ContextVar("served_adapter", default=None)
+
+
+def canary_bucket(user: str, audience: str) -> float:
+    """A stable number in [0, 1) for `user` within `audience` (SHA-256 of both): users below the canary
+    share get the canary, the same users every time."""
+    digest = hashlib.sha256(f"{audience}\x00{user}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def choose_adapter(adapters: Sequence[AdapterRecord], principal: Principal, *, canary_share: float) -> AdapterRecord | None:
+    """The adapter that answers `principal`, or None for the base model.
+
+    Audiences the principal belongs to are tried from the most specific (its groups, by name) to
+    `everyone`; in each, the canary answers a user whose `canary_bucket` is below `canary_share`, the
+    live adapter everyone else. An adapter whose audience the principal does not hold is never chosen.
+    """
+    tokens = set(principal.acl_tokens)
+    audiences = sorted({a.audience for a in adapters if a.audience in tokens}, key=lambda a: (a == EVERYONE, a))
+    for audience in audiences:
+        mine = [a for a in adapters if a.audience == audience]
+        canary = next((a for a in mine if a.status == "canary"), None)
+        live = next((a for a in mine if a.status == "live"), None)
+        if canary is not None and canary_bucket(principal.name, audience) < canary_share:
+            return canary
+        if live is not None:
+            return live
+    return None
+
+
+class AdapterRouter(LLM):
+    """An `LLM` that sends each generation to the adapter chosen for the current principal.
+
+    Args:
+        base: the served model without adapters (its `name`, window and tokenizer are this LLM's).
+        adapters: reads the serving adapters (`assistant.core.db.adapters.serving_adapters`).
+        open_adapter: the `LLM` of one adapter (a copy of the vLLM client asking for the adapter's
+            name, or an in-process peft model); built once per adapter name and folder.
+        canary_share: share of users the canary answers, in [0, 1].
+        refresh_s: how long the list of serving adapters is reused before it is read again, seconds;
+            promote and rollback call `refresh` so that the switch needs no restart.
+    """
+
+    def __init__(self, base: LLM, *, adapters: Callable[[], list[AdapterRecord]],
+                 open_adapter: Callable[[AdapterRecord], LLM], canary_share: float, refresh_s: float = 5.0):
+        self.base = base
+        self._read = adapters
+        self._open = open_adapter
+        self.canary_share = canary_share
+        self.refresh_s = refresh_s
+        self._adapters: list[AdapterRecord] = []
+        self._read_at = float("-inf")
+        self._llms: dict[tuple[str, str], LLM] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.base.name
+
+    @property
+    def context_tokens(self) -> int:  # type: ignore[override]
+        return self.base.context_tokens
+
+    def count_tokens(self, text: str) -> int:
+        return self.base.count_tokens(text)
+
+    def refresh(self) -> list[AdapterRecord]:
+        """Read the serving adapters now; returns them."""
+        adapters = self._read()
+        with self._lock:
+            self._adapters, self._read_at = adapters, time.monotonic()
+            keep = {(a.name, a.path) for a in adapters}
+            self._llms = {k: v for k, v in self._llms.items() if k in keep}
+        return adapters
+
+    def route(self, principal: Principal | None) -> tuple[AdapterRecord | None, LLM]:
+        """The adapter (None: the base model) and the `LLM` that answer `principal`."""
+        if time.monotonic() - self._read_at > self.refresh_s:
+            self.refresh()
+        if principal is None:
+            return None, self.base
+        adapter = choose_adapter(self._adapters, principal, canary_share=self.canary_share)
+        if adapter is None:
+            return None, self.base
+        key = (adapter.name, adapter.path)
+        with self._lock:
+            llm = self._llms.get(key)
+        if llm is None:
+            llm = self._open(adapter)
+            with self._lock:
+                self._llms[key] = llm
+        return adapter, llm
+
+    async def stream(self, messages: list[ChatMessage], *, max_tokens: int, temperature: float,
+                     result: StreamResult | None = None, stop: Sequence[str] = ()) -> AsyncIterator[str]:
+        """`LLM.stream` of the routed model; `served_adapter` says which adapter it was."""
+        adapter, llm = self.route(current_principal.get())
+        served_adapter.set(adapter.name if adapter else None)
+        async for delta in llm.stream(messages, max_tokens=max_tokens, temperature=temperature, result=result, stop=stop):
+            yield delta
+
+    async def aclose(self) -> None:
+        await self.base.aclose()
+
+
+def remote_adapter(base: LLM) -> Callable[[AdapterRecord], LLM]:
+    """`open_adapter` for an OpenAI-compatible server (vLLM): the same client asking for the adapter's
+    name as its model (vLLM serves a loaded LoRA under its `lora_name`)."""
+
+    def open_adapter(adapter: AdapterRecord) -> LLM:
+        backend = getattr(base, "backend", base)  # a DeferredLLM opens its backend here
+        llm = copy.copy(backend)
+        llm.name = adapter.name
+        return llm
+
+    return open_adapter
+
+
+def local_adapter(*, threads: int = 0) -> Callable[[AdapterRecord], LLM]:
+    """`open_adapter` for the embedded default: the adapter loaded into an in-process transformers model
+    of its base (`peft_serving`), one base model per process shared by its adapters."""
+    servings: dict[str, object] = {}
+
+    def open_adapter(adapter: AdapterRecord) -> LLM:
+        from assistant.core.llm.peft_serving import PeftAdapterLLM, PeftServing
+
+        serving = servings.get(adapter.base_model)
+        if serving is None:
+            serving = servings[adapter.base_model] = PeftServing(adapter.base_model, threads=threads)
+        serving.load(adapter.name, adapter.path)
+        return PeftAdapterLLM(serving, adapter.name)
+
+    return open_adapter

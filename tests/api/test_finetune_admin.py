@@ -1,0 +1,58 @@
+"""The adapter registry's admin API: only admins may use it; promote and rollback switch in one step and
+answer 409 when the adapter cannot move; starting a run goes out by task name."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from assistant.api.app import create_app
+from assistant.core.auth.accounts import create_user
+from assistant.core.db import adapters as registry_db
+from tests.api.test_auth import PASSWORD, login
+from tests.conftest import make_settings, open_resources
+
+
+@pytest.fixture(scope="module")
+def admin_app(tmp_path_factory):
+    root = tmp_path_factory.mktemp("finetune-api")
+    res = open_resources(make_settings(root / "var", finetune_schedule_enabled=False))
+    create_user(res.db, "ft-admin", password=PASSWORD, is_admin=True)
+    create_user(res.db, "ft-reader", password=PASSWORD)
+    yield create_app(res.settings, resources=res), res
+    res.close()
+
+
+def _csrf(client: TestClient) -> dict:
+    return {"X-CSRF-Token": client.get("/api/auth/me").json()["csrf_token"]}
+
+
+def test_readers_may_not_see_or_move_adapters(admin_app):
+    app, _ = admin_app
+    with TestClient(app) as client:
+        login(client, "ft-reader")
+        assert client.get("/api/admin/finetune/adapters").status_code == 403
+        assert client.post("/api/admin/finetune/rollback", json={}, headers=_csrf(client)).status_code == 403
+
+
+def test_admin_promotes_to_live_and_rolls_back_in_one_step(admin_app):
+    app, res = admin_app
+    first = registry_db.add_adapter(res.db, name="api-a", audience="everyone", base_model="b", snapshot_id=None,
+                                    job_id=None, hyperparameters={"rank": 8})
+    second = registry_db.add_adapter(res.db, name="api-b", audience="everyone", base_model="b", snapshot_id=None,
+                                     job_id=None, hyperparameters={"rank": 8})
+    with TestClient(app) as client:
+        login(client, "ft-admin")
+        csrf = _csrf(client)
+        assert client.post(f"/api/admin/finetune/adapters/{first.id}/promote", json={"to": "live"}, headers=csrf).json() == {
+            "loaded": ["api-a"], "unloaded": []}
+        assert client.post(f"/api/admin/finetune/adapters/{second.id}/promote", json={}, headers=csrf).status_code == 200
+        listed = {a["name"]: a for a in client.get("/api/admin/finetune/adapters").json()}
+        assert listed["api-a"]["status"] == "live" and listed["api-b"]["status"] == "canary"
+        assert listed["api-b"]["promoted_by"] == "ft-admin"
+        # Rollback retires the canary first; the live adapter keeps serving.
+        assert client.post("/api/admin/finetune/rollback", json={}, headers=csrf).json() == {"loaded": [], "unloaded": ["api-b"]}
+        assert client.post(f"/api/admin/finetune/adapters/{second.id}/promote", json={}, headers=csrf).status_code == 409
+        assert client.post("/api/admin/finetune/rollback", json={}, headers=csrf).json() == {"loaded": [], "unloaded": ["api-a"]}
+        assert client.post("/api/admin/finetune/rollback", json={}, headers=csrf).status_code == 409
+        assert client.get("/api/admin/finetune/adapters/999999").status_code == 404

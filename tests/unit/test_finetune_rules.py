@@ -1,0 +1,90 @@
+"""Pure rules of the refresh: who an adapter may learn from and serve, canary shares, duplicates, splits,
+hyperparameters vLLM accepts, and the schedule."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from assistant.core.db.adapters import AdapterRecord
+from assistant.core.errors import InvalidRequestError
+from assistant.core.jobs import refresh_schedule
+from assistant.core.llm.adapter_routing import canary_bucket, choose_adapter
+from assistant.core.principals import Principal
+from finetune.config import LoraHyperparameters, check_audience
+from finetune.dataset import Row, drop_duplicates, readable_by, split_rows
+from tests.conftest import make_settings
+
+
+def _adapter(name: str, audience: str, status: str) -> AdapterRecord:
+    now = datetime.now(timezone.utc)
+    return AdapterRecord(id=hash(name) % 1000, name=name, audience=audience, base_model="b", snapshot_id=None, job_id=None,
+                         hyperparameters={}, metrics={}, files={}, path="/x", status=status, reason="", history=[],
+                         created_at=now, promoted_by=None, promoted_at=None)
+
+
+@pytest.mark.parametrize("acl, audience, readable", [
+    (["everyone"], "everyone", True),
+    (["group:hr"], "everyone", False),
+    (["group:hr", "everyone"], "everyone", True),
+    (["group:hr"], "group:hr", True),
+    (["group:finance"], "group:hr", False),
+    (["user:alice"], "everyone", False),
+    ([], "everyone", False),
+])
+def test_only_what_the_whole_audience_may_read(acl, audience, readable):
+    assert readable_by(acl, audience) is readable
+
+
+@pytest.mark.parametrize("audience", ["user:alice", "anonymous", "group:", "everyone group:x", ""])
+def test_an_audience_is_everyone_or_a_group(audience):
+    with pytest.raises(InvalidRequestError):
+        check_audience(audience)
+
+
+def test_canary_share_is_stable_and_close_to_the_setting():
+    users = [f"user-{i}" for i in range(2000)]
+    share = sum(canary_bucket(u, "everyone") < 0.1 for u in users) / len(users)
+    assert 0.08 <= share <= 0.12
+    assert [canary_bucket(u, "everyone") for u in users[:50]] == [canary_bucket(u, "everyone") for u in users[:50]]
+
+
+def test_routing_prefers_the_readers_group_and_never_another_group():
+    adapters = [_adapter("all-live", "everyone", "live"), _adapter("all-canary", "everyone", "canary"),
+                _adapter("hr-live", "group:hr", "live")]
+    assert choose_adapter(adapters, Principal(name="a", groups=frozenset({"hr"})), canary_share=0.0).name == "hr-live"
+    assert choose_adapter(adapters, Principal(name="b"), canary_share=0.0).name == "all-live"
+    assert choose_adapter(adapters, Principal(name="b"), canary_share=1.0).name == "all-canary"
+    assert choose_adapter([_adapter("hr-live", "group:hr", "live")], Principal(name="c"), canary_share=1.0) is None
+
+
+def test_near_duplicates_are_dropped_and_the_split_is_stable():
+    rows = [Row("feedback", "1", "How do I reset my VPN password?", "Open the portal and choose reset."),
+            Row("feedback", "2", "How do I reset my VPN password ?", "Open the portal and choose reset!"),
+            Row("helpdesk", "3", "Where is the printer?", "On floor 2.")]
+    kept, dropped = drop_duplicates(rows)
+    assert dropped == 1 and [r.ref for r in kept] == ["1", "3"]
+    many = [Row("feedback", str(i), f"question number {i}", "answer") for i in range(400)]
+    split = split_rows(many, 0.2)
+    assert 0.14 <= sum(r.split == "heldout" for r in split) / 400 <= 0.26
+    assert split == split_rows(many, 0.2)
+    assert split_rows(many[:1], 0.99)[0].split == "train"
+
+
+@pytest.mark.parametrize("kwargs", [{"rank": 32}, {"rank": 0}, {"target_modules": ("embed_tokens",)}, {"target_modules": ()}])
+def test_hyperparameters_vllm_cannot_load_are_refused(kwargs):
+    with pytest.raises(InvalidRequestError):
+        LoraHyperparameters(**kwargs)
+
+
+def test_settings_refuse_modules_vllm_cannot_load_and_bad_cron(tmp_path):
+    with pytest.raises(Exception, match="FINETUNE_TARGET_MODULES"):
+        make_settings(tmp_path, finetune_target_modules=["lm_head"])
+    with pytest.raises(Exception, match="FINETUNE_SCHEDULE_CRON"):
+        make_settings(tmp_path, finetune_schedule_cron="monthly")
+
+
+def test_the_schedule_is_monthly_by_default(tmp_path):
+    schedule = refresh_schedule(make_settings(tmp_path))
+    assert schedule.day_of_month == {1} and schedule.hour == {3} and schedule.minute == {0}
