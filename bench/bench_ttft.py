@@ -1,0 +1,166 @@
+"""Where the time to the first token goes on the embedded default, and raw llama.cpp on the same prompt.
+
+For development questions (the sample of `bench/capture_answers.py`: same seed, same small index of
+their answer files and two neighbouring pages each, e5 int8, the built-in chat model), each question is
+asked once per variant of the source packing (`--variants`: CPU window tokens x per-source cap, see
+`answering/focus.py`), in turn, so that the variants share the machine's load. Per question and variant:
+
+- embed: the question's e5 embedding alone (`Embedder.embed_queries`, warm);
+- prepare: `Answerer.prepare`: retrieval (embedding, dense + keyword search, fusion, abstention) and
+  packing into the window (and focusing, when a cap is set);
+- prompt eval: llama.cpp's own prompt-evaluation time and token count for the product's generation
+  (`llama_perf_context`: the tokens evaluated after the reused prefix);
+- model TTFT: `Answerer.stream`'s prompt to the model's first text delta (measured as prepare + the
+  stream's first delta: the grounded stream holds deltas back until a sentence ends, so `first
+  sentence` is also shown: the first token event the reader sees);
+- raw TTFT: `Llama.create_chat_completion` on the very messages the product built, on the same loaded
+  model right after it (its KV cache then holds the same system-prompt prefix), to the first delta.
+
+Every figure is printed with `os.getloadavg()` at the time: the machine is shared; ratios within one run
+are what compare. The generation is stopped at the first sentence (quality is measured by
+`bench/capture_answers.py` + `bench/ground_answers.py`).
+
+Run: PYTHONPATH=. python bench/bench_ttft.py [--per-lang 4] [--langs en,zh] [--variants 1024:0,1024:120]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import llama_cpp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from capture_answers import build_folder, choose  # noqa: E402
+
+from assistant.composition import Assistant  # noqa: E402
+from assistant.core.principals import ANONYMOUS  # noqa: E402
+from assistant.core.resources import Resources  # noqa: E402
+from assistant.core.settings import Settings  # noqa: E402
+from assistant.evaluation.dataset import load_questions  # noqa: E402
+from ingest.pipeline import Ingestor  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))] if ordered else float("nan")
+
+
+def perf(llama) -> tuple[float, int]:
+    """llama.cpp's cumulative prompt-evaluation milliseconds and tokens of this context."""
+    data = llama_cpp.llama_perf_context(llama._ctx.ctx)
+    return data.t_p_eval_ms, data.n_p_eval
+
+
+async def product(answerer, question: str) -> dict:
+    """One question through `Answerer.stream`, stopped at the first token event."""
+    llama = answerer.llm.backend._llama
+    ms0, n0 = perf(llama)
+    started = time.perf_counter()
+    first_sentence = None
+    abstained = False
+    stream = answerer.stream(question, principal=ANONYMOUS)
+    async for event in stream:
+        if event["type"] == "token":
+            first_sentence = time.perf_counter() - started
+            break
+        if event["type"] == "done":
+            abstained = event["abstained"]
+    await stream.aclose()
+    ms1, n1 = perf(llama)
+    return {"first_sentence_s": first_sentence, "p_eval_s": (ms1 - ms0) / 1000, "p_eval_tokens": n1 - n0,
+            "abstained": abstained}
+
+
+def raw(llama, messages: list, sampling) -> float:
+    """Seconds to the first delta of raw llama.cpp on `messages` (the cache as the product left it)."""
+    started = time.perf_counter()
+    chunks = llama.create_chat_completion(
+        messages=messages, max_tokens=8, temperature=0.1, stream=True,
+        repeat_penalty=sampling.repeat_penalty, top_p=sampling.top_p, top_k=sampling.top_k,
+    )
+    try:
+        for chunk in chunks:
+            if chunk["choices"][0].get("delta", {}).get("content"):
+                return time.perf_counter() - started
+    finally:
+        chunks.close()
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--questions", type=Path, default=REPO / "tests" / "data" / "dev_questions.jsonl")
+    parser.add_argument("--per-lang", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--langs", default="en,zh")
+    parser.add_argument("--variants", default="1024:0,1024:120", help="WINDOW:SOURCE_TOKENS,... (0 = whole chunks)")
+    parser.add_argument("--model", default=None, help="built-in chat model (default: the configured one)")
+    args = parser.parse_args()
+    variants = [tuple(int(x) for x in v.split(":")) for v in args.variants.split(",")]
+    questions = [q for q in choose(load_questions(args.questions), args.per_lang, 0, args.seed)
+                 if q.lang in args.langs.split(",")]
+    with tempfile.TemporaryDirectory(prefix="ttft-") as tmp:
+        build_folder(questions, Path(tmp) / "docs", args.seed)
+        extra = {"llm_model": args.model} if args.model else {}
+        res = Resources.open(Settings(_env_file=None, data_dir=Path(tmp) / "var", answer_cache_entries=0, **extra))
+        try:
+            started = time.perf_counter()
+            Ingestor(res).sync(Path(tmp) / "docs")
+            print(f"indexed in {time.perf_counter() - started:.0f} s; load {os.getloadavg()}", flush=True)
+            answerer = Assistant.build(res).answerer
+            llm = res.llm
+            started = time.perf_counter()
+            answerer.prepare("warm up", principal=ANONYMOUS)
+            print(f"model {llm.name} loaded in {time.perf_counter() - started:.1f} s; "
+                  f"{llama_cpp.llama_print_system_info().decode()[:200]}", flush=True)
+            asyncio.run(product(answerer, questions[0].question))  # the system prompt's prefix, once
+            rows: dict[tuple[int, int], list[dict]] = {v: [] for v in variants}
+            for q in questions:
+                for window, cap in variants:
+                    llm.context_tokens = window
+                    answerer.source_tokens = cap or None
+                    t0 = time.perf_counter()
+                    res.embedder.embed_queries([q.question])
+                    embed_s = time.perf_counter() - t0
+                    t0 = time.perf_counter()
+                    _, messages = answerer.prepare(q.question, principal=ANONYMOUS)
+                    prepare_s = time.perf_counter() - t0
+                    row = asyncio.run(product(answerer, q.question))
+                    raw_s = raw(llm._llama, messages, llm.sampling) if messages else float("nan")
+                    row.update(id=q.id, embed_s=embed_s, prepare_s=prepare_s, raw_s=raw_s,
+                               model_ttft_s=prepare_s + row["p_eval_s"], load=os.getloadavg()[0])
+                    rows[(window, cap)].append(row)
+                    print(f"{q.id} w{window} cap{cap}: embed {embed_s:.2f} prepare {prepare_s:.2f} "
+                          f"p_eval {row['p_eval_s']:.1f} s / {row['p_eval_tokens']} tok, first sentence "
+                          f"{row['first_sentence_s']}, raw {raw_s:.1f} s, load {row['load']:.1f}", flush=True)
+            print("\n| window:cap | n | prompt tokens evaluated p50 | prompt eval tok/s p50 | embed p50 | prepare p50 "
+                  "| model TTFT p50 / p95 | raw TTFT p50 / p95 | product/raw | first sentence p50 / p95 | load 1-min |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|")
+            for (window, cap), rs in rows.items():
+                rs = [r for r in rs if not r["abstained"] and r["p_eval_tokens"]]
+                if not rs:
+                    continue
+                med = lambda k: statistics.median(r[k] for r in rs)  # noqa: E731
+                rate = statistics.median(r["p_eval_tokens"] / r["p_eval_s"] for r in rs)
+                firsts = [r["first_sentence_s"] for r in rs if r["first_sentence_s"]]
+                ratio = statistics.median(r["model_ttft_s"] / r["raw_s"] for r in rs)
+                print(f"| {window}:{cap} | {len(rs)} | {med('p_eval_tokens'):.0f} | {rate:.1f} | {med('embed_s'):.2f} s "
+                      f"| {med('prepare_s'):.2f} s | {med('model_ttft_s'):.1f} / {pct([r['model_ttft_s'] for r in rs], 95):.1f} s "
+                      f"| {med('raw_s'):.1f} / {pct([r['raw_s'] for r in rs], 95):.1f} s | {ratio:.2f} "
+                      f"| {pct(firsts, 50):.1f} / {pct(firsts, 95):.1f} s "
+                      f"| {min(r['load'] for r in rs):.1f}-{max(r['load'] for r in rs):.1f} |")
+        finally:
+            res.close()
+
+
+if __name__ == "__main__":
+    main()
