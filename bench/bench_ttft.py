@@ -14,10 +14,14 @@ asked once per variant of the source packing (`--variants`: CPU window tokens x 
   stream's first delta: the grounded stream holds deltas back until a sentence ends, so `first
   sentence` is also shown: the first token event the reader sees);
 - raw TTFT: `Llama.create_chat_completion` on the very messages the product built, on the same loaded
-  model right after it (its KV cache then holds the same system-prompt prefix), to the first delta.
+  model right after it, from the same KV state the product starts from (the saved system-prompt
+  prefix), to the first delta.
 
 Every figure is printed with `os.getloadavg()` at the time: the machine is shared; ratios within one run
-are what compare. The generation is stopped at the first sentence (quality is measured by
+are what compare. `idle-core estimate`: what the first token would take with the cores to itself,
+from CPU time rather than wall time: prepare's process CPU seconds plus raw llama.cpp's CPU seconds to
+its first delta divided by the threads (llama.cpp's threads sleep while they wait, OMP_WAIT_POLICY=PASSIVE,
+so its CPU time is its work). The generation is stopped at the first sentence (quality is measured by
 `bench/capture_answers.py` + `bench/ground_answers.py`).
 
 Run: PYTHONPATH=. python bench/bench_ttft.py [--per-lang 4] [--langs en,zh] [--variants 1024:0,1024:120]
@@ -80,9 +84,18 @@ async def product(answerer, question: str) -> dict:
             "abstained": abstained}
 
 
-def raw(llama, messages: list, sampling) -> float:
-    """Seconds to the first delta of raw llama.cpp on `messages` (the cache as the product left it)."""
+def raw(llm, messages: list) -> tuple[float, float]:
+    """Wall and process CPU seconds to the first delta of raw llama.cpp on `messages`, from the KV state the product starts
+    from (the system prompt's saved prefix; else an empty cache), not from the product's own prompt,
+    which it would find whole in the cache."""
+    llama, sampling = llm._llama, llm.sampling
+    if llm._prefix_state is not None:
+        llama.load_state(llm._prefix_state)
+    else:
+        llama.reset()
+        llama._ctx.kv_cache_clear()
     started = time.perf_counter()
+    cpu = time.process_time()
     chunks = llama.create_chat_completion(
         messages=messages, max_tokens=8, temperature=0.1, stream=True,
         repeat_penalty=sampling.repeat_penalty, top_p=sampling.top_p, top_k=sampling.top_k,
@@ -90,10 +103,10 @@ def raw(llama, messages: list, sampling) -> float:
     try:
         for chunk in chunks:
             if chunk["choices"][0].get("delta", {}).get("content"):
-                return time.perf_counter() - started
+                break
     finally:
         chunks.close()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def main() -> None:
@@ -111,13 +124,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ttft-") as tmp:
         build_folder(questions, Path(tmp) / "docs", args.seed)
         extra = {"llm_model": args.model} if args.model else {}
-        res = Resources.open(Settings(_env_file=None, data_dir=Path(tmp) / "var", answer_cache_entries=0, **extra))
+        res = Resources.open(Settings(_env_file=None, data_dir=Path(tmp) / "var", model_cache_dir=REPO / "var" / "models",
+                                      answer_cache_entries=0, **extra))
         try:
             started = time.perf_counter()
             Ingestor(res).sync(Path(tmp) / "docs")
             print(f"indexed in {time.perf_counter() - started:.0f} s; load {os.getloadavg()}", flush=True)
             answerer = Assistant.build(res).answerer
             llm = res.llm
+            llm_threads = res.settings.threads
             started = time.perf_counter()
             answerer.prepare("warm up", principal=ANONYMOUS)
             print(f"model {llm.name} loaded in {time.perf_counter() - started:.1f} s; "
@@ -131,20 +146,23 @@ def main() -> None:
                     t0 = time.perf_counter()
                     res.embedder.embed_queries([q.question])
                     embed_s = time.perf_counter() - t0
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     _, messages = answerer.prepare(q.question, principal=ANONYMOUS)
-                    prepare_s = time.perf_counter() - t0
+                    prepare_s, prepare_cpu = time.perf_counter() - t0, time.process_time() - c0
                     row = asyncio.run(product(answerer, q.question))
-                    raw_s = raw(llm._llama, messages, llm.sampling) if messages else float("nan")
+                    raw_s, raw_cpu = raw(llm, messages) if messages else (float("nan"), float("nan"))
                     row.update(id=q.id, embed_s=embed_s, prepare_s=prepare_s, raw_s=raw_s,
-                               model_ttft_s=prepare_s + row["p_eval_s"], load=os.getloadavg()[0])
+                               model_ttft_s=prepare_s + row["p_eval_s"], load=os.getloadavg()[0],
+                               idle_estimate_s=prepare_cpu + raw_cpu / llm_threads)
                     rows[(window, cap)].append(row)
                     print(f"{q.id} w{window} cap{cap}: embed {embed_s:.2f} prepare {prepare_s:.2f} "
                           f"p_eval {row['p_eval_s']:.1f} s / {row['p_eval_tokens']} tok, first sentence "
-                          f"{row['first_sentence_s']}, raw {raw_s:.1f} s, load {row['load']:.1f}", flush=True)
+                          f"{row['first_sentence_s']}, raw {raw_s:.1f} s (CPU {raw_cpu:.1f} s), prepare CPU "
+                          f"{prepare_cpu:.2f} s, load {row['load']:.1f}", flush=True)
             print("\n| window:cap | n | prompt tokens evaluated p50 | prompt eval tok/s p50 | embed p50 | prepare p50 "
-                  "| model TTFT p50 / p95 | raw TTFT p50 / p95 | product/raw | first sentence p50 / p95 | load 1-min |")
-            print("|---|---|---|---|---|---|---|---|---|---|---|")
+                  "| model TTFT p50 / p95 | raw TTFT p50 / p95 | product/raw | first sentence p50 / p95 | load 1-min "
+                  "| idle-core estimate p50 / p95 |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|")
             for (window, cap), rs in rows.items():
                 rs = [r for r in rs if not r["abstained"] and r["p_eval_tokens"]]
                 if not rs:
@@ -157,7 +175,8 @@ def main() -> None:
                       f"| {med('prepare_s'):.2f} s | {med('model_ttft_s'):.1f} / {pct([r['model_ttft_s'] for r in rs], 95):.1f} s "
                       f"| {med('raw_s'):.1f} / {pct([r['raw_s'] for r in rs], 95):.1f} s | {ratio:.2f} "
                       f"| {pct(firsts, 50):.1f} / {pct(firsts, 95):.1f} s "
-                      f"| {min(r['load'] for r in rs):.1f}-{max(r['load'] for r in rs):.1f} |")
+                      f"| {min(r['load'] for r in rs):.1f}-{max(r['load'] for r in rs):.1f} "
+                      f"| {med('idle_estimate_s'):.1f} / {pct([r['idle_estimate_s'] for r in rs], 95):.1f} s |")
         finally:
             res.close()
 

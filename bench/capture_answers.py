@@ -116,7 +116,7 @@ def main() -> None:
         folder = Path(tmp) / "docs"
         n_files = build_folder(questions, folder, args.seed)
         chosen = {"llm_cpu_source_tokens": args.source_tokens, "llm_cpu_window_tokens": args.window, "llm_model": args.model}
-        res = Resources.open(Settings(_env_file=None, data_dir=Path(tmp) / "var",
+        res = Resources.open(Settings(_env_file=None, data_dir=Path(tmp) / "var", model_cache_dir=REPO / "var" / "models",
                                       **{k: v for k, v in chosen.items() if v is not None}))
         try:
             started = time.perf_counter()
