@@ -24,7 +24,7 @@ its first delta divided by the threads (llama.cpp's threads sleep while they wai
 so its CPU time is its work). The generation is stopped at the first sentence (quality is measured by
 `bench/capture_answers.py` + `bench/ground_answers.py`).
 
-Run: PYTHONPATH=. python bench/bench_ttft.py [--per-lang 4] [--langs en,zh] [--variants 1024:0,1024:120]
+Run: PYTHONPATH=. python bench/bench_ttft.py [--per-lang 4] [--langs en,zh] [--variants 1024:0,1024:120] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -88,6 +88,11 @@ def raw(llm, messages: list) -> tuple[float, float]:
     """Wall and process CPU seconds to the first delta of raw llama.cpp on `messages`, from the KV state the product starts
     from (the system prompt's saved prefix; else an empty cache), not from the product's own prompt,
     which it would find whole in the cache."""
+    with llm._lock:  # the product's worker thread may still be finishing the token it was at when stopped
+        return _raw(llm, messages)
+
+
+def _raw(llm, messages: list) -> tuple[float, float]:
     llama, sampling = llm._llama, llm.sampling
     if llm._prefix_state is not None:
         llama.load_state(llm._prefix_state)
@@ -117,18 +122,24 @@ def main() -> None:
     parser.add_argument("--langs", default="en,zh")
     parser.add_argument("--variants", default="1024:0,1024:120", help="WINDOW:SOURCE_TOKENS,... (0 = whole chunks)")
     parser.add_argument("--model", default=None, help="built-in chat model (default: the configured one)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="folder for the index, kept between runs (another llama.cpp build on the same index)")
     args = parser.parse_args()
     variants = [tuple(int(x) for x in v.split(":")) for v in args.variants.split(",")]
     questions = [q for q in choose(load_questions(args.questions), args.per_lang, 0, args.seed)
                  if q.lang in args.langs.split(",")]
-    with tempfile.TemporaryDirectory(prefix="ttft-") as tmp:
-        build_folder(questions, Path(tmp) / "docs", args.seed)
+    with tempfile.TemporaryDirectory(prefix="ttft-") as scratch:
+        tmp = args.keep or scratch
+        indexed = (Path(tmp) / "var").is_dir()
+        if not indexed:
+            build_folder(questions, Path(tmp) / "docs", args.seed)
         extra = {"llm_model": args.model} if args.model else {}
         res = Resources.open(Settings(_env_file=None, data_dir=Path(tmp) / "var", model_cache_dir=REPO / "var" / "models",
                                       answer_cache_entries=0, **extra))
         try:
             started = time.perf_counter()
-            Ingestor(res).sync(Path(tmp) / "docs")
+            if not indexed:
+                Ingestor(res).sync(Path(tmp) / "docs")
             print(f"indexed in {time.perf_counter() - started:.0f} s; load {os.getloadavg()}", flush=True)
             answerer = Assistant.build(res).answerer
             llm = res.llm
