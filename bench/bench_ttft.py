@@ -65,8 +65,14 @@ def perf(llama) -> tuple[float, int]:
 
 
 async def product(answerer, question: str) -> dict:
-    """One question through `Answerer.stream`, stopped at the first token event."""
-    llama = answerer.llm.backend._llama
+    """One question through `Answerer.stream`, stopped at the first token event, from the saved
+    system-prompt prefix (not from the previous variant's prompt of the same question, which shares
+    more with it than two questions do)."""
+    llm = answerer.llm.backend
+    llama = llm._llama
+    with llm._lock:  # start from the saved system prompt, as a new question after another one does
+        if llm._prefix_state is not None:
+            llama.load_state(llm._prefix_state)
     ms0, n0 = perf(llama)
     started = time.perf_counter()
     first_sentence = None
