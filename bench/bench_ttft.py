@@ -38,6 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import assistant.core.llm.llama_cpp  # noqa: F401  sets OMP_WAIT_POLICY=PASSIVE before llama.cpp loads
 import llama_cpp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
