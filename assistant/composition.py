@@ -57,6 +57,7 @@ class Assistant:
             cache=_answer_cache(resources),
             rewrite=settings.query_rewrite if settings.query_rewrite != "auto"
             else ("llm" if settings.llm_backend == "openai" else "rules"),
+            source_tokens=settings.llm_cpu_source_tokens or None if settings.llm_backend == "llama_cpp" else None,
         )
         return cls(resources=resources, retriever=retriever, answerer=answerer)
 

@@ -11,6 +11,7 @@ on a real model's writing without generating again (generation is the slow part:
 answer for Qwen2.5-1.5B on 2 cores).
 
 Run: PYTHONPATH=. python bench/capture_answers.py OUT.jsonl [--questions FILE] [--per-lang N] [--no-answer N]
+        [--source-tokens N] [--window N] [--model NAME]
 """
 
 from __future__ import annotations
@@ -105,13 +106,18 @@ def main() -> None:
     parser.add_argument("--no-answer", type=int, default=2)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--langs", default="en,zh", help="languages to ask in (the index holds both)")
+    parser.add_argument("--source-tokens", type=int, default=None, help="ASSISTANT_LLM_CPU_SOURCE_TOKENS (default: the setting)")
+    parser.add_argument("--window", type=int, default=None, help="ASSISTANT_LLM_CPU_WINDOW_TOKENS (default: the setting)")
+    parser.add_argument("--model", default=None, help="ASSISTANT_LLM_MODEL (default: the setting)")
     args = parser.parse_args()
     questions = choose(load_questions(args.questions), args.per_lang, args.no_answer, args.seed)
     asked = [q for q in questions if q.lang in args.langs.split(",")]
     with tempfile.TemporaryDirectory(prefix="capture-") as tmp:
         folder = Path(tmp) / "docs"
         n_files = build_folder(questions, folder, args.seed)
-        res = Resources.open(Settings(_env_file=None, data_dir=Path(tmp) / "var"))
+        chosen = {"llm_cpu_source_tokens": args.source_tokens, "llm_cpu_window_tokens": args.window, "llm_model": args.model}
+        res = Resources.open(Settings(_env_file=None, data_dir=Path(tmp) / "var", model_cache_dir=REPO / "var" / "models",
+                                      **{k: v for k, v in chosen.items() if v is not None}))
         try:
             started = time.perf_counter()
             Ingestor(res).sync(folder)

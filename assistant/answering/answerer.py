@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Sequence
 
 from assistant.answering.admission import FairLimiter, Ticket
@@ -13,6 +13,7 @@ from assistant.answering.cache import AnswerCache
 from assistant.answering.citations import Citation, make_citations
 from assistant.answering.grounded_stream import GroundedStream, combined_result, grounder_for, grounding_report
 from assistant.answering.stops import StopFilter
+from assistant.answering.focus import focus_text, question_terms
 from assistant.answering.packing import pack_context
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, format_source
 from assistant.answering.request import AuditSink, GenerationParams
@@ -72,6 +73,8 @@ class Answerer:
         limiter: admission towards the model (bounded concurrency, fair queue); None = unbounded.
         cache: answer cache for questions asked without history and with the `defaults`; None = no cache.
         rewrite: how follow-ups become standalone retrieval queries: `llm` or `rules`.
+        source_tokens: cap on each source's text in the prompt (`focus.focus_text` keeps the sentences
+            about the question); None = whole chunks.
     """
 
     def __init__(
@@ -85,6 +88,7 @@ class Answerer:
         limiter: FairLimiter | None = None,
         cache: AnswerCache | None = None,
         rewrite: str = "rules",
+        source_tokens: int | None = None,
     ):
         self.retriever = retriever
         self.llm = llm
@@ -94,6 +98,7 @@ class Answerer:
         self.limiter = limiter
         self.cache = cache
         self.rewrite = rewrite
+        self.source_tokens = source_tokens
 
     def prepare(
         self,
@@ -124,11 +129,22 @@ class Answerer:
             system_prompt=SYSTEM_PROMPT, count_tokens=self.llm.count_tokens, margin_tokens=TEMPLATE_MARGIN_TOKENS,
         )
         sources = pack_context(
-            chunks, budget_tokens=budget.sources_tokens, count_tokens=self.llm.count_tokens, format_source=format_source
+            chunks, budget_tokens=budget.sources_tokens, count_tokens=self.llm.count_tokens, format_source=format_source,
+            shape=self._focus(query) if self.source_tokens else None,
         )
         if not sources:
             return chunks, None
         return sources, build_messages(budget.question, sources, budget.history)
+
+    def _focus(self, question: str):
+        """A `pack_context` shape that cuts each source to `source_tokens` around `question`'s words."""
+        terms = question_terms(question, getattr(self.retriever, "translate", None))
+
+        def shape(chunk: RetrievedChunk) -> RetrievedChunk:
+            text = focus_text(chunk.text, terms, max_tokens=self.source_tokens, count_tokens=self.llm.count_tokens)
+            return chunk if text is chunk.text else replace(chunk, text=text)
+
+        return shape
 
     def admit(self, principal: Principal) -> Ticket | None:
         """Admit one request of `principal` towards the model (before a response starts).

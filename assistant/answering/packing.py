@@ -54,6 +54,7 @@ def pack_context(
     max_per_document: int = 3,
     duplicate_threshold: float = 0.8,
     merge_neighbours: bool = True,
+    shape: Callable[[RetrievedChunk], RetrievedChunk] | None = None,
 ) -> list[RetrievedChunk]:
     """The sources for the prompt, best first.
 
@@ -65,6 +66,8 @@ def pack_context(
         max_per_document: most sources taken from one document (after merging neighbours).
         duplicate_threshold: a chunk whose shingle resemblance to a kept one reaches this is dropped.
         merge_neighbours: merge chunks `i` and `i + 1` of one document into one source.
+        shape: applied to each source after merging, before its cost is counted (e.g. `focus.focus_text`
+            keeping the part of a long source that is about the question); None = sources whole.
 
     Returns:
         Sources that fit in `budget_tokens`; a merged source keeps the ID, score and relevance of its
@@ -90,6 +93,8 @@ def pack_context(
     for chunk in kept:
         if per_document.get(chunk.doc_id, 0) >= max_per_document:
             continue
+        if shape is not None:
+            chunk = shape(chunk)
         cost = count_tokens(format_source(len(packed) + 1, chunk)) + BLOCK_SEPARATOR_TOKENS
         if used + cost > budget_tokens:
             continue

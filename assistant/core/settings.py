@@ -389,6 +389,13 @@ class Settings(BaseSettings):
         """Folder of adapters, dataset snapshots and run logs (`finetune_dir`)."""
         return self.finetune_dir or self.data_dir / "finetune"
 
+    # --- issue 22 ---
+    llm_cpu_source_tokens: int = Field(
+        default=0, ge=0,
+        description="with llama_cpp, the most tokens of each source's text in the prompt: the sentences about the "
+        "question are kept (answering/focus.py); 0 = whole chunks",
+    )
+
     @field_validator("reranker_model", "llm_model_path", mode="before")
     @classmethod
     def _empty_path_is_unset(cls, value):

@@ -18,6 +18,7 @@ from ingest.pipeline import Ingestor
 from tests.conftest import copy_subset, make_settings, open_resources
 from tests.corpus import DOCS_ZH, HANDBOOK
 from tests.standin_openai import ScriptedOpenAIServer
+from assistant.retrieval import RetrievedChunk
 
 PASSWORDS = "departments/tech-ops/process/internal-security/passwords.md"
 FILES = [PASSWORDS, "departments/tech-ops/process/application_access_request.md"]
@@ -117,3 +118,36 @@ def test_the_embedded_model_answers_a_chinese_question_in_chinese_with_valid_cit
     if not answer.abstained:
         assert answer.citations, answer.to_dict()
     assert_no_server_path(answer, settings)
+
+
+def test_a_chinese_sentence_is_attributed_to_an_english_page_only_when_the_page_holds_its_names():
+    """Across languages the check is strictest: the dictionary coverage, the closest page by embedding
+    above a higher floor (`MIN_COSINE_ACROSS`), and every Latin-script name of the sentence in the page."""
+    from assistant.answering.grounded_stream import grounder_for
+    from assistant.answering.grounding import split_sentences
+    from assistant.core.embedder import BUILTIN_E5
+    from assistant.retrieval.crosslingual import translate
+    from tests.conftest import shared_embedder
+
+    class Retriever:  # what `grounder_for` reads of the product's retriever
+        embedder = shared_embedder(BUILTIN_E5)
+
+    Retriever.translate = staticmethod(translate)
+    pages = [PASSWORDS, "departments/tech-ops/process/internal-security/computer-standards.md"]
+    sources = [
+        RetrievedChunk(
+            chunk_id=f"p{i}", doc_id=f"p{i}", chunk_index=0, text=(HANDBOOK / p).read_text(encoding="utf-8")[:1500],
+            source=p, uri="", title="", heading="", page=None, lang="en", score=1.0, relevance=0.8,
+        )
+        for i, p in enumerate(pages)
+    ]
+    grounder = grounder_for(Retriever(), sources)
+
+    def source_of(sentence: str) -> int | None:
+        return grounder.judge(split_sentences(sentence)[0]).source
+
+    assert source_of("密码最好有 15 个或更多字符。") == 1
+    assert source_of("设备必须启用加密。") == 2
+    # The same rule with a password manager that the page never names (cosine 0.85 to the page).
+    assert source_of("密码最好有 15 个或更多字符，并保存在 LastPass 中。") is None
+    assert source_of("旧电脑可以免费带回家，无需支付任何费用。") is None

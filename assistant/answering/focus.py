@@ -1,0 +1,97 @@
+"""Sources focused on the question: the sentences of a source that the question's words point to, with
+their neighbours, within a token cap per source (sentence-window retrieval applied at prompt time).
+
+On CPU the time to the first token grows with the prompt (prompt evaluation runs at 20-60 tokens a
+second on 2 cores), and a 1.5B model reads a few short passages better than one long one: a whole
+350-token chunk held the one sentence that answers "How long should my passwords be?". So, for each
+source that is longer than its cap, the text is cut into sentences and lines; the sentences that hold
+most of the question's words (in either language, through the dictionary translation, so that a
+Chinese question finds its words in an English page) are kept first, then the sentence after each
+(a heading's rule, the first item of a list), then the one before each, until the cap is reached. The
+kept pieces stay in the page's order, and " … " marks where text was left out.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from assistant.answering.budget import truncate_to_tokens
+from assistant.core import sparse
+from assistant.retrieval.crosslingual import TermGroup, Translation
+
+# Sentence ends and line breaks; the separator stays with the piece before it.
+_PIECE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])\s*|\n+")
+GAP = " … "
+
+
+def question_terms(question: str, translate: Callable[[str], Translation] | None = None) -> Translation:
+    """The question's words as term groups: with their dictionary translations when `translate` (the
+    retriever's `crosslingual.translate`) finds any, else the question's own index terms, one group each."""
+    translation = translate(question) if translate is not None else None
+    if translation:
+        return translation
+    return Translation(tuple(TermGroup((t,)) for t in dict.fromkeys(sparse.terms(question))))
+
+
+def pieces(text: str) -> list[str]:
+    """`text` cut after each sentence end and line break; joined, the pieces give `text` back."""
+    out: list[str] = []
+    pos = 0
+    for m in _PIECE_END.finditer(text):
+        if m.end() > pos:
+            out.append(text[pos : m.end()])
+            pos = m.end()
+    if pos < len(text):
+        out.append(text[pos:])
+    return out
+
+
+def focus_text(text: str, terms: Translation, *, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
+    """The part of `text` most about the question, in at most `max_tokens` (as counted by `count_tokens`).
+
+    Args:
+        text: a source's text.
+        terms: the question's words (`question_terms`).
+        max_tokens: the cap for the returned text, in the LLM's tokens (the gap marks included).
+        count_tokens: the LLM's token counter.
+
+    Returns:
+        `text` itself when it fits; else, while they fit, its pieces (`pieces`) that hold any of the
+        question's words (most first, ties: earlier first), then the piece after each of them, then
+        the piece before each (the start of the text when none holds a word of the question), in the
+        page's order with `GAP` where text was left out; a text with no piece that fits is cut to
+        `max_tokens`.
+    """
+    if count_tokens(text) <= max_tokens:
+        return text
+    parts = pieces(text)
+    costs = [count_tokens(p) for p in parts]
+    scores = [terms.coverage(p) for p in parts]
+    gap_cost = count_tokens(GAP)
+    matching = [i for i in sorted(range(len(parts)), key=lambda k: (-scores[k], k)) if scores[i] > 0]
+    # The matching pieces first, best first; then the piece after each; then the piece before each.
+    # Without any word of the question in the text, its start.
+    candidates = [*matching, *(i + 1 for i in matching), *(i - 1 for i in matching)] if matching else range(len(parts))
+    chosen: set[int] = set()
+    used = 2 * gap_cost  # room for the marks of text left out before the first and after the last piece
+    for j in candidates:
+        if 0 <= j < len(parts) and j not in chosen and parts[j].strip():
+            cost = costs[j] + (0 if {j - 1, j + 1} & chosen else gap_cost)
+            if used + cost <= max_tokens:
+                chosen.add(j)
+                used += cost
+    if not chosen:
+        return truncate_to_tokens(text, max_tokens, count_tokens)
+    out = ""
+    last = -2
+    for j in sorted(chosen):
+        piece = parts[j]
+        if last >= 0 and j != last + 1:
+            out = out.rstrip() + GAP
+            piece = piece.lstrip()
+        out += piece
+        last = j
+    prefix = GAP.lstrip() if min(chosen) > 0 else ""
+    suffix = GAP.rstrip() if max(chosen) < len(parts) - 1 else ""
+    return prefix + out.strip() + suffix

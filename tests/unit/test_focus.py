@@ -1,0 +1,86 @@
+"""Sources focused on the question (answering/focus.py): the sentences that hold the question's words,
+with their neighbours, within a per-source cap, in the page's order; a Chinese question finds its
+words in an English page through the translation; packing then fits more sources into the same room."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from assistant.answering.focus import GAP, focus_text, pieces, question_terms
+from assistant.answering.packing import pack_context
+from assistant.answering.prompt import format_source
+from assistant.retrieval import RetrievedChunk
+from assistant.retrieval.crosslingual import TermGroup, Translation
+
+
+def words(text: str) -> int:
+    """A token counter: one token a word or ideograph."""
+    return len(text.split()) + sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
+
+
+PAGE = (
+    "Security is everyone's job at the company.\n"
+    "We review our practices every year. Reviews are announced in the newsletter.\n"
+    "Laptops are bought through the IT portal and shipped to your home.\n"
+    "Passwords must have 15 or more characters. Use 1Password to generate them.\n"
+    "Never reuse a password between systems.\n"
+    "Printers live on the second floor. Toner is in the cupboard next to them.\n"
+    "Ask in #it-help when something is unclear."
+)
+
+
+def test_pieces_give_the_text_back():
+    assert "".join(pieces(PAGE)) == PAGE
+    assert "".join(pieces("第一句。第二句！\n第三句")) == "第一句。第二句！\n第三句"
+
+
+def test_a_source_that_fits_is_left_whole():
+    terms = question_terms("How long should my passwords be?")
+    assert focus_text(PAGE, terms, max_tokens=500, count_tokens=words) is PAGE
+
+
+def test_the_sentences_about_the_question_are_kept_with_their_neighbour_within_the_cap():
+    terms = question_terms("How long should my passwords be?")
+    text = focus_text(PAGE, terms, max_tokens=25, count_tokens=words)
+    assert words(text) <= 25
+    assert "Passwords must have 15 or more characters." in text
+    assert "Never reuse a password between systems." in text  # the other sentence that holds "password"
+    assert "Use 1Password to generate them." in text  # the sentence after the best one
+    assert "Printers" not in text and "newsletter" not in text
+    assert text.startswith(GAP.lstrip()) and text.endswith(GAP.rstrip())  # text left out before and after
+    assert text.index("15 or more") < text.index("1Password")  # the page's order
+
+
+def test_a_chinese_question_finds_its_words_in_an_english_page_through_the_translation():
+    translation = Translation((TermGroup(("密码",), (("password",),)), TermGroup(("长度",), (("length",),))))
+    terms = question_terms("密码长度要多少？", translate=lambda q: translation)
+    text = focus_text(PAGE, terms, max_tokens=25, count_tokens=words)
+    assert "15 or more characters" in text and "Printers" not in text
+
+
+def test_without_any_word_of_the_question_the_start_is_kept():
+    terms = question_terms("holiday calendar")
+    text = focus_text(PAGE, terms, max_tokens=12, count_tokens=words)
+    assert text.startswith("Security is everyone's job") and words(text) <= 12
+
+
+def test_packing_with_focus_fits_more_sources_into_the_same_room():
+    def chunk(n: int, text: str) -> RetrievedChunk:
+        return RetrievedChunk(
+            chunk_id=f"c{n}", doc_id=f"d{n}", chunk_index=0, text=text, source=f"page{n}.md", uri="", title="",
+            heading="", page=None, lang="en", score=1.0, relevance=0.5,
+        )
+
+    chunks = [chunk(n, PAGE) for n in range(3)]
+    chunks = [chunks[0]] + [
+        chunk(n, PAGE.replace("Security", f"Topic {n}.").replace("Printers", f"Printers {n}")) for n in (1, 2)
+    ]
+    whole = pack_context(chunks, budget_tokens=130, count_tokens=words, format_source=format_source,
+                         duplicate_threshold=1.01)
+    terms = question_terms("How long should my passwords be?")
+    focused = pack_context(
+        chunks, budget_tokens=130, count_tokens=words, format_source=format_source, duplicate_threshold=1.01,
+        shape=lambda c: replace(c, text=focus_text(c.text, terms, max_tokens=25, count_tokens=words)),
+    )
+    assert len(whole) == 1 and len(focused) == 3
+    assert all("15 or more characters" in s.text for s in focused)
