@@ -66,7 +66,13 @@ async def start_sync(
     if not any(path == root or root in path.parents for root in roots):
         allowed = ", ".join(map(str, roots)) or "none: set ASSISTANT_SOURCE_ROOTS"
         raise InvalidRequestError(f"path {body.path!r} is not under a source root the API may sync (allowed: {allowed})")
-    return await queue_sync(path, body.acl, assistant=assistant, dispatcher=dispatcher, shown=body.path)
+    job = await queue_sync(path, body.acl, assistant=assistant, dispatcher=dispatcher, shown=body.path)
+    await run_in_threadpool(
+        record_event, assistant.resources.db, principal=admin, action="admin.acl_manifest" if body.acl else "admin.source",
+        details={"change": "sync", "job_id": job.id, "path": str(path), **({"acl": body.acl} if body.acl else {})},
+        **request_origin(request),
+    )
+    return job
 
 
 async def queue_sync(path: Path, acl: dict[str, Any] | None, *, assistant, dispatcher, shown: str) -> JobRecord:
@@ -91,9 +97,5 @@ async def queue_sync(path: Path, acl: dict[str, Any] | None, *, assistant, dispa
     if acl is not None:
         params["acl"] = acl
     job = await run_in_threadpool(queue_sync_job, assistant.resources.db, params)
-    await run_in_threadpool(
-        record_event, assistant.resources.db, principal=admin, action="admin.acl_manifest" if body.acl else "admin.source",
-        details={"change": "sync", "job_id": job.id, **params}, **request_origin(request),
-    )
     dispatcher.submit(JOB_TASKS["sync"], job_id=job.id)
     return job
