@@ -110,13 +110,13 @@ class AdapterRouter(LLM):
                 self._llms[key] = llm
         return adapter, llm
 
-    async def stream(self, messages: list[ChatMessage], *, max_tokens: int, temperature: float,
-                     result: StreamResult | None = None, stop: Sequence[str] = ()) -> AsyncIterator[str]:
-        """`LLM.stream` of the routed model; `served_adapter` says which adapter it was."""
+    def stream(self, messages: list[ChatMessage], *, max_tokens: int, temperature: float,
+               result: StreamResult | None = None, stop: Sequence[str] = ()) -> AsyncIterator[str]:
+        """`LLM.stream` of the routed model, returned as it is (so that closing it early closes the
+        model's own stream at once, which then counts its usage); `served_adapter` says which adapter."""
         adapter, llm = self.route(current_principal.get())
         served_adapter.set(adapter.name if adapter else None)
-        async for delta in llm.stream(messages, max_tokens=max_tokens, temperature=temperature, result=result, stop=stop):
-            yield delta
+        return llm.stream(messages, max_tokens=max_tokens, temperature=temperature, result=result, stop=stop)
 
     async def aclose(self) -> None:
         await self.base.aclose()
