@@ -275,7 +275,9 @@ def serve(
         )
     # One format for the product's loggers and uvicorn's: JSON lines with the request ID in production.
     log_config = logging_dict(settings, uvicorn=True)
-    address = {"host": host or settings.host, "port": port or settings.port, "log_level": "info", "log_config": log_config}
+    address = {"host": host or settings.host, "port": port or settings.port, "log_level": "info", "log_config": log_config,
+               # Explicit, so that uvicorn's own default (trust X-Forwarded-For from 127.0.0.1) does not apply.
+               "forwarded_allow_ips": settings.forwarded_allow_ips}
     if workers > 1:  # each process builds its own app from the environment
         operations.prepare_multiprocess_metrics(settings)
         uvicorn.run("assistant.api.app:create_app", factory=True, workers=workers, **address)

@@ -286,6 +286,12 @@ class Settings(BaseSettings):
         description="what erasing a user does to their audit rows: 'redact' replaces the query text (who, when, "
         "which documents stay), 'keep' leaves it",
     )
+    forwarded_allow_ips: str = Field(
+        default="",
+        description="comma-separated addresses (or '*') of reverse proxies whose X-Forwarded-For names the client "
+        "(uvicorn's forwarded_allow_ips); empty: none, so that nobody can pose as another address to the sign-in "
+        "throttle or the audit trail. compose.yaml trusts its internal network, which only nginx reaches",
+    )
     # --- issue 20 ---
     metrics_token: SecretStr | None = Field(
         default=None, description="bearer token Prometheus presents to /metrics (admins may always read it); unset: admins only",
