@@ -81,7 +81,8 @@ def test_a_company_index_and_the_demo_never_return_each_others_chunks(tmp_path, 
     company_dir = tmp_path / "var"  # the default ASSISTANT_DATA_DIR
     demo_files = {p.relative_to(REPO / "docs").as_posix() for p in (REPO / "docs").rglob("*.md")}
     rows = cli("ingest", str(REPO / "docs"), data_dir=demo_dir)
-    assert {r["source"] for r in rows if r["status"] == "done"} == demo_files
+    # Every page of the docs is indexed (the screenshots beside them are OCR'd too; their text is not the point).
+    assert {r["source"] for r in rows if r["status"] == "done" and r["source"].endswith(".md")} == demo_files
     company = copy_subset(HANDBOOK, tmp_path / "handbook", [PASSWORDS, STANDARDS])
     rows = cli("ingest", str(company), data_dir=company_dir)
     assert {r["source"] for r in rows} == {PASSWORDS, STANDARDS}
