@@ -3,6 +3,7 @@ chunks, keys and sessions; the audit rows stay with their content replaced, per 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import zipfile
 from dataclasses import dataclass, field
@@ -56,7 +57,7 @@ def export_user(db: Database, name: str, target: Path) -> dict[str, int]:
 
 def remove_uploads(db: Database, store: VectorStore, uploads: list[UploadFile]) -> dict[str, int]:
     """Delete each upload's chunks from the vector store, then its source's document rows and source row,
-    then the file (chunks first, as `ingest.sources.remove_source` does, so a cut-short run is finished
+    then the file and its folder (chunks first, as `ingest.sources.remove_source` does, so a cut-short run is finished
     by the next and never leaves chunks without rows).
 
     Returns:
@@ -75,6 +76,9 @@ def remove_uploads(db: Database, store: VectorStore, uploads: list[UploadFile]) 
         if path.is_file():
             path.unlink()
             counts["files"] += 1
+        if path.parent.name == upload.id:  # the upload's own folder (uploads/<id>/<filename>), now empty
+            with contextlib.suppress(OSError):  # not empty (a file put there by hand) or already gone
+                path.parent.rmdir()
     return counts
 
 

@@ -187,7 +187,8 @@ def _add_upload(comp, user: str) -> tuple[str, str]:
     file source of its own, with its row in the `uploads` table (issue 16's schema; created here when
     this database lacks it)."""
     res = comp["res"]
-    folder = comp["root"] / "uploads" / uuid.uuid4().hex
+    upload_id = str(uuid.uuid4())
+    folder = comp["root"] / "uploads" / upload_id  # the layout of POST /api/uploads
     folder.mkdir(parents=True)
     path = folder / "expenses.md"
     path.write_text("# Travel expenses\n\nMy taxi receipts from the Shenzhen trip total 420 yuan.\n", encoding="utf-8")
@@ -199,7 +200,6 @@ def _add_upload(comp, user: str) -> tuple[str, str]:
                 "path VARCHAR(2048), audience VARCHAR(320), size_bytes INTEGER, job_id INTEGER, created_at TIMESTAMP)"
             ))
         user_id = session.scalar(select(User.id).where(User.name == user))
-        upload_id = str(uuid.uuid4())
         session.execute(
             text("INSERT INTO uploads (id, user_id, filename, path, audience, size_bytes, created_at) "
                  "VALUES (:id, :u, 'expenses.md', :p, :a, 10, :t)"),
@@ -235,6 +235,7 @@ def test_export_holds_everything_and_erasure_leaves_nothing_of_the_user(comp, ad
     report = admin.post(f"/api/users/{bob}/erase").json()
     assert report["deleted"]["conversations"] == 1 and report["deleted"]["chunks"] >= 1
     assert not res.store.scroll_ids(doc_id=upload_doc)
+    assert not (comp["root"] / "uploads" / upload_id).exists()  # the file and its folder
     hits = admin.post("/api/search", json=query).json()
     assert all(h["doc_id"] != upload_doc and "taxi" not in h["text"] for h in hits)
     with res.db.session() as session:

@@ -21,6 +21,7 @@ from assistant.api.app import create_app
 from assistant.core.acl_manifest import AclManifest
 from assistant.core.auth.accounts import create_user
 from assistant.core.auth.api_keys import configure_api_key, create_api_key
+from assistant.core.db.helpdesk import claim_ticket
 from assistant.core.db.models import User
 from assistant.core.identity import load_principal
 from assistant.core.webhooks import SIGNATURE_HEADER, verify_signature
@@ -393,8 +394,12 @@ def test_metrics_count_tickets_per_day_and_category(helpdesk, scripted):
     post_ticket(client, subject="The coffee machine in the kitchen is leaking water", category=category)
     client.post(f"/api/helpdesk/tickets/{auto['ticket_id']}/resolution",
                 json={"resolution": "We re-enrolled your device in Okta.", "resolved_by": "kim", "audience": ["everyone"]})
+    # A third ticket whose first request is still being answered is received, and counted as in progress.
+    claim_ticket(client.app.state.assistant.resources.db, client="helpdesk", idempotency_key=f"k-{category}",
+                 request_hash="h", fields=dict(subject="s", body="b", requester="alice", requester_known=True,
+                                               category=category, language="en", external_id=None))
     [row] = [r for r in client.get("/api/helpdesk/metrics").json() if r["category"] == category]
-    assert (row["received"], row["auto_replied"], row["escalated"]) == (2, 1, 1)
+    assert (row["received"], row["in_progress"], row["auto_replied"], row["escalated"]) == (3, 1, 1, 1)
     assert (row["auto_replies_edited"], row["auto_replies_rejected"]) == (0, 1)
     assert row["day"] == auto["created_at"][:10]
     assert client.app.state.dispatcher.join(timeout_s=120)  # the resolution's ingestion

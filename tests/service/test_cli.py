@@ -89,6 +89,10 @@ def test_jobs_lists_while_another_process_holds_the_embedded_store(cli_env):
         busy = CliRunner().invoke(app, ["search", "password", "--json"])
         assert busy.exit_code == 2  # the store is held
         assert json.loads(busy.stderr.strip().splitlines()[-1])["error"]["code"] == "store_locked"
+        retention = CliRunner().invoke(app, ["retention", "run", "--json"])  # points to the server's API
+        error = json.loads(retention.stderr.strip().splitlines()[-1])["error"]
+        assert retention.exit_code == 2 and error["code"] == "store_locked"
+        assert "POST /api/retention/run" in error["message"]
         result = CliRunner().invoke(app, ["jobs", "--json"])
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout) == []

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from assistant.cli.admin_audit import cli_principal
 from assistant.cli.main import app
-from assistant.core.auth.accounts import create_user, set_flags, set_password
+from assistant.core.auth.accounts import create_user, set_flags, set_password, unlock_account
 from assistant.core.auth.audit import AuditQuery, list_events, record_event
 from assistant.core.auth.audit_chain import row_digest, verify_chain
 from assistant.core.auth.sign_in_throttle import ThrottlePolicy, clear_account, record_failure, wait_s
@@ -23,7 +23,7 @@ from assistant.core.db.models import AuditChainHead, AuditEvent, Conversation, F
 from assistant.core.db.session import Database
 from assistant.core.db.user_data import erase_user_rows
 from assistant.core.erasure import erase_user
-from assistant.core.errors import ConflictError
+from assistant.core.errors import ConflictError, NotFoundError
 from assistant.core.principals import Principal
 from assistant.core import resources
 from assistant.core.jobs import RETENTION_TASK, JobDispatcher, make_celery
@@ -173,6 +173,11 @@ def test_throttling_is_per_address_and_a_reset_clears_it(db):
     assert wait_s(db, name, "10.0.0.1", now=NOW) == 0.0
     record_failure(db, name, "10.0.0.3", policy=ThrottlePolicy(free_failures=1), now=NOW)
     assert clear_account(db, name) == 1
+    assert unlock_account(db, name) == 0  # an account with nothing to clear
+    record_failure(db, "guessed-name", "10.0.0.4", policy=ThrottlePolicy(free_failures=1), now=NOW)
+    assert unlock_account(db, "guessed-name") == 1  # a name without an account, but throttled
+    with pytest.raises(NotFoundError):
+        unlock_account(db, "no-such-name")  # a typo is not "cleared (0 addresses)"
 
 
 def test_audit_verify_command_fails_on_an_edited_row_and_admin_commands_are_audited(cli_env):

@@ -44,6 +44,14 @@ def test_one_of_concurrent_claims_of_a_key_generates(pg_db):
     assert set(results) - {True} <= {"ticket_in_progress"}
 
 
+def test_a_key_still_being_answered_tells_the_client_when_to_retry(pg_db):
+    claim_ticket(pg_db, client="hd", idempotency_key="k-wait", request_hash="h", fields=FIELDS)
+    with pytest.raises(ConflictError) as refused:
+        claim_ticket(pg_db, client="hd", idempotency_key="k-wait", request_hash="h", fields=FIELDS)
+    assert refused.value.code == "ticket_in_progress"
+    assert int(refused.value.headers["Retry-After"]) > 0
+
+
 def test_a_decided_key_replays_and_refuses_another_body(pg_db):
     first = claim_ticket(pg_db, client="hd", idempotency_key="k2", request_hash="h", fields=FIELDS)
     store_decision(pg_db, first.record.id, values={"decision": "auto_reply", "confidence": 0.8, "reply": "r [1]."})

@@ -59,9 +59,10 @@ def test_account_rules(db):
     create_user(db, "bob")
     with pytest.raises(ConflictError):
         create_user(db, "bob")
-    for bad in ("has space", "a:b", "", "everyone", "Anonymous"):
+    for bad in ("has space", "a:b", "", "everyone", "Anonymous", "../etc", "..", "a/b", "a\\b", "tab\x07"):
         with pytest.raises(InvalidRequestError):
             create_user(db, bad)
+    create_user(db, "alice.smith@example.com", groups=["/staff/it"])  # e-mail names, group paths from an IdP
     with pytest.raises(ConflictError, match="differ only in case"):
         create_user(db, "BOB")
     with pytest.raises(InvalidRequestError):

@@ -16,10 +16,9 @@ from starlette.concurrency import run_in_threadpool
 
 from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep, get_principal
-from assistant.core.auth.accounts import UserPublic, set_flags
+from assistant.core.auth.accounts import UserPublic, set_flags, unlock_account
 from assistant.core.auth.audit import AuditQuery, list_events, record_event
 from assistant.core.auth.audit_chain import verify_chain
-from assistant.core.auth.sign_in_throttle import clear_account
 from assistant.core.erasure import erase_user, export_user
 from assistant.core.errors import PermissionDeniedError
 from assistant.core.principals import Principal
@@ -80,8 +79,12 @@ async def audit_verify(_reader: AuditReaderDep, db: DatabaseDep) -> dict[str, An
 
 @router.post("/users/{name}/unlock")
 async def unlock_user(name: str, admin: AdminDep, db: DatabaseDep, request: Request) -> dict[str, Any]:
-    """Clear user `name`'s sign-in throttling from every address."""
-    cleared = await run_in_threadpool(clear_account, db, name)
+    """Clear user `name`'s sign-in throttling from every address.
+
+    Raises:
+        NotFoundError: no account has that name and no failure is recorded for it (404).
+    """
+    cleared = await run_in_threadpool(unlock_account, db, name)
     await run_in_threadpool(
         record_event, db, principal=admin, action="auth.unlock", details={"target": name}, **request_origin(request)
     )

@@ -53,6 +53,7 @@ class TicketCountsPublic(BaseModel):
     day: str
     category: str | None
     received: int
+    in_progress: int
     auto_replied: int
     escalated: int
     auto_replies_edited: int

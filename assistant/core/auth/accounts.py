@@ -17,8 +17,12 @@ from assistant.core.db.session import Database
 from assistant.core.errors import AuthenticationError, ConflictError, InvalidRequestError, NotFoundError
 from assistant.core.principals import RESERVED_NAMES
 
-# Names end up in ACL tokens (`user:NAME`, `group:NAME`): no whitespace and no colon.
-_NAME = re.compile(r"^[^\s:]{1,255}$")
+# Names end up in ACL tokens (`user:NAME`, `group:NAME`): no whitespace and no colon. Group names may
+# hold slashes (identity providers such as Keycloak send group paths, `/staff/it`).
+_GROUP_NAME = re.compile(r"^[^\s:]{1,255}$")
+# User and key names also appear in exports, erasure reports and log lines: in addition no slashes,
+# backslashes or control characters, and not dots only (`..`); `alice.smith@example.com` is fine.
+_NAME = re.compile(r"^(?!\.+$)[^\s:/\\\x00-\x1f\x7f]{1,255}$")
 
 
 @dataclass(frozen=True)
@@ -47,11 +51,17 @@ def check_name(kind: str, name: str) -> str:
     """Validate a user or group name; returns it stripped.
 
     Raises:
-        InvalidRequestError: empty, too long, containing whitespace or ':', or reserved.
+        InvalidRequestError: empty, too long, containing whitespace or ':', or reserved; a user or key
+            name also when it holds '/', '\\' or a control character, or is made of dots only.
     """
     name = name.strip()
-    if not _NAME.match(name):
-        raise InvalidRequestError(f"{kind} name {name!r} must be 1-255 characters without whitespace or ':'")
+    if kind == "group":
+        if not _GROUP_NAME.match(name):
+            raise InvalidRequestError(f"group name {name!r} must be 1-255 characters without whitespace or ':'")
+    elif not _NAME.match(name):
+        raise InvalidRequestError(
+            f"{kind} name {name!r} must be 1-255 characters without whitespace, ':', '/' or '\\', and not only dots"
+        )
     if name.casefold() in RESERVED_NAMES:
         raise InvalidRequestError(f"{kind} name {name!r} is reserved (it names the built-in principals)")
     return name
@@ -172,6 +182,24 @@ def set_password(db: Database, user: str, password: str) -> None:
         account.password_hash = hash_password(password)
         revoke_user_sessions(session, account.id)  # a stolen session must not outlive the old password
     clear_account(db, user)  # the owner may sign in at once, from wherever a guesser was throttled
+
+
+def unlock_account(db: Database, name: str) -> int:
+    """An admin's unlock: forget `name`'s sign-in failures from every address; returns how many
+    addresses were waiting or counting.
+
+    Failures are counted for unknown names too (a guesser must not learn which names exist), so a name
+    with recorded failures is unlocked whether or not it has an account.
+
+    Raises:
+        NotFoundError: no account has that name and no failure is recorded for it (a typo).
+    """
+    cleared = clear_account(db, name)
+    if cleared == 0:
+        with db.session() as session:
+            if session.scalar(select(User.id).where(User.name == name.strip())) is None:
+                raise NotFoundError(f"user '{name}' not found, and no sign-in failures are recorded for that name")
+    return cleared
 
 
 def set_disabled(db: Database, user: str, disabled: bool) -> UserPublic:

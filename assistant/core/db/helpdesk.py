@@ -14,6 +14,10 @@ from assistant.core.db.models import HelpdeskTicket, WebhookDelivery, utcnow
 from assistant.core.db.session import Database
 from assistant.core.errors import ConflictError, NotFoundError
 
+# Seconds a client is told to wait (Retry-After) before repeating a request whose ticket is still being
+# answered: a CPU answer takes several seconds; a GPU one about one.
+TICKET_IN_PROGRESS_RETRY_S = 5
+
 Decision = Literal["auto_reply", "needs_agent"]
 Outcome = Literal["accepted", "edited", "rejected"]
 
@@ -111,7 +115,7 @@ def claim_ticket(
 
     Raises:
         ConflictError: the key names a ticket with a different body (409), or one whose first request
-            is still being answered (409; retry shortly).
+            is still being answered (409 `ticket_in_progress` with a `Retry-After` header).
     """
     try:
         with db.session() as session:
@@ -126,7 +130,10 @@ def claim_ticket(
             select(HelpdeskTicket).where(HelpdeskTicket.client == client, HelpdeskTicket.idempotency_key == idempotency_key)
         )
         if row is None:  # released by a failed first request in between: the caller may retry
-            raise ConflictError(f"idempotency key {idempotency_key!r} was released while this request waited; retry")
+            raise ConflictError(
+                f"idempotency key {idempotency_key!r} was released while this request waited; retry",
+                headers={"Retry-After": "1"},
+            )
         if row.request_hash != request_hash:
             raise ConflictError(
                 f"idempotency key {idempotency_key!r} already names ticket {row.id} with a different subject, body "
@@ -137,6 +144,7 @@ def claim_ticket(
             raise ConflictError(
                 f"ticket {row.id} (idempotency key {idempotency_key!r}) is still being answered; retry in a few seconds",
                 code="ticket_in_progress",
+                headers={"Retry-After": str(TICKET_IN_PROGRESS_RETRY_S)},
             )
         return TicketClaim(new=False, record=_record(row))
 
@@ -302,8 +310,9 @@ def pending_delivery_ids(db: Database) -> list[int]:
 def ticket_counts(
     db: Database, *, client: str | None, since: datetime | None = None, until: datetime | None = None
 ) -> list[dict[str, Any]]:
-    """Tickets per UTC day and category: `received`, `auto_replied`, `escalated` (needs_agent), and the
-    auto-replies an agent later `edited` or `rejected`; oldest day first.
+    """Tickets per UTC day and category: `received` (every ticket, those still being answered
+    included), `in_progress` (received, not yet decided), `auto_replied`, `escalated` (needs_agent), and
+    the auto-replies an agent later `edited` or `rejected`; oldest day first.
 
     Args:
         client: one client's tickets, or every client's when None (the admin view).
@@ -317,7 +326,8 @@ def ticket_counts(
         func.sum(case((HelpdeskTicket.decision == "needs_agent", 1), else_=0)),
         func.sum(case((auto & (HelpdeskTicket.outcome == "edited"), 1), else_=0)),
         func.sum(case((auto & (HelpdeskTicket.outcome == "rejected"), 1), else_=0)),
-    ).where(HelpdeskTicket.state != "pending")
+        func.sum(case((HelpdeskTicket.state == "pending", 1), else_=0)),
+    )
     if client is not None:
         query = query.where(HelpdeskTicket.client == client)
     if since:
@@ -328,6 +338,7 @@ def ticket_counts(
     with db.session() as session:
         return [
             {"day": str(d), "category": category, "received": int(n), "auto_replied": int(a or 0),
-             "escalated": int(e or 0), "auto_replies_edited": int(ed or 0), "auto_replies_rejected": int(r or 0)}
-            for d, category, n, a, e, ed, r in session.execute(query)
+             "escalated": int(e or 0), "auto_replies_edited": int(ed or 0), "auto_replies_rejected": int(r or 0),
+             "in_progress": int(p or 0)}
+            for d, category, n, a, e, ed, r, p in session.execute(query)
         ]
