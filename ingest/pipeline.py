@@ -19,9 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable
 
+import pathspec
+
 from assistant.core.db.jobs import fail_job, finish_sync_job, reset_items, start_sync_job
 from assistant.core.db.sources import check_manifest_scope, enclosing_folder_source, list_sources, open_source, take_over_sources
-from assistant.core.errors import InvalidRequestError
+from assistant.core.errors import InvalidRequestError, not_utf8
 from assistant.core.resources import Resources
 from assistant.core.acl_manifest import AclManifest
 from ingest.embedding_cache import EmbeddingCache
@@ -36,14 +38,38 @@ __all__ = ["NAMESPACE", "FileOutcome", "Ingestor", "chunk_id", "document_id", "i
 DONE_STATES = {"done", "skipped"}
 
 
+IGNORE_FILE = ".assistantignore"
+
+
 def iter_files(root: Path) -> Iterable[Path]:
-    """Every regular file under `root`, sorted, hidden files and folders skipped."""
+    """Every regular file under `root`, sorted; hidden files and folders skipped, and those that the
+    folder's `.assistantignore` names (gitignore syntax, read by `pathspec`; e.g. `screenshots/`,
+    `*.tmp`, `!keep.tmp`). A file ignored after it was indexed leaves the index at the next sync, as a
+    deleted file does.
+
+    Raises:
+        InvalidRequestError: `.assistantignore` is not UTF-8 text, or holds a line that is not a pattern.
+    """
+    ignored = _ignore_spec(root)
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
         if any(part.startswith(".") for part in rel.parts):
             continue
-        if path.is_file() and not path.is_symlink():
+        if path.is_file() and not path.is_symlink() and not (ignored and ignored.match_file(rel.as_posix())):
             yield path
+
+
+def _ignore_spec(root: Path) -> pathspec.GitIgnoreSpec | None:
+    """The patterns of `root`/.assistantignore, or None when the folder has none."""
+    file = root / IGNORE_FILE
+    if not file.is_file():
+        return None
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(file.read_text(encoding="utf-8").splitlines())
+    except UnicodeDecodeError as exc:
+        raise not_utf8(str(file), exc) from exc
+    except (ValueError, TypeError) as exc:  # pathspec's GitWildMatchPatternError is a ValueError
+        raise InvalidRequestError(f"{file}: {exc}; see docs/getting-started.md for the syntax") from exc
 
 
 def _printable(name: str) -> str:
