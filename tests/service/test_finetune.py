@@ -222,6 +222,46 @@ def test_corrected_answers_replace_the_model_answer_under_the_same_acl_rule(tmp_
         res.close()
 
 
+def test_gate_answers_evaluation_questions_through_the_product_for_candidate_and_live(refreshed, tmp_path):
+    """The gate's answer half: the product's answering (its retrieval over a real index, abstention rule,
+    prompt and grounding) answers the evaluation questions with the candidate and with live (here the
+    base model: nothing is live yet), `assistant eval` judges them, and both shares are stored."""
+    from assistant.composition import Assistant
+    from finetune.evaluate import AnswerCheck, answer_questions, answers_regressed, run_gate
+    from ingest.pipeline import Ingestor
+    from tests.conftest import CORPUS_MODEL, copy_subset, open_resources
+    from tests.corpus import HANDBOOK
+
+    passwords = "departments/tech-ops/process/internal-security/passwords.md"
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("\n".join(json.dumps(q) for q in [
+        {"id": "pw", "lang": "en", "question": "How long should my passwords be?", "answer_files": [passwords],
+         "must_contain_any": ["15"]},
+        {"id": "none", "lang": "en", "question": "What does the cafeteria serve on Mondays?"},
+        {"id": "unasked", "lang": "en", "question": "Which laptop do I get?"},
+    ]))
+    res = open_resources(make_settings(tmp_path / "var", embedding_model=CORPUS_MODEL, top_k=2, llm_cpu_source_tokens=96,
+                                       query_translation=False))
+    try:
+        Ingestor(res).sync(copy_subset(HANDBOOK, tmp_path / "docs", [passwords]))
+        check = AnswerCheck(Assistant.build(res).answerer, answer_questions(questions, 2), max_tokens=24, tolerance=0.1)
+        assert [q.id for q in check.questions] == ["pw", "none"]  # the first N of the file
+        adapter = refreshed["outcome"].adapter
+        gate = run_gate(adapter, None, rows=read_snapshot(refreshed["outcome"].snapshot.path), questions=[],
+                        tolerance=0.05, answers=check)
+    finally:
+        res.close()
+    metrics = gate.metrics
+    assert metrics["answer_questions"] == 2 and metrics["against"] == "base" and metrics["answer_max_tokens"] == 24
+    assert [r["id"] for r in metrics["answer_results"]] == ["pw", "none"]
+    for side in ("candidate", "live"):
+        right = [r[side] for r in metrics["answer_results"]]
+        assert metrics[f"answer_{side}"] == sum(right) / 2
+        assert right[1] is True  # the documents hold no answer: both decline it
+    assert gate.passed == (not answers_regressed(metrics["answer_candidate"], metrics["answer_live"], 0.1))
+    assert answers_regressed(0.5, 1.0, 0.1) and not answers_regressed(0.9, 1.0, 0.1)
+
+
 def test_no_leak_restricted_strings_stay_out_of_dataset_and_log(refreshed):
     outcome = refreshed["outcome"]
     assert SECRET not in Path(outcome.snapshot.path).read_text()
