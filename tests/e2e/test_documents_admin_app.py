@@ -1,11 +1,12 @@
 """The documents and admin pages in Debian's Chromium: upload files as "only me" and find them by search
 while another user cannot (a failed file says why); a question the documents do not answer says so and
 hands the conversation to the helpdesk; a restricted document stays invisible outside its group; a
-rating shows up in the admin's quality view; the admin's users page creates and disables accounts.
+rating shows up in the admin's quality view; the admin's users page creates and disables accounts; the
+admin's adapters page compares canary and live ratings and promotes and rolls back.
 
 The package's one server (tests/e2e/conftest.py; one of its pages is readable by group `hr` only),
 answered by the citing stand-in model (tests/standin_openai.py). Screenshots go to docs/screenshots/ (upload,
-admin users, admin quality), linked from the README.
+admin users, admin quality, admin adapters), linked from the README and docs/finetune.md.
 """
 
 from __future__ import annotations
