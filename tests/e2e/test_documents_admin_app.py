@@ -129,9 +129,15 @@ def test_a_rating_shows_in_the_admin_quality_view_and_admins_manage_users(app, b
     with page.expect_response(lambda r: "/feedback" in r.url and r.status == 200):
         page.locator(".rate-down").last.click()
     page.locator(".comment-input textarea").last.fill("It missed the approval step.")
+    page.locator(".correction-input textarea").last.fill("Badges are printed at the front desk once a host approves.")
     with page.expect_response(lambda r: "/feedback" in r.url and r.status == 200):
         page.locator(".comment-send").last.click()
     page.context.close()
+    from assistant.core.db.feedback import list_feedback
+
+    mine = next(f for f in list_feedback(res.db, limit=50) if f.principal == reader)
+    assert (mine.comment, mine.corrected_answer) == (
+        "It missed the approval step.", "Badges are printed at the front desk once a host approves.")
 
     page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
     sign_in(page, url, admin)

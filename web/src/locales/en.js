@@ -46,6 +46,8 @@ export default {
   "answer.thanks": "Thank you for your feedback.",
   "comment.label": "Comment (optional)",
   "comment.placeholder": "What was right or wrong?",
+  "correction.label": "Corrected answer (optional)",
+  "correction.placeholder": "What should the answer have said? It may be used to train the assistant.",
   "comment.send": "Send comment",
   "comment.sent": "Comment sent.",
   "sources.title": "Sources",

@@ -46,6 +46,8 @@ export default {
   "answer.thanks": "感谢您的反馈。",
   "comment.label": "意见（可选）",
   "comment.placeholder": "哪里对，哪里不对？",
+  "correction.label": "更正后的回答（可选）",
+  "correction.placeholder": "正确的回答应该是什么？它可能用于训练助手。",
   "comment.send": "发送意见",
   "comment.sent": "意见已发送。",
   "sources.title": "来源",
