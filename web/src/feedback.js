@@ -29,6 +29,19 @@ function actionButton(cls, key, iconName) {
   return button;
 }
 
+/** A two-line Shoelace text box of class `cls` labelled by the catalog's `${key}.label` and `${key}.placeholder`. */
+function textBox(cls, key, maxlength, value) {
+  const box = document.createElement("sl-textarea");
+  box.setAttribute("rows", "2");
+  box.setAttribute("resize", "auto");
+  box.setAttribute("label", t(`${key}.label`));
+  box.setAttribute("placeholder", t(`${key}.placeholder`));
+  box.setAttribute("maxlength", String(maxlength));
+  box.className = cls;
+  box.value = value || "";
+  return box;
+}
+
 /**
  * The action bar of an answer.
  *
@@ -59,22 +72,8 @@ export function answerActions(answer, regenerate) {
   status.setAttribute("role", "status");
   const form = el("form", "comment");
   form.hidden = true;
-  const box = document.createElement("sl-textarea");
-  box.setAttribute("rows", "2");
-  box.setAttribute("resize", "auto");
-  box.setAttribute("label", t("comment.label"));
-  box.setAttribute("placeholder", t("comment.placeholder"));
-  box.setAttribute("maxlength", "4000");
-  box.className = "comment-input";
-  box.value = answer.comment || "";
-  const fix = document.createElement("sl-textarea");
-  fix.setAttribute("rows", "2");
-  fix.setAttribute("resize", "auto");
-  fix.setAttribute("label", t("correction.label"));
-  fix.setAttribute("placeholder", t("correction.placeholder"));
-  fix.setAttribute("maxlength", "8000");
-  fix.className = "correction-input";
-  fix.value = answer.corrected || "";
+  const box = textBox("comment-input", "comment", 4000, answer.comment);
+  const fix = textBox("correction-input", "correction", 8000, answer.corrected);
   const send = document.createElement("sl-button");
   send.setAttribute("size", "small");
   send.setAttribute("type", "submit");
