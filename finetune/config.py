@@ -65,6 +65,10 @@ class FinetuneConfig:
         gate_tolerance: a candidate may score worse than live by this share of live's score.
         canary_share: share of users served the canary, in [0, 1].
         eval_questions: the `assistant eval` question file the gate also scores (None: none).
+        answer_questions: how many of its questions (the first) candidate and live answer in the gate
+            (0: likelihoods only).
+        answer_max_tokens: the longest answer generated per question, in tokens.
+        answer_tolerance: the largest drop allowed in the share of questions answered right, in [0, 1].
     """
 
     root: Path
@@ -76,6 +80,9 @@ class FinetuneConfig:
     gate_tolerance: float = 0.05
     canary_share: float = 0.1
     eval_questions: Path | None = None
+    answer_questions: int = 0
+    answer_max_tokens: int = 96
+    answer_tolerance: float = 0.1
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "FinetuneConfig":
@@ -91,6 +98,9 @@ class FinetuneConfig:
             heldout_share=settings.finetune_heldout_share, qa_per_chunk=settings.finetune_qa_per_chunk,
             max_new_chunks=settings.finetune_max_new_chunks, gate_tolerance=settings.finetune_gate_tolerance,
             canary_share=settings.finetune_canary_share, eval_questions=settings.finetune_eval_questions,
+            answer_questions=settings.finetune_gate_answer_questions,
+            answer_max_tokens=settings.finetune_gate_answer_max_tokens,
+            answer_tolerance=settings.finetune_gate_answer_tolerance,
         )
 
 

@@ -1,5 +1,6 @@
-"""The finetune dataset: rows an adapter's whole audience may read, from rated answers, resolved tickets
-and question-answer pairs written from new chunks; scrubbed, de-duplicated, split, snapshotted as JSONL."""
+"""The finetune dataset: rows an adapter's whole audience may read, from rated and corrected answers,
+resolved tickets and question-answer pairs written from new chunks; scrubbed, de-duplicated, split,
+snapshotted as JSONL."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any, Callable, Iterable
 from assistant.answering.grounding import Grounder, ground
 from assistant.core.db import adapters as registry_db
 from assistant.core.db.session import Database
-from assistant.core.db.training_data import changed_documents, rated_up_answers, resolved_tickets
+from assistant.core.db.training_data import changed_documents, rated_answers, resolved_tickets
 from assistant.core.db.models import utcnow
 from assistant.core.principals import EVERYONE
 from assistant.core.vectorstore.base import VectorStore
@@ -32,8 +33,9 @@ QA_PROMPT = (
 
 @dataclass(frozen=True)
 class Row:
-    """One training example. `origin` is `feedback`, `helpdesk` or `document`; `ref` names where it came
-    from (`feedback:12`, `ticket:3`, `chunk:<id>`); `split` is `train` or `heldout`."""
+    """One training example. `origin` is `feedback` (an answer rated up), `correction` (the corrected
+    answer a reader gave with a rating), `helpdesk` or `document`; `ref` names where it came from
+    (`feedback:12`, `ticket:3`, `chunk:<id>`); `split` is `train` or `heldout`."""
 
     origin: str
     ref: str
@@ -75,21 +77,24 @@ class ChunkAcls:
 
 
 def feedback_rows(db: Database, acls: ChunkAcls, *, audience: str, since: datetime | None) -> tuple[list[Row], int]:
-    """Rows of answers rated up whose every cited chunk the audience may read.
+    """Rows of answers rated up, and of corrected answers (in place of the model's answer, whatever the
+    rating), whose every cited chunk the audience may read: a correction is judged by the citations
+    of the answer it corrects, as that answer would be.
 
     Returns:
-        The rows, and how many rated answers were left out for their citations (a chunk the audience
-        may not read, or one no longer indexed).
+        The rows (origin `feedback` or `correction`), and how many were left out for their citations
+        (a chunk the audience may not read, or one no longer indexed).
     """
     rows, excluded = [], 0
-    for rated in rated_up_answers(db, since=since):
+    for rated in rated_answers(db, since=since):
         chunk_acls = [acls.acl(c, rated.doc_ids) for c in rated.chunk_ids]
         if any(acl is None or not readable_by(acl, audience) for acl in chunk_acls):
             excluded += 1
             continue
-        answer = _MARKERS.sub("", rated.answer).strip()
+        origin = "correction" if rated.corrected_answer else "feedback"
+        answer = _MARKERS.sub("", rated.corrected_answer or rated.answer).strip()
         if rated.question.strip() and answer:
-            rows.append(Row("feedback", f"feedback:{rated.feedback_id}", rated.question.strip(), answer))
+            rows.append(Row(origin, f"feedback:{rated.feedback_id}", rated.question.strip(), answer))
     return rows, excluded
 
 

@@ -3,9 +3,10 @@ overlap; a run that fails leaves the live adapter as it was, with a failed job a
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from assistant.answering.grounding import Grounder
 from assistant.core.db import adapters as registry_db
@@ -17,9 +18,12 @@ from assistant.core.llm.lora_release import AdapterPublisher
 from assistant.core.vectorstore.base import VectorStore
 from finetune.config import FinetuneConfig, check_audience
 from finetune.dataset import build_dataset, read_snapshot
-from finetune.evaluate import eval_pairs, run_gate
+from finetune.evaluate import AnswerCheck, answer_questions, eval_pairs, run_gate
 from finetune.publish import publish_candidate
 from finetune.registry import adapter_dir, log_path, mark_failed, register_candidate
+
+if TYPE_CHECKING:
+    from assistant.answering import Answerer
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +61,8 @@ def lexical_grounder(chunks: list) -> Grounder:
 async def run_refresh(db: Database, store: VectorStore, *, config: FinetuneConfig, publisher: AdapterPublisher,
                       llm: LLM | None, audience: str = "everyone", dry_run: bool = False, by: str = "schedule",
                       progress: Callable[[dict], None] | None = None,
-                      make_grounder: Callable[[list], Grounder] = lexical_grounder) -> RefreshOutcome:
+                      make_grounder: Callable[[list], Grounder] = lexical_grounder,
+                      answerer: "Answerer | None" = None) -> RefreshOutcome:
     """Run one refresh for `audience`.
 
     Args:
@@ -65,6 +70,9 @@ async def run_refresh(db: Database, store: VectorStore, *, config: FinetuneConfi
         dry_run: build and record the dataset snapshot only.
         by: who started it (`schedule`, an admin's name): recorded on the canary.
         progress: called with `{"stage": ...}` and each training step's log.
+        answerer: the product's answerer; with it (and `config.answer_questions` of
+            `config.eval_questions`), the gate also compares the answers of candidate and live
+            (`finetune.evaluate.AnswerCheck`). None: likelihoods only.
 
     Returns:
         The outcome; a failure is recorded (job `failed`, candidate `failed`) and returned, not raised.
@@ -117,7 +125,12 @@ async def run_refresh(db: Database, store: VectorStore, *, config: FinetuneConfi
                 "train_seconds": round(trained.seconds, 1)})
             report({"stage": "gate"})
             live = next((a for a in registry_db.serving_adapters(db) if a.audience == audience and a.status == "live"), None)
-            gate = run_gate(adapter, live, rows=rows, questions=eval_pairs(config.eval_questions), tolerance=config.gate_tolerance)
+            asked = answer_questions(config.eval_questions, config.answer_questions) if answerer is not None else []
+            check = AnswerCheck(answerer, asked, max_tokens=config.answer_max_tokens,
+                                tolerance=config.answer_tolerance) if asked else None
+            # In a worker thread: the evaluation runs each answer in an event loop of its own.
+            gate = await asyncio.to_thread(run_gate, adapter, live, rows=rows, questions=eval_pairs(config.eval_questions),
+                                           tolerance=config.gate_tolerance, answers=check)
             adapter = registry_db.update_adapter(db, adapter.id, metrics={**gate.metrics, "gate_passed": gate.passed})
             if not gate.passed:
                 raise ConflictError(f"adapter {adapter.name} failed the gate: {gate.reason}")

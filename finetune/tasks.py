@@ -20,10 +20,19 @@ celery = get_celery()
 def refresh_now(res: Resources, *, audience: str = "everyone", dry_run: bool = False, by: str = "schedule",
                 progress=None) -> RefreshOutcome:
     """Run one refresh on `res` (its SQL, vector store and served LLM, opened only when new chunks need
-    question-answer pairs) with the settings' configuration."""
+    question-answer pairs) with the settings' configuration; the gate answers evaluation questions
+    through the product's answerer when `finetune_gate_answer_questions` of
+    `finetune_eval_questions` are set."""
+    config = FinetuneConfig.from_settings(res.settings)
+    answerer = None
+    if config.eval_questions is not None and config.answer_questions and not dry_run:
+        from assistant.composition import Assistant
+
+        answerer = Assistant.build(res).answerer
     return asyncio.run(run_refresh(
-        res.db, res.store, config=FinetuneConfig.from_settings(res.settings), publisher=publisher_for(res.settings),
+        res.db, res.store, config=config, publisher=publisher_for(res.settings),
         llm=DeferredLLM(lambda: res.llm), audience=audience, dry_run=dry_run, by=by, progress=progress,
+        answerer=answerer,
     ))
 
 

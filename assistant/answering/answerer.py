@@ -21,7 +21,7 @@ from assistant.answering.rewrite import rewrite_query
 from assistant.core import metrics
 from assistant.core.language import question_language
 from assistant.core.llm import LLM, ChatMessage, FinishReason, StreamResult, Usage
-from assistant.core.llm.adapter_routing import current_principal
+from assistant.core.llm.adapter_routing import AdapterRouter, current_principal, served_adapter
 from assistant.core.principals import Principal
 from assistant.retrieval import RetrievedChunk, Retriever
 from assistant.retrieval.abstention import AbstentionRule
@@ -230,6 +230,24 @@ class Answerer:
         entries are keyed by the server's settings, `cache.index_version`)."""
         return self.cache is not None and not history and params == self.defaults
 
+    def with_model(self, llm: LLM, *, params: GenerationParams) -> "Answerer":
+        """This answerer's retrieval, abstention, prompt and grounding with another model `llm` and
+        `params`, without cache or admission queue: how one adapter's answers are scored against
+        another's (`finetune.evaluate`)."""
+        return Answerer(
+            retriever=self.retriever, llm=llm, top_k=self.top_k, abstention=self.abstention, defaults=params,
+            rewrite=self.rewrite, source_tokens=self.source_tokens,
+        )
+
+    def serving_adapter(self, principal: Principal) -> str | None:
+        """The name of the LoRA adapter that answers `principal` now (`AdapterRouter.choose`; None: the
+        base model, or a model without adapter routing). The answer cache keys its entries by it, so
+        that an answer is reused only for readers whom the same adapter answers."""
+        if not isinstance(self.llm, AdapterRouter):
+            return None
+        adapter = self.llm.choose(principal)
+        return adapter.name if adapter is not None else None
+
     async def _events(
         self,
         question: str,
@@ -244,15 +262,18 @@ class Answerer:
         check_query(question)
         started = time.perf_counter()
         current_principal.set(principal)  # the adapter router picks this reader's adapter
+        served_adapter.set(None)  # set again by the router's generation, or by a cache hit
         ticket = ticket or self.admit(principal)
         history = list(history)
         params = params or self.defaults
         cache = self.cache if self.cacheable(history=history, params=params) else None
         try:
             if cache is not None:
-                hit = await asyncio.to_thread(cache.get, question, principal=principal)
+                adapter = await asyncio.to_thread(self.serving_adapter, principal)
+                hit = await asyncio.to_thread(cache.get, question, principal=principal, adapter=adapter)
                 metrics.ANSWER_CACHE.labels("miss" if hit is None else "hit").inc()
                 if hit is not None:
+                    served_adapter.set(hit.adapter)  # the answer records the adapter that wrote it
                     if audit is not None:
                         cited = [c["chunk_id"] for c in hit.citations]
                         docs = [c["doc_id"] for c in hit.citations]
@@ -316,6 +337,7 @@ class Answerer:
                 await asyncio.to_thread(
                     cache.put, question, principal=principal, answer=answer, citations=citations,
                     doc_ids=[s.doc_id for s in sources], finish_reason=generated.finish_reason,
+                    adapter=served_adapter.get(),  # the adapter that wrote it (routing may have moved since)
                 )
             yield {"type": "citations", "citations": citations}
             yield {"type": "done", "answer": answer, "abstained": False, "cached": False,

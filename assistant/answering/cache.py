@@ -1,8 +1,11 @@
 """Answer cache for frequent questions, never shared across ACL scopes, invalidated by document changes.
 
-The key is the normalised question, the reader's ACL scope (`Principal.scope_key`) and the index
-version (collection, embedding model, LLM and prompt settings), so two readers who may open different
-documents never share an entry. An entry remembers the content hash of every document its answer was
+The key is the normalised question, the reader's ACL scope (`Principal.scope_key`), the LoRA adapter
+that answers the reader (`AdapterRouter.choose`: the live adapter of the reader's audience, or its canary
+for a stable share of users; none for the base model) and the index version (collection, embedding
+model, LLM and prompt settings), so two readers who may open different documents never share an entry,
+and an answer written by one adapter is never served to a reader whom another adapter answers (a canary
+answer to a live reader, or, after a promote or rollback, a retired adapter's answer to anyone). An entry remembers the content hash of every document its answer was
 generated from; a hit is served only if each of them still exists, still has that hash and is still
 readable by the asker (`readable_versions`): an edited, deleted or newly restricted document makes
 the entry stale, and it is dropped. Answers with history and abstentions are not cached (an
@@ -40,13 +43,15 @@ def normalise_question(question: str) -> str:
 @dataclass
 class CachedAnswer:
     """A cached answer: its text, citations (as `Citation.to_dict()`), the versions it rests on, and
-    its `finish_reason` ("length" when it was cut at `max_tokens`; entries from before it say "stop")."""
+    its `finish_reason` ("length" when it was cut at `max_tokens`; entries from before it say "stop"),
+    and the LoRA adapter that wrote it (None: the base model)."""
 
     answer: str
     citations: list[dict]
     doc_versions: dict[str, str]
     created_at: float
     finish_reason: str = "stop"
+    adapter: str | None = None
 
 
 class CacheStore(Protocol):
@@ -131,7 +136,7 @@ class RedisStore:
 
 
 class AnswerCache:
-    """Looks up and stores answers per (question, ACL scope, index version).
+    """Looks up and stores answers per (question, ACL scope, adapter, index version).
 
     Args:
         store: a `MemoryStore` or `RedisStore`.
@@ -150,19 +155,21 @@ class AnswerCache:
         self.hits = 0
         self.misses = 0
 
-    def key(self, question: str, principal: Principal) -> str:
-        """The store key: a SHA-256 over index version, ACL scope and normalised question."""
-        raw = "\x00".join((self.index_version, principal.scope_key, normalise_question(question)))
+    def key(self, question: str, principal: Principal, adapter: str | None = None) -> str:
+        """The store key: a SHA-256 over index version, ACL scope, adapter name ("" for the base model)
+        and normalised question."""
+        raw = "\x00".join((self.index_version, principal.scope_key, adapter or "", normalise_question(question)))
         return KEY_PREFIX + hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
-    def get(self, question: str, *, principal: Principal) -> CachedAnswer | None:
-        """The cached answer to `question` for `principal`'s scope, if every document it rests on is
-        unchanged and still readable by `principal`; a stale entry is deleted.
+    def get(self, question: str, *, principal: Principal, adapter: str | None = None) -> CachedAnswer | None:
+        """The cached answer to `question` for `principal`'s scope written by `adapter` (the adapter
+        that answers `principal` now; None: the base model), if every document it rests on is unchanged
+        and still readable by `principal`; a stale entry is deleted.
 
         Returns:
             The entry, or None (a miss).
         """
-        key = self.key(question, principal)
+        key = self.key(question, principal, adapter)
         raw = self.store.get(key)
         if raw is None:
             self.misses += 1
@@ -178,10 +185,11 @@ class AnswerCache:
 
     def put(
         self, question: str, *, principal: Principal, answer: str, citations: list[dict], doc_ids: Iterable[str],
-        finish_reason: str = "stop",
+        finish_reason: str = "stop", adapter: str | None = None,
     ) -> bool:
-        """Cache an answer generated from the documents `doc_ids` (all sources in its prompt), and why its
-        generation ended (`finish_reason`, "stop" or "length"), which a hit reports again.
+        """Cache an answer generated from the documents `doc_ids` (all sources in its prompt) by `adapter`
+        (the LoRA adapter that wrote it; None: the base model), and why its generation ended
+        (`finish_reason`, "stop" or "length"), which a hit reports again.
 
         Returns:
             True if stored; False when no document backs it (nothing could ever invalidate it) or one
@@ -193,9 +201,9 @@ class AnswerCache:
             return False
         entry = CachedAnswer(
             answer=answer, citations=citations, doc_versions=versions, created_at=time.time(),
-            finish_reason=finish_reason,
+            finish_reason=finish_reason, adapter=adapter,
         )
-        self.store.set(self.key(question, principal), json.dumps(asdict(entry)).encode("utf-8"), self.ttl_s)
+        self.store.set(self.key(question, principal, adapter), json.dumps(asdict(entry)).encode("utf-8"), self.ttl_s)
         return True
 
 

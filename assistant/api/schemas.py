@@ -34,10 +34,13 @@ class ConversationUpdate(BaseModel):
 
 
 class FeedbackCreate(BaseModel):
-    """A rating of an answer: 1 (thumbs up) or -1 (thumbs down), with an optional comment."""
+    """A rating of an answer: 1 (thumbs up) or -1 (thumbs down), with an optional comment and an optional
+    corrected answer (what the answer should have said; the monthly refresh learns it)."""
 
     rating: int = Field(ge=-1, le=1)
     comment: str = Field(default="", max_length=4000)
+    corrected_answer: str | None = Field(default=None, max_length=8000,
+                                         description="what the answer should have said (learnt by the monthly refresh)")
 
 
 class SearchRequest(BaseModel):

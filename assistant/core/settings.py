@@ -369,6 +369,19 @@ class Settings(BaseSettings):
     finetune_eval_questions: Path | None = Field(
         default=None, description="`assistant eval` question file (JSONL) the gate scores candidates on; none: held-out rows only"
     )
+    finetune_gate_answer_questions: int = Field(
+        default=8, ge=0,
+        description="evaluation questions (the first N of finetune_eval_questions) that candidate and live answer "
+        "through the product's answering in the gate; 0: likelihoods only",
+    )
+    finetune_gate_answer_max_tokens: int = Field(
+        default=96, ge=8, description="longest answer the gate generates per question, in tokens"
+    )
+    finetune_gate_answer_tolerance: float = Field(
+        default=0.1, ge=0, le=1,
+        description="largest drop allowed in the share of evaluation questions answered right (a key fact, or a "
+        "decline where the documents hold no answer), candidate against live",
+    )
     finetune_canary_share: float = Field(default=0.1, ge=0, le=1, description="share of users served the canary")
     finetune_schedule_cron: str = Field(default="0 3 1 * *", description="when the refresh runs (cron: min hour day month weekday)")
     finetune_celery_queue: str = Field(default="gpu", description="Celery queue of the refresh (workers with a GPU consume it)")

@@ -178,7 +178,12 @@ def test_feedback_is_stored_with_question_answer_chunks_and_principal_for_admins
     assert alice.put(f"/api/messages/{message_id}/feedback", json={"rating": 0}).status_code == 400
     assert alice.put(f"/api/messages/{not_found[-1][1]['message_id']}/feedback", json={"rating": 1}).status_code == 200
     shown = alice.get(f"/api/conversations/{conv['id']}/messages").json()
-    assert (shown[1]["rating"], shown[1]["comment"]) == (-1, "Too short.")
+    assert (shown[1]["rating"], shown[1]["comment"], shown[1]["corrected_answer"]) == (-1, "Too short.", None)
+    # A corrected answer comes with a rating; rating again replaces the earlier one.
+    fixed = "At least 15 characters, and a passphrase is best."
+    r = alice.put(f"/api/messages/{message_id}/feedback", json={"rating": -1, "comment": "Too short.", "corrected_answer": fixed})
+    assert r.status_code == 200 and r.json()["corrected_answer"] == fixed
+    assert alice.get(f"/api/conversations/{conv['id']}/messages").json()[1]["corrected_answer"] == fixed
 
     assert alice.get("/api/admin/feedback").status_code == 403
     assert alice.get("/api/admin/quality").status_code == 403
@@ -188,6 +193,7 @@ def test_feedback_is_stored_with_question_answer_chunks_and_principal_for_admins
     me = alice.get("/api/auth/me").json()["name"]
     assert (row["principal"], row["rating"], row["comment"], row["question"], row["chunk_ids"]) == (
         me, -1, "Too short.", "How long should my passwords be?", chunk_ids)
+    assert row["corrected_answer"] == fixed
     assert row["answer"] == answered[-1][1]["answer"] and chunk_ids
     assert [f["rating"] for f in admin.get("/api/admin/feedback", params={"rating": 1}).json()].count(-1) == 0
 

@@ -1,11 +1,12 @@
 """The documents and admin pages in Debian's Chromium: upload files as "only me" and find them by search
 while another user cannot (a failed file says why); a question the documents do not answer says so and
 hands the conversation to the helpdesk; a restricted document stays invisible outside its group; a
-rating shows up in the admin's quality view; the admin's users page creates and disables accounts.
+rating shows up in the admin's quality view; the admin's users page creates and disables accounts; the
+admin's adapters page compares canary and live ratings and promotes and rolls back.
 
 The package's one server (tests/e2e/conftest.py; one of its pages is readable by group `hr` only),
 answered by the citing stand-in model (tests/standin_openai.py). Screenshots go to docs/screenshots/ (upload,
-admin users, admin quality), linked from the README.
+admin users, admin quality, admin adapters), linked from the README and docs/finetune.md.
 """
 
 from __future__ import annotations
@@ -128,9 +129,15 @@ def test_a_rating_shows_in_the_admin_quality_view_and_admins_manage_users(app, b
     with page.expect_response(lambda r: "/feedback" in r.url and r.status == 200):
         page.locator(".rate-down").last.click()
     page.locator(".comment-input textarea").last.fill("It missed the approval step.")
+    page.locator(".correction-input textarea").last.fill("Badges are printed at the front desk once a host approves.")
     with page.expect_response(lambda r: "/feedback" in r.url and r.status == 200):
         page.locator(".comment-send").last.click()
     page.context.close()
+    from assistant.core.db.feedback import list_feedback
+
+    mine = next(f for f in list_feedback(res.db, limit=50) if f.principal == reader)
+    assert (mine.comment, mine.corrected_answer) == (
+        "It missed the approval step.", "Badges are printed at the front desk once a host approves.")
 
     page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
     sign_in(page, url, admin)
@@ -161,3 +168,51 @@ def test_a_rating_shows_in_the_admin_quality_view_and_admins_manage_users(app, b
     expect(page.locator("#admin-tabs [data-tab=quality]")).to_have_text("使用与质量")
     expect(page.locator("[data-testid=ratings-table]")).to_contain_text(question)
     page.context.close()
+
+
+def test_admins_compare_canary_and_live_feedback_then_promote_and_roll_back(app, browser):
+    """The adapters tab: ratings of the answers each serving adapter wrote, side by side; promote the
+    canary to live and roll it back, each in one click (for an audience nobody belongs to, so that no
+    other test's answers are routed to these adapters)."""
+    from playwright.sync_api import expect
+
+    from assistant.core.db import adapters as registry_db
+    from assistant.core.db.conversations import add_answer, create_conversation, start_exchange
+    from assistant.core.db.feedback import rate_answer
+    from assistant.core.identity import load_principal
+
+    url, res, _llm = app
+    audience, tag = f"group:nobody-{uuid.uuid4().hex[:6]}", uuid.uuid4().hex[:6]
+    made = {}
+    for role in ("live", "canary"):
+        record = registry_db.add_adapter(res.db, name=f"{role}-{tag}", audience=audience, base_model="b", snapshot_id=None,
+                                         job_id=None, hyperparameters={})
+        registry_db.promote(res.db, record.id, by="test", to=role)
+        made[role] = record
+    reader = load_principal(res.db, account(res))
+    for role, rating in (("live", 1), ("live", -1), ("canary", 1)):
+        conv = create_conversation(res.db, user_id=reader.user_id)
+        start_exchange(res.db, conv.id, user_id=reader.user_id, question=f"Where is the {role} printer?")
+        stored = add_answer(res.db, conv.id, user_id=reader.user_id, answer="On floor 2.", citations=[], abstained=False)
+        registry_db.record_answer_adapter(res.db, stored.id, made[role].name)
+        rate_answer(res.db, stored.id, principal=reader, rating=rating)
+
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    sign_in(page, url, account(res, admin=True))
+    page.click('#views [data-view="admin"]')
+    page.click("#admin-tabs [data-tab=adapters]")
+    compared = page.locator("[data-testid=adapter-feedback]")
+    expect(compared.locator("tr", has_text=f"live-{tag}")).to_contain_text("50%")
+    expect(compared.locator("tr", has_text=f"canary-{tag}")).to_contain_text("100%")
+    shot(page, "admin-adapters.png")
+    adapters = page.locator("[data-testid=adapters-table]")
+    adapters.locator("tr", has_text=f"canary-{tag}").locator("button", has_text="Make live").click()
+    # The app's model server (the stand-in) is told to load and unload: its answers stream for a few seconds.
+    expect(page.locator("#admin-status")).to_have_text(f"Loaded: canary-{tag}. Unloaded: live-{tag}.", timeout=30_000)
+    assert registry_db.get_adapter(res.db, made["canary"].id).status == "live"
+    page.locator("[data-testid=rollbacks] button", has_text=f"Roll back {audience}").click()
+    expect(page.locator("#admin-status")).to_have_text(f"Loaded: live-{tag}. Unloaded: canary-{tag}.", timeout=30_000)
+    assert registry_db.get_adapter(res.db, made["live"].id).status == "live"
+    expect(adapters.locator("tr", has_text=f"canary-{tag}")).to_contain_text("retired")
+    page.context.close()
+    registry_db.set_status(res.db, made["live"].id, "retired", by="test")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
@@ -101,3 +102,55 @@ def test_normalisation_keeps_meaning():
     assert normalise_question("  How   long?? ") == normalise_question("how long") == "how long"
     assert normalise_question("密码多长？") == "密码多长"
     assert normalise_question("C++ or C#?") != normalise_question("C or C?")
+
+
+def _done(answerer, question: str, principal: Principal) -> tuple[dict, str | None]:
+    """The `done` event of `answerer.stream`, and the adapter the request recorded (`served_adapter`)."""
+    from assistant.core.llm.adapter_routing import served_adapter
+
+    async def go():
+        events = [e async for e in answerer.stream(question, principal=principal)]
+        return events[-1], served_adapter.get()
+
+    return asyncio.run(go())
+
+
+def test_an_answer_is_reused_only_for_readers_of_the_adapter_that_wrote_it(indexed):
+    """The product's composition (adapter router over the registry, answer cache): an answer the canary
+    wrote is a miss once the reader is routed to live, and a retired adapter's answers are never served."""
+    from assistant.composition import Assistant
+    from assistant.core.db import adapters as registry_db
+
+    res, _docs, _manifest, ids = indexed
+    answerer = Assistant.build(res).answerer
+    router = answerer.llm
+    name = f"cache-canary-{uuid.uuid4().hex[:6]}"
+    canary = registry_db.add_adapter(res.db, name=name, audience="everyone", base_model="b", snapshot_id=None,
+                                     job_id=None, hyperparameters={})
+    registry_db.promote(res.db, canary.id, by="test", to="canary")
+    try:
+        router.refresh()
+        alice = it_member()
+        # A question no document answers: a miss ends in an abstention, without loading the model.
+        question = f"Qwix {uuid.uuid4().hex[:8]} florbate zennik?"
+        router.canary_share = 1.0
+        assert answerer.serving_adapter(alice) == name
+        assert answerer.cache.put(question, principal=alice, answer="Canary says 7 [1].", citations=[],
+                                  doc_ids=[ids[FILES[0]]], adapter=answerer.serving_adapter(alice))
+        done, recorded = _done(answerer, question, alice)
+        assert done["cached"] and done["answer"] == "Canary says 7 [1]." and recorded == name
+        router.canary_share = 0.0  # the same reader, now answered by the live side (the base model)
+        done, recorded = _done(answerer, question, alice)
+        assert not done["cached"] and done["answer"] != "Canary says 7 [1]." and recorded is None
+        # Promoted to live, the adapter answers alice again, and its answer is hers again.
+        registry_db.promote(res.db, canary.id, by="test", to="live")
+        router.refresh()
+        assert _done(answerer, question, alice)[0]["cached"]
+        # Rolled back (retired, unloaded): its answers are never served again.
+        registry_db.rollback(res.db, audience="everyone", by="test")
+        router.refresh()
+        assert answerer.serving_adapter(alice) is None
+        assert not _done(answerer, question, alice)[0]["cached"]
+    finally:
+        if registry_db.get_adapter(res.db, canary.id).status in ("canary", "live"):
+            registry_db.set_status(res.db, canary.id, "retired", by="test")

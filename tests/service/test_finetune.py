@@ -71,12 +71,21 @@ def _index(res, *, uri: str, title: str, text: str, acl: list[str]) -> str:
     return cid
 
 
-def _rated(res, user, question: str, answer: str, *, chunk: str, doc: str) -> None:
+def _rated(res, user, question: str, answer: str, *, chunk: str, doc: str, rating: int = 1,
+           corrected: str | None = None) -> None:
     conv = create_conversation(res.db, user_id=user.user_id)
     start_exchange(res.db, conv.id, user_id=user.user_id, question=question)
     citations = [{"n": 1, "chunk_id": chunk, "doc_id": doc, "source": "x.md"}]
     stored = add_answer(res.db, conv.id, user_id=user.user_id, answer=f"{answer} [1]", citations=citations, abstained=False)
-    rate_answer(res.db, stored.id, principal=user, rating=1)
+    rate_answer(res.db, stored.id, principal=user, rating=rating, corrected_answer=corrected)
+
+
+def _finance_user(res) -> Principal:
+    """A new account in group `finance` (it may read the restricted document)."""
+    created = create_user(res.db, f"ft-{uuid.uuid4().hex[:6]}", groups=["finance"])
+    with res.db.session() as session:
+        return Principal(name=created.name, groups=frozenset(created.groups),
+                         user_id=session.query(User.id).filter_by(name=created.name).scalar())
 
 
 def _ticket(res, key: str, *, subject: str, resolution: str, audience: list[str]) -> None:
@@ -98,10 +107,7 @@ def refreshed(tmp_path_factory):
     secret = _index(res, uri="file:///finetune-test/finance.md", title="finance", text=SECRET_TEXT, acl=["group:finance"])
     public_doc = document_id("file:///finetune-test/laptops.md")
     secret_doc = document_id("file:///finetune-test/finance.md")
-    created = create_user(res.db, f"ft-{uuid.uuid4().hex[:6]}", groups=["finance"])
-    with res.db.session() as session:
-        user = Principal(name=created.name, groups=frozenset(created.groups),
-                         user_id=session.query(User.id).filter_by(name=created.name).scalar())
+    user = _finance_user(res)
     for q, a in PARAPHRASES:
         _rated(res, user, q, a, chunk=public, doc=public_doc)
     _rated(res, user, "Who approves laptop requests?", "Mail it.desk@example.com or call +86 138 0013 8000 for laptops.",
@@ -172,6 +178,88 @@ def test_dataset_snapshot_counts_scrubs_and_excludes(refreshed):
     assert "it.desk@example.com" not in text and "[EMAIL]" in text and "[PHONE]" in text
     assert len(snapshot.content_hash) == 64
     assert {r.split for r in rows} <= {"train", "heldout"}
+
+
+def test_corrected_answers_replace_the_model_answer_under_the_same_acl_rule(tmp_path):
+    """A corrected answer given with a rating (up or down) is learnt in place of the model's answer,
+    scrubbed of personal data; one correcting an answer that cited a restricted chunk stays out of a
+    wider audience's dataset, as the rated answer would; a thumbs down without one is never learnt."""
+    from finetune.dataset import build_dataset
+    from finetune.pipeline import lexical_grounder
+    from tests.conftest import open_resources
+
+    res = open_resources(make_settings(tmp_path / "var"))
+    try:
+        public = _index(res, uri="file:///finetune-test/laptops.md", title="laptops", text=PUBLIC_TEXT, acl=["everyone"])
+        secret = _index(res, uri="file:///finetune-test/finance.md", title="finance", text=SECRET_TEXT, acl=["group:finance"])
+        public_doc, secret_doc = (document_id(f"file:///finetune-test/{n}.md") for n in ("laptops", "finance"))
+        user = _finance_user(res)
+        _rated(res, user, "How often are laptops replaced?", "Laptops are replaced every year.", chunk=public,
+               doc=public_doc, rating=-1, corrected="Every four years; ask it.help@example.com for an early one.")
+        _rated(res, user, "Where do I fetch my laptop?", "At the IT desk.", chunk=public, doc=public_doc,
+               corrected="At the IT desk on floor 2, within five working days.")
+        _rated(res, user, "Who hands laptops over?", "The cafeteria staff.", chunk=public, doc=public_doc, rating=-1)
+        _rated(res, user, "Which account is the reserve?", "I do not know.", chunk=secret, doc=secret_doc, rating=-1,
+               corrected=f"The reserve account is {SECRET}.")
+
+        def dataset(audience: str) -> tuple[dict, dict[str, tuple[str, str]]]:
+            snapshot = asyncio.run(build_dataset(res.db, res.store, audience=audience, root=tmp_path / audience,
+                                                 heldout_share=0.0, since=None, write_qa=None,
+                                                 make_grounder=lexical_grounder))
+            return snapshot.counts, {r.question: (r.origin, r.answer) for r in read_snapshot(snapshot.path)}
+
+        counts, rows = dataset("everyone")
+        assert rows == {
+            "How often are laptops replaced?": ("correction", "Every four years; ask [EMAIL] for an early one."),
+            "Where do I fetch my laptop?": ("correction", "At the IT desk on floor 2, within five working days."),
+        }
+        assert counts["correction"] == 2 and counts["excluded_acl"] == 1 and counts["pii_email"] == 1
+        # The finance group's own adapter may learn what its members may all read.
+        counts, rows = dataset("group:finance")
+        assert rows["Which account is the reserve?"] == ("correction", f"The reserve account is {SECRET}.")
+        assert counts["excluded_acl"] == 0
+    finally:
+        res.close()
+
+
+def test_gate_answers_evaluation_questions_through_the_product_for_candidate_and_live(refreshed, tmp_path):
+    """The gate's answer half: the product's answering (its retrieval over a real index, abstention rule,
+    prompt and grounding) answers the evaluation questions with the candidate and with live (here the
+    base model: nothing is live yet), `assistant eval` judges them, and both shares are stored."""
+    from assistant.composition import Assistant
+    from finetune.evaluate import AnswerCheck, answer_questions, answers_regressed, run_gate
+    from ingest.pipeline import Ingestor
+    from tests.conftest import CORPUS_MODEL, copy_subset, open_resources
+    from tests.corpus import HANDBOOK
+
+    passwords = "departments/tech-ops/process/internal-security/passwords.md"
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("\n".join(json.dumps(q) for q in [
+        {"id": "pw", "lang": "en", "question": "How long should my passwords be?", "answer_files": [passwords],
+         "must_contain_any": ["15"]},
+        {"id": "none", "lang": "en", "question": "What does the cafeteria serve on Mondays?"},
+        {"id": "unasked", "lang": "en", "question": "Which laptop do I get?"},
+    ]))
+    res = open_resources(make_settings(tmp_path / "var", embedding_model=CORPUS_MODEL, top_k=2, llm_cpu_source_tokens=96,
+                                       query_translation=False))
+    try:
+        Ingestor(res).sync(copy_subset(HANDBOOK, tmp_path / "docs", [passwords]))
+        check = AnswerCheck(Assistant.build(res).answerer, answer_questions(questions, 2), max_tokens=24, tolerance=0.1)
+        assert [q.id for q in check.questions] == ["pw", "none"]  # the first N of the file
+        adapter = refreshed["outcome"].adapter
+        gate = run_gate(adapter, None, rows=read_snapshot(refreshed["outcome"].snapshot.path), questions=[],
+                        tolerance=0.05, answers=check)
+    finally:
+        res.close()
+    metrics = gate.metrics
+    assert metrics["answer_questions"] == 2 and metrics["against"] == "base" and metrics["answer_max_tokens"] == 24
+    assert [r["id"] for r in metrics["answer_results"]] == ["pw", "none"]
+    for side in ("candidate", "live"):
+        right = [r[side] for r in metrics["answer_results"]]
+        assert metrics[f"answer_{side}"] == sum(right) / 2
+        assert right[1] is True  # the documents hold no answer: both decline it
+    assert gate.passed == (not answers_regressed(metrics["answer_candidate"], metrics["answer_live"], 0.1))
+    assert answers_regressed(0.5, 1.0, 0.1) and not answers_regressed(0.9, 1.0, 0.1)
 
 
 def test_no_leak_restricted_strings_stay_out_of_dataset_and_log(refreshed):

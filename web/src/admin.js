@@ -1,5 +1,7 @@
-// The admin pages (admins only): users and groups, API keys, sources, jobs, the model in use, and the
-// usage and quality view (quality.js). Every action is a call of the documented /api/admin routes.
+// The admin pages (admins only): users and groups, API keys, sources, jobs, the model in use, the
+// usage and quality view (quality.js) and the refresh's adapters (adapters.js). Every action is a call
+// of the documented /api/admin routes.
+import { showAdapters } from "./adapters.js";
 import { api } from "./api.js";
 import { errorText, formatDate, formatNumber } from "./format.js";
 import { t } from "./i18n.js";
@@ -8,7 +10,7 @@ import { el } from "./render.js";
 import { button, heading, table } from "./tables.js";
 
 const $ = (id) => document.getElementById(id);
-const TABS = ["users", "keys", "sources", "jobs", "model", "quality"];
+const TABS = ["users", "keys", "sources", "jobs", "model", "quality", "adapters"];
 let currentTab = "users";
 
 function status(text, isError = false) {
@@ -144,9 +146,12 @@ async function modelTab(panel) {
     [t("admin.embedding"), model.embedding_model], [t("admin.adapter"), model.adapter]], "model-table"));
 }
 
-const RENDER = { users: usersTab, keys: keysTab, sources: sourcesTab, jobs: jobsTab, model: modelTab, quality: showQuality };
+const RENDER = {
+  users: usersTab, keys: keysTab, sources: sourcesTab, jobs: jobsTab, model: modelTab, quality: showQuality,
+  adapters: (panel) => showAdapters(panel, act),
+};
 
-/** Show admin tab `name` (users, keys, sources, jobs, model, quality). */
+/** Show admin tab `name` (users, keys, sources, jobs, model, quality, adapters). */
 export async function showTab(name, { keepStatus = false } = {}) {
   currentTab = TABS.includes(name) ? name : "users";
   for (const tab of document.querySelectorAll("#admin-tabs [data-tab]")) {

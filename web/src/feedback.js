@@ -1,5 +1,6 @@
 // Under each answer: copy, regenerate (the last answer only), and thumbs up or down with an optional
-// comment, stored against the answer's message ID (PUT /api/messages/{id}/feedback).
+// comment and an optional corrected answer (what it should have said; the monthly refresh learns it),
+// stored against the answer's message ID (PUT /api/messages/{id}/feedback).
 import { api } from "./api.js";
 import { t } from "./i18n.js";
 import { icon } from "./icons.js";
@@ -28,11 +29,24 @@ function actionButton(cls, key, iconName) {
   return button;
 }
 
+/** A two-line Shoelace text box of class `cls` labelled by the catalog's `${key}.label` and `${key}.placeholder`. */
+function textBox(cls, key, maxlength, value) {
+  const box = document.createElement("sl-textarea");
+  box.setAttribute("rows", "2");
+  box.setAttribute("resize", "auto");
+  box.setAttribute("label", t(`${key}.label`));
+  box.setAttribute("placeholder", t(`${key}.placeholder`));
+  box.setAttribute("maxlength", String(maxlength));
+  box.className = cls;
+  box.value = value || "";
+  return box;
+}
+
 /**
  * The action bar of an answer.
  *
- * @param {object} answer `{id, text, rating, comment}`: `id` is the stored message's (null when the
- *     answer was not stored, e.g. stopped: no rating then).
+ * @param {object} answer `{id, text, rating, comment, corrected}`: `id` is the stored message's (null
+ *     when the answer was not stored, e.g. stopped: no rating then); `corrected` the reader's corrected answer.
  * @param {function|null} regenerate called by the regenerate button; null: no such button.
  */
 export function answerActions(answer, regenerate) {
@@ -58,20 +72,15 @@ export function answerActions(answer, regenerate) {
   status.setAttribute("role", "status");
   const form = el("form", "comment");
   form.hidden = true;
-  const box = document.createElement("sl-textarea");
-  box.setAttribute("rows", "2");
-  box.setAttribute("resize", "auto");
-  box.setAttribute("label", t("comment.label"));
-  box.setAttribute("placeholder", t("comment.placeholder"));
-  box.setAttribute("maxlength", "4000");
-  box.className = "comment-input";
-  box.value = answer.comment || "";
+  const box = textBox("comment-input", "comment", 4000, answer.comment);
+  const fix = textBox("correction-input", "correction", 8000, answer.corrected);
   const send = document.createElement("sl-button");
   send.setAttribute("size", "small");
   send.setAttribute("type", "submit");
   send.className = "comment-send";
   send.textContent = t("comment.send");
-  form.append(box, send);
+  form.append(box, fix, send);
+  const body = () => ({ rating, comment: box.value || "", corrected_answer: fix.value.trim() || null });
 
   let rating = answer.rating ?? null;
   const show = () => {
@@ -81,7 +90,7 @@ export function answerActions(answer, regenerate) {
   const rate = async (value) => {
     rating = value;
     show();
-    await api(`/api/messages/${answer.id}/feedback`, { method: "PUT", body: { rating, comment: box.value || "" } });
+    await api(`/api/messages/${answer.id}/feedback`, { method: "PUT", body: body() });
     status.textContent = t("answer.thanks");
     form.hidden = false;
   };
@@ -91,7 +100,7 @@ export function answerActions(answer, regenerate) {
     event.preventDefault();
     if (rating == null) return;
     try {
-      await api(`/api/messages/${answer.id}/feedback`, { method: "PUT", body: { rating, comment: box.value || "" } });
+      await api(`/api/messages/${answer.id}/feedback`, { method: "PUT", body: body() });
       status.textContent = t("comment.sent");
     } catch (err) {
       status.textContent = err.message;

@@ -1,5 +1,6 @@
 // The chat app's entry point: sign-in (password or single sign-on), the header (language, sign-out),
 // and the wiring of the sidebar, the thread and the composer.
+import "@shoelace-style/shoelace/dist/components/badge/badge.js";
 import "@shoelace-style/shoelace/dist/components/button/button.js";
 import "@shoelace-style/shoelace/dist/components/dialog/dialog.js";
 import "@shoelace-style/shoelace/dist/components/input/input.js";

@@ -110,7 +110,7 @@ export async function openConversation(id) {
     const last = i === messages.length - 1 && question !== null;
     if (last && message.abstained) offerNextStep(view.turn, id);
     view.finish(
-      { id: message.id, rating: message.rating, comment: message.comment },
+      { id: message.id, rating: message.rating, comment: message.comment, corrected: message.corrected_answer },
       last ? regenerateLast(question, questionNode, view) : null,
     );
   });

@@ -111,5 +111,6 @@ async def rate(message_id: int, body: FeedbackCreate, principal: PrincipalDep, d
         NotFoundError: no such answer, or not the caller's.
     """
     return await run_in_threadpool(
-        rate_answer, db, message_id, principal=principal, rating=body.rating, comment=body.comment
+        rate_answer, db, message_id, principal=principal, rating=body.rating, comment=body.comment,
+        corrected_answer=body.corrected_answer,
     )

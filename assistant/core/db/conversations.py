@@ -37,7 +37,7 @@ class ConversationPublic:
 class MessagePublic:
     """One stored turn: `role` `user` or `assistant`; an answer carries its `citations` (as the chat
     stream sent them), whether it was the "not found" answer, and the owner's `rating` of it (1, -1
-    or None) with its comment."""
+    or None) with its comment and corrected answer (None: none)."""
 
     id: int
     role: str
@@ -47,6 +47,7 @@ class MessagePublic:
     created_at: datetime
     rating: int | None = None
     comment: str = ""
+    corrected_answer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ def conversation_messages(db: Database, conversation_id: str, *, user_id: int | 
     with db.session() as session:
         conv = _owned(session, conversation_id, user_id)
         rows = session.execute(
-            select(Message, Feedback.rating, Feedback.comment)
+            select(Message, Feedback.rating, Feedback.comment, Feedback.corrected_answer)
             .outerjoin(Feedback, (Feedback.message_id == Message.id) & (Feedback.user_id == user_id))
             .where(Message.conversation_id == conv.id)
             .order_by(Message.id)
@@ -166,8 +167,9 @@ def conversation_messages(db: Database, conversation_id: str, *, user_id: int | 
             MessagePublic(
                 id=m.id, role=m.role, content=m.content, citations=list(m.citations or []), abstained=m.abstained,
                 created_at=m.created_at, rating=rating, comment=comment or "",
+                corrected_answer=corrected,
             )
-            for m, rating, comment in rows
+            for m, rating, comment, corrected in rows
         ]
 
 

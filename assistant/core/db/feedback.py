@@ -16,15 +16,16 @@ from assistant.core.principals import Principal
 
 @dataclass(frozen=True)
 class FeedbackPublic:
-    """A rating as stored: `rating` 1 (thumbs up) or -1 (down), the reader's comment, and the copy of
-    the question, the answer and the chunk IDs it cited taken when the rating was given. `message_id`
-    is None once the conversation was deleted."""
+    """A rating as stored: `rating` 1 (thumbs up) or -1 (down), the reader's comment and corrected
+    answer (None: none given), and the copy of the question, the answer and the chunk IDs it cited
+    taken when the rating was given. `message_id` is None once the conversation was deleted."""
 
     id: int
     message_id: int | None
     principal: str
     rating: int
     comment: str
+    corrected_answer: str | None
     question: str
     answer: str
     chunk_ids: list[str]
@@ -65,19 +66,24 @@ class QualityReport:
 def _public(row: Feedback) -> FeedbackPublic:
     return FeedbackPublic(
         id=row.id, message_id=row.message_id, principal=row.principal, rating=row.rating, comment=row.comment,
-        question=row.question, answer=row.answer, chunk_ids=list(row.chunk_ids or []), abstained=row.abstained,
+        corrected_answer=row.corrected_answer, question=row.question, answer=row.answer, chunk_ids=list(row.chunk_ids or []), abstained=row.abstained,
         created_at=row.created_at, updated_at=row.updated_at,
     )
 
 
-def rate_answer(db: Database, message_id: int, *, principal: Principal, rating: int, comment: str = "") -> FeedbackPublic:
+def rate_answer(db: Database, message_id: int, *, principal: Principal, rating: int, comment: str = "",
+                corrected_answer: str | None = None) -> FeedbackPublic:
     """Record `principal`'s rating of an answer in one of their own conversations; rating it again
-    replaces the earlier rating and comment.
+    replaces the earlier rating, comment and corrected answer.
 
     Args:
         message_id: the answer's message ID (the chat stream's `done` event carries it).
         rating: 1 (thumbs up) or -1 (thumbs down).
         comment: optional free text.
+        corrected_answer: what the answer should have said (None or blank: none). A finetune dataset
+            learns it in place of the model's answer, under the same rules as a rated-up answer
+            (`finetune.dataset.feedback_rows`); one given to a "not found" answer is kept for the
+            admins but never trained on (it cites nothing that says who may read it).
 
     Raises:
         InvalidRequestError: `rating` is neither 1 nor -1.
@@ -85,6 +91,7 @@ def rate_answer(db: Database, message_id: int, *, principal: Principal, rating: 
     """
     if rating not in (1, -1):
         raise InvalidRequestError(f"rating must be 1 (thumbs up) or -1 (thumbs down), not {rating}")
+    corrected = (corrected_answer or "").strip() or None
     with db.session() as session:
         found = session.execute(
             select(Message, Conversation.user_id).join(Conversation, Conversation.id == Message.conversation_id)
@@ -105,6 +112,7 @@ def rate_answer(db: Database, message_id: int, *, principal: Principal, rating: 
         row.principal = principal.name
         row.rating = rating
         row.comment = comment.strip()
+        row.corrected_answer = corrected
         row.question = question or ""
         row.answer = answer.content
         row.chunk_ids = [c["chunk_id"] for c in answer.citations or [] if c.get("chunk_id")]

@@ -206,7 +206,9 @@ class Message(Base):
 
 
 class Feedback(Base):
-    """A reader's rating of an answer (+1 or -1, with an optional comment), one per answer and reader.
+    """A reader's rating of an answer (+1 or -1, with an optional comment and an optional corrected
+    answer: what the answer should have said, which finetune datasets learn in place of the model's),
+    one per answer and reader.
 
     The question, the answer and the cited chunk IDs are copied in when it is given, so the rating
     keeps its meaning (for the quality view and finetune datasets) after the conversation is deleted;
@@ -219,6 +221,7 @@ class Feedback(Base):
     principal: Mapped[str] = mapped_column(String(255), default="", index=True)
     rating: Mapped[int] = mapped_column(Integer)
     comment: Mapped[str] = mapped_column(Text, default="")
+    corrected_answer: Mapped[str | None] = mapped_column(Text)
     question: Mapped[str] = mapped_column(Text, default="")
     answer: Mapped[str] = mapped_column(Text, default="")
     chunk_ids: Mapped[list[str]] = mapped_column(JSON, default=list)

@@ -1,12 +1,12 @@
-"""The SQL reads a finetune dataset is built from: answers rated up, resolved helpdesk tickets, and the
-documents added or changed since the last refresh."""
+"""The SQL reads a finetune dataset is built from: answers rated up or corrected by their reader, resolved
+helpdesk tickets, and the documents added or changed since the last refresh."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, or_, select
 
 from assistant.core.db.models import Document, Feedback, HelpdeskTicket, Message
 from assistant.core.db.session import Database
@@ -14,14 +14,16 @@ from assistant.core.db.session import Database
 
 @dataclass(frozen=True)
 class RatedAnswer:
-    """An answer rated up: the question, the answer, the chunk IDs it cited and the documents they
-    belong to (from the message's citations; empty once the conversation was deleted)."""
+    """An answer rated up or given a corrected answer: the question, the model's answer, the reader's
+    corrected answer (None: none), the chunk IDs the answer cited and the documents they belong to
+    (from the message's citations; empty once the conversation was deleted)."""
 
     feedback_id: int
     question: str
     answer: str
     chunk_ids: list[str]
     doc_ids: list[str]
+    corrected_answer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -44,16 +46,19 @@ class ChangedDocument:
     acl: list[str]
 
 
-def rated_up_answers(db: Database, *, since: datetime | None = None) -> list[RatedAnswer]:
-    """Answers rated thumbs up (not the "not found" answer), rated after `since` when given, oldest first."""
+def rated_answers(db: Database, *, since: datetime | None = None) -> list[RatedAnswer]:
+    """Answers rated thumbs up, or rated either way with a corrected answer, rated after `since` when
+    given, oldest first; never the "not found" answer (it cites nothing that says who may read it)."""
+    corrected = func.length(func.coalesce(Feedback.corrected_answer, "")) > 0
     stmt = (select(Feedback, Message.citations).join(Message, Message.id == Feedback.message_id, isouter=True)
-            .where(Feedback.rating > 0, Feedback.abstained.is_(False)).order_by(Feedback.id))
+            .where(or_(Feedback.rating > 0, corrected), Feedback.abstained.is_(False)).order_by(Feedback.id))
     if since is not None:
         stmt = stmt.where(Feedback.updated_at > since)
     with db.session() as session:
         return [
             RatedAnswer(feedback_id=f.id, question=f.question, answer=f.answer, chunk_ids=list(f.chunk_ids or []),
-                        doc_ids=sorted({c.get("doc_id") for c in citations or [] if c.get("doc_id")}))
+                        doc_ids=sorted({c.get("doc_id") for c in citations or [] if c.get("doc_id")}),
+                        corrected_answer=f.corrected_answer or None)
             for f, citations in session.execute(stmt)
         ]
 

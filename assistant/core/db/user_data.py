@@ -107,8 +107,8 @@ def user_records(db: Database, name: str) -> dict[str, Any]:
                 ],
             })
         feedback = [
-            {"id": f.id, "message_id": f.message_id, "rating": f.rating, "comment": f.comment, "question": f.question,
-             "answer": f.answer, "chunk_ids": f.chunk_ids, "created_at": _iso(f.created_at)}
+            {"id": f.id, "message_id": f.message_id, "rating": f.rating, "comment": f.comment,
+             "corrected_answer": f.corrected_answer, "question": f.question, "answer": f.answer, "chunk_ids": f.chunk_ids, "created_at": _iso(f.created_at)}
             for f in session.scalars(_feedback_of(user).order_by(Feedback.id))
         ]
         keys = [

@@ -92,13 +92,19 @@ class AdapterRouter(LLM):
             self._llms = {k: v for k, v in self._llms.items() if k in keep}
         return adapters
 
-    def route(self, principal: Principal | None) -> tuple[AdapterRecord | None, LLM]:
-        """The adapter (None: the base model) and the `LLM` that answer `principal`."""
+    def choose(self, principal: Principal | None) -> AdapterRecord | None:
+        """The adapter that answers `principal` now (None: the base model), without loading it; the
+        list of serving adapters is read again when older than `refresh_s`. The answer cache keys
+        its entries by this choice."""
         if time.monotonic() - self._read_at > self.refresh_s:
             self.refresh()
         if principal is None:
-            return None, self.base
-        adapter = choose_adapter(self._adapters, principal, canary_share=self.canary_share)
+            return None
+        return choose_adapter(self._adapters, principal, canary_share=self.canary_share)
+
+    def route(self, principal: Principal | None) -> tuple[AdapterRecord | None, LLM]:
+        """The adapter (None: the base model) and the `LLM` that answer `principal`."""
+        adapter = self.choose(principal)
         if adapter is None:
             return None, self.base
         key = (adapter.name, adapter.path)
