@@ -43,6 +43,10 @@ from ingest.progress import LiveTotals
 log = logging.getLogger(__name__)
 
 UPSERT_POINTS = 256  # points per store call
+# Outcomes that the same bytes may not reach again, because their cause is outside the file: a tool
+# that was missing (LibreOffice for .doc/.ppt) or an OCR engine that was off. Such files are parsed
+# again on every sync instead of being skipped as unchanged.
+RETRIED = ("unsupported", "needs_ocr")
 MAX_ATTACHMENT_DEPTH = 3  # an e-mail attached to an e-mail attached to an e-mail, and no deeper
 
 
@@ -230,12 +234,13 @@ class SyncRun:
 
     def _unchanged(self, doc: Document, work: _Work) -> bool:
         """The document holds these bytes, embedded with this model, all its points present (or it
-        ended in a state that re-parsing the same bytes would reach again)."""
+        ended in a state that re-parsing the same bytes would reach again: not `RETRIED`)."""
         return not self.reparse_all and (
             doc.content_hash == work.content_hash
             and doc.embedding_model == self.embedder.name
             and doc.deleted_at is None
-            and (doc.status == "done" and self.store.count(doc_id=work.doc_id) == doc.chunk_count or doc.status not in ("done", "queued", "running"))
+            and (doc.status == "done" and self.store.count(doc_id=work.doc_id) == doc.chunk_count
+                 or doc.status not in ("done", "queued", "running", *RETRIED))
         )
 
     def _refresh_unchanged(self, session: Session, doc: Document, work: _Work) -> FileOutcome:
