@@ -34,6 +34,7 @@ import time
 from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import quote
 
 from sqlalchemy.engine import make_url
 
@@ -167,7 +168,7 @@ def backup_vectors(resources: Resources, dest: Path) -> dict:
     snapshot = store.client.create_snapshot(collection_name=name, wait=True)
     folder = dest / "qdrant"
     folder.mkdir()
-    url = f"{settings.qdrant_url.rstrip('/')}/collections/{name}/snapshots/{snapshot.name}"
+    url = f"{settings.qdrant_url.rstrip('/')}/collections/{quote(name, safe='')}/snapshots/{quote(snapshot.name, safe='')}"
     try:
         with httpx.stream("GET", url, headers=_qdrant_headers(settings), timeout=settings.request_timeout_s) as response:
             response.raise_for_status()
@@ -314,7 +315,7 @@ def restore_vectors(src: Path, manifest: dict, settings: Settings, *, force: boo
     try:
         if client.collection_exists(name) and not force:
             raise ConfigError(f"collection '{name}' exists on {settings.qdrant_url}: pass --force to replace it")
-        url = f"{settings.qdrant_url.rstrip('/')}/collections/{name}/snapshots/upload?priority=snapshot&wait=true"
+        url = f"{settings.qdrant_url.rstrip('/')}/collections/{quote(name, safe='')}/snapshots/upload?priority=snapshot&wait=true"
         with open(src / entry["file"], "rb") as snapshot:
             response = httpx.post(url, files={"snapshot": (Path(entry["file"]).name, snapshot)},
                                   headers=_qdrant_headers(settings), timeout=None)
