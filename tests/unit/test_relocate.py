@@ -1,10 +1,15 @@
-"""Moving the names of files whose folder moved (a restore into another data folder)."""
+"""The folders of files a backup takes, and moving their names when a restore puts them elsewhere."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from assistant.core.errors import ConfigError
+from assistant.core.operations.backup import data_folders
 from assistant.core.operations.relocate import Move
+from tests.conftest import make_settings
 
 MOVE = Move(Path("/srv/old data/uploads"), Path("/var/lib/assistant/uploads"))
 
@@ -20,3 +25,13 @@ def test_paths_and_uris_under_the_old_folder_move_and_others_stay():
     assert MOVE.path("/srv/old data/uploads-archive/a.md") is None
     assert MOVE.uri(Path("/srv/old data/uploads-archive/a.md").as_uri()) is None
     assert MOVE.uri(Path("/shares/handbook/a.md").as_uri()) is None
+
+
+def test_the_backed_up_folders_follow_the_settings_and_never_hold_the_data_folder(tmp_path: Path):
+    data = tmp_path / "var"
+    folders = data_folders(make_settings(data, uploads_dir=tmp_path / "shared" / "uploads"))
+    assert folders == {"uploads": (tmp_path / "shared" / "uploads").resolve(),
+                       "helpdesk-resolutions": (data / "helpdesk-resolutions").resolve(),
+                       "finetune": (data / "finetune").resolve(), "adapters": (data / "adapters").resolve()}
+    with pytest.raises(ConfigError, match="the uploads folder .* is the data folder .* or holds it"):
+        data_folders(make_settings(data, uploads_dir=tmp_path))

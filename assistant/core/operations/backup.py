@@ -60,9 +60,18 @@ def data_folders(settings: Settings) -> dict[str, Path]:
     - `helpdesk-resolutions`: resolved tickets written as documents and indexed (`helpdesk_resolutions_dir`);
     - `finetune`: dataset snapshots, adapters and run logs that the adapter registry names (`finetune_dir`);
     - `adapters`: DATA_DIR/adapters, the volume the model server reads published adapters from.
+
+    Raises:
+        ConfigError: one of them is the data folder or holds it (copying or replacing it would take
+            the database, the vectors and the backups with it).
     """
-    return {"uploads": settings.resolved_uploads_dir.resolve(), "helpdesk-resolutions": settings.resolutions_dir.resolve(),
-            "finetune": settings.finetune_path.resolve(), ADAPTERS: (settings.data_dir / ADAPTERS).resolve()}
+    folders = {"uploads": settings.resolved_uploads_dir.resolve(), "helpdesk-resolutions": settings.resolutions_dir.resolve(),
+               "finetune": settings.finetune_path.resolve(), ADAPTERS: (settings.data_dir / ADAPTERS).resolve()}
+    data_dir = settings.data_dir.resolve()
+    for role, folder in folders.items():
+        if data_dir == folder or folder in data_dir.parents:
+            raise ConfigError(f"the {role} folder {folder} is the data folder {data_dir} or holds it: give it a folder of its own")
+    return folders
 
 
 def copy_folder(src: Path, dest: Path) -> int:
