@@ -6,18 +6,24 @@ wheel) with `--ocr-threads` ONNX Runtime threads; the model load is timed apart.
 
 Workbook: `--sheets` sheets, one of them with `--rows` rows (an asset inventory with a header merged
 over two rows), written with openpyxl's write-only mode, then parsed and chunked by the real parser
-process (`ingest.isolated_parse`, the same memory and time limits as ingestion): seconds, chunks, the
-parser process's peak resident memory (VmHWM), and whether a row near the end came out with its header.
+process (`ingest.isolated_parse`, the same memory and time limits as ingestion) twice on the same
+file, in this order: handed over in parts of `PART_CHUNKS` chunks (ingestion's way; each part dropped
+once counted, as ingestion drops it once written), then as one message per file (`part_chunks=0`, the
+way before parts, the chunks kept as ingestion kept them until the file was written). For each:
+seconds, chunks, the largest message in chunks, the parser process's peak resident memory (VmHWM)
+and this process's (ru_maxrss: the parts run comes first, so the second figure is the whole-file run's
+own peak unless it stayed below the first), and whether a row near the end came out with its header.
 The chunks are not embedded here (on 2 cores the embedder, not the parser, sets the pace: see
 bench_ingest.py); a sample of `--embed-sample` chunks is embedded to give the embedding rate.
 
 Usage: .venv/bin/python bench/bench_scans_and_sheets.py [--pages 4] [--rows 200000] [--sheets 30]
-(`--rows 0`: OCR figures only)
+(`--rows 0`: OCR figures only; `--pages 0`: workbook figures only)
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import tempfile
 import time
@@ -79,8 +85,9 @@ def write_workbook(path: Path, sheets: int, rows: int) -> None:
     book.save(path)
 
 
-def workbook_figures(path: Path, rows: int, embed_sample: int) -> dict:
-    """Parse and chunk the workbook in the parser process: seconds, chunks, peak RSS of that process."""
+def workbook_figures(path: Path, rows: int, embed_sample: int, part_chunks: int) -> dict:
+    """Parse and chunk the workbook in the parser process, handed over in parts of `part_chunks` (0: one
+    message): seconds, chunks, largest message, peak RSS of the parser process and of this one."""
     from assistant.core.embedder import Embedder
     from assistant.core.settings import get_settings
     from ingest.isolated_parse import IsolatedParser
@@ -91,27 +98,39 @@ def workbook_figures(path: Path, rows: int, embed_sample: int) -> dict:
         tokenizer_path=embedder.path, max_tokens=embedder.max_text_tokens,
         chunk_tokens=settings.chunk_size_tokens or getattr(embedder, "chunk_tokens", 0),
         overlap_tokens=settings.chunk_overlap_tokens, timeout_s=3600, memory_limit_bytes=settings.parse_memory_limit_bytes,
+        part_chunks=part_chunks,
     )
+    late = f"A-{rows - 50:06d}"
+    found, sample, kept = None, [], []
+    chunks = largest = 0
     try:
         started = time.perf_counter()
         parser.submit("book", path)
         pid = parser._proc.pid
-        result = parser.collect()
+        while True:
+            result = parser.collect()
+            chunks += len(result.chunks)
+            largest = max(largest, len(result.chunks))
+            found = found or next((c for c in result.chunks if late in c.text), None)
+            sample = sample or [c.embed_text for c in result.chunks[:embed_sample]]
+            if not part_chunks:
+                kept = result.chunks  # held until written, as ingestion held a whole file's chunks
+            if result.final:
+                break
         seconds = time.perf_counter() - started
         with open(f"/proc/{pid}/status") as status:
             hwm_kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM"))
     finally:
         parser.close()
-    late = f"A-{rows - 50:06d}"
-    found = [c for c in result.chunks if late in c.text]
     figures = {
-        "status": result.status, "reason": result.reason, "seconds": seconds, "chunks": len(result.chunks),
+        "status": result.status, "reason": result.reason, "seconds": seconds, "chunks": chunks,
+        "largest_message_chunks": largest, "kept_chunks": len(kept),
         "parser_peak_rss_mb": hwm_kb / 1024,
-        "late_row_with_header": bool(found and found[0].text.startswith("Asset tag | Location Building")),
-        "late_row_heading": found[0].heading if found else "",
+        "this_process_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "late_row_with_header": bool(found and found.text.startswith("Asset tag | Location Building")),
+        "late_row_heading": found.heading if found else "",
     }
-    if embed_sample and result.chunks:
-        sample = [c.embed_text for c in result.chunks[:embed_sample]]
+    if embed_sample and sample:
         embedder.embed_passages(sample[:8])  # warm-up
         started = time.perf_counter()
         embedder.embed_passages(sample)
@@ -127,9 +146,12 @@ def main() -> None:
     parser.add_argument("--sheets", type=int, default=30)
     parser.add_argument("--embed-sample", type=int, default=64)
     args = parser.parse_args()
-    ocr = ocr_figures(args.pages, args.ocr_threads)
-    print(f"OCR: engine load {ocr['load_s']:.1f} s; {ocr['pages']} pages in {ocr['seconds']:.1f} s = "
-          f"{ocr['pages_per_s']:.2f} pages/s ({ocr['chars']} characters)", flush=True)
+    from ingest.isolated_parse import PART_CHUNKS
+
+    if args.pages > 0:
+        ocr = ocr_figures(args.pages, args.ocr_threads)
+        print(f"OCR: engine load {ocr['load_s']:.1f} s; {ocr['pages']} pages in {ocr['seconds']:.1f} s = "
+              f"{ocr['pages_per_s']:.2f} pages/s ({ocr['chars']} characters)", flush=True)
     if args.rows <= 0:
         return
     with tempfile.TemporaryDirectory() as folder:
@@ -138,10 +160,13 @@ def main() -> None:
         write_workbook(path, args.sheets, args.rows)
         print(f"workbook: {args.sheets} sheets, {args.rows:,} rows, {path.stat().st_size / 1e6:.1f} MB, "
               f"written in {time.perf_counter() - started:.1f} s", flush=True)
-        book = workbook_figures(path, args.rows, args.embed_sample)
-    print("| figure | value |\n|---|---|")
-    for key, value in book.items():
-        print(f"| {key} | {value:.2f} |" if isinstance(value, float) else f"| {key} | {value} |")
+        runs = {f"parts of {PART_CHUNKS}": workbook_figures(path, args.rows, args.embed_sample, PART_CHUNKS)}
+        runs["one message per file"] = workbook_figures(path, args.rows, 0, 0)
+    names = list(runs)
+    print(f"| figure | {' | '.join(names)} |\n|---|{'---|' * len(names)}")
+    for key in runs[names[0]]:
+        cells = [runs[n].get(key, "") for n in names]
+        print(f"| {key} | " + " | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in cells) + " |")
 
 
 if __name__ == "__main__":

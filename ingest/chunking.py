@@ -8,7 +8,7 @@ sentences (its secondary regex knows Chinese full stops `。？！`) up to the t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 from llama_index.core import Document as LIDocument
 from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter
@@ -57,18 +57,14 @@ class Chunker:
 
     def chunk(self, doc: ParsedDocument) -> list[Chunk]:
         """All chunks of `doc`, positions 0..n-1 in reading order."""
-        pieces: list[tuple[str, int | None, str, bool]] = []
-        for section in doc.sections:
-            if doc.markdown:
-                nodes = self._markdown.get_nodes_from_documents([LIDocument(text=section.text)])
-                for node in nodes:
-                    heading = _heading_of(node.metadata.get("header_path", ""), node.get_content())
-                    pieces.append((node.get_content(), section.page, heading, section.ocr))
-            else:
-                pieces.append((section.text, section.page, section.heading, section.ocr))
+        return list(self.iter_chunks(doc))
 
-        chunks: list[Chunk] = []
-        for text, page, heading, ocr in pieces:
+    def iter_chunks(self, doc: ParsedDocument) -> Iterator[Chunk]:
+        """The chunks of `doc` one at a time, positions 0..n-1 in reading order; a streamed document's
+        sections (`ParsedDocument.stream`) are read as the chunks are taken, so that only the current
+        section and its chunks are held."""
+        position = 0
+        for text, page, heading, ocr in self._pieces(doc):
             if not text.strip():
                 continue
             prefix = heading_prefix(doc.title, heading)
@@ -78,8 +74,19 @@ class Chunker:
             budget = max(16, self.chunk_tokens - prefix_tokens)
             for piece in self._splitter(budget).split_text(text):
                 for part in self._enforce_limit(piece, budget):
-                    chunks.append(Chunk(len(chunks), part, prefix + part, page, heading, ocr))
-        return chunks
+                    yield Chunk(position, part, prefix + part, page, heading, ocr)
+                    position += 1
+
+    def _pieces(self, doc: ParsedDocument) -> Iterator[tuple[str, int | None, str, bool]]:
+        """(text, page, heading, ocr) per section, a Markdown section split on its headings first."""
+        for section in doc.all_sections():
+            if doc.markdown:
+                nodes = self._markdown.get_nodes_from_documents([LIDocument(text=section.text)])
+                for node in nodes:
+                    heading = _heading_of(node.metadata.get("header_path", ""), node.get_content())
+                    yield node.get_content(), section.page, heading, section.ocr
+            else:
+                yield section.text, section.page, section.heading, section.ocr
 
     def _splitter(self, budget: int) -> SentenceSplitter:
         # One splitter per budget: building one loads its sentence tokenizer, which a workbook cut

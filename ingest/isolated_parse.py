@@ -10,7 +10,15 @@ Celery prefork worker is a daemonic process that may not have `multiprocessing` 
 its stdin/stdout are a 4-byte big-endian length and a pickle. Besides results, the child sends a
 `Progress` frame after each page it recognises by OCR: each one restarts the file's time limit (a
 scanned book takes longer than any one file should, and each page has its own OCR limit), and the
-parent passes it to its `on_progress` callback. The child's stderr (library warnings such as pypdf's
+parent passes it to its `on_progress` callback.
+
+Chunks are handed over in parts of at most `part_chunks`: a `ParseResult` with status `part` for
+each full part as soon as it is cut, then the final result (`done` with the last chunks, or the
+failure) that ends the file. The child reads a table format's rows as it chunks them, and it blocks
+on the pipe while the parent embeds, so neither process holds more than a few parts of a workbook
+of any length. Each part restarts the file's time limit, as an OCR page does. A caller must treat
+a file's parts as provisional until its final result: a failure after some parts (a cell limit
+reached at row 900,000, the process killed) means the file failed as a whole. The child's stderr (library warnings such as pypdf's
 "fontTools is required", OCR engine logs) goes to `log_path`, not to the user's terminal.
 """
 
@@ -33,6 +41,8 @@ from ingest.chunking import Chunk
 
 _HEADER = struct.Struct(">I")
 _READY = "ready"
+PART = "part"  # the status of a ParseResult that carries some of a file's chunks, more to come
+PART_CHUNKS = 256  # chunks per part: about 0.4 MB of text, and half of one embedding batch
 START_TIMEOUT_S = 180.0  # imports (llama-index, transformers) take seconds on a loaded 2-core box
 
 
@@ -43,11 +53,12 @@ class ParseResult:
     Attributes:
         key: the caller's key of the request.
         status: `done`, or the failure status (`failed`, `unsupported`, `too_large`, `encrypted`,
-            `needs_ocr`, `empty`).
+            `needs_ocr`, `empty`), or `part` (`PART`): some of the file's chunks, more to come.
         reason: why it failed, naming the file; when done, the document's notes (pages
             recognised by OCR, rows left out past a limit), else empty.
         title / mime / page_count: the document's metadata (when done).
-        chunks: the chunks in reading order (when done).
+        chunks: the chunks in reading order (when done: those after the parts sent before; a part:
+            its own, positions counting on from the part before).
         attachments: (file name, bytes) of files carried inside this one.
         parse_s: seconds the child spent parsing and chunking.
     """
@@ -62,6 +73,11 @@ class ParseResult:
     attachments: list[tuple[str, bytes]] = field(default_factory=list)
     parse_s: float = 0.0
     fatal: bool = False  # the child ran out of memory and exits: a fresh one takes the next file
+
+    @property
+    def final(self) -> bool:
+        """Whether this ends its file (any status but `part`)."""
+        return self.status != PART
 
 
 @dataclass(frozen=True)
@@ -95,6 +111,8 @@ class IsolatedParser:
         memory_limit_bytes: address space the child may add beyond its start-up size (RLIMIT_AS).
         log_path: file the child's stderr is appended to (None: inherited).
         on_progress: called with (request key, `Progress`) as OCR pages are done.
+        part_chunks: most chunks per part handed over before a file's final result; 0: every
+            chunk of a file in its final result (the whole file held in both processes).
     """
 
     def __init__(
@@ -108,6 +126,7 @@ class IsolatedParser:
         memory_limit_bytes: int,
         log_path: Path | None = None,
         on_progress: Callable[[Any, Progress], None] | None = None,
+        part_chunks: int = PART_CHUNKS,
     ):
         self.config = {
             "tokenizer_path": str(tokenizer_path),
@@ -115,6 +134,7 @@ class IsolatedParser:
             "chunk_tokens": chunk_tokens,
             "overlap_tokens": overlap_tokens,
             "memory_limit_bytes": memory_limit_bytes,
+            "part_chunks": part_chunks,
         }
         self.timeout_s = timeout_s
         self.memory_limit_bytes = memory_limit_bytes
@@ -144,7 +164,8 @@ class IsolatedParser:
         self._send(request)
 
     def collect(self) -> ParseResult:
-        """The result of the oldest outstanding request, waiting at most `timeout_s` for it.
+        """The next result of the oldest outstanding request, waiting at most `timeout_s` for it: a
+        part of its chunks (`status` `part`; the request stays outstanding) or its final result.
 
         A child that does not answer in time is killed (result `failed`, "parse timed out after N s");
         one that dies (e.g. killed by the kernel) fails that request alone; either way a fresh child
@@ -175,13 +196,16 @@ class IsolatedParser:
             head.started = time.monotonic()  # a page done: the limit counts from here
             if self.on_progress is not None:
                 self.on_progress(head.key, result)
+        result.key = head.key
+        if not result.final:
+            head.started = time.monotonic()  # a part done: the limit counts from here
+            return result
         if result.fatal:
             self._restart_without_head()
         else:
             self._queue.popleft()
             if self._queue:
                 self._queue[0].started = time.monotonic()
-        result.key = head.key
         return result
 
     def close(self) -> None:
@@ -324,9 +348,14 @@ def _child_main() -> None:
             return
         started = time.perf_counter()
         try:
-            parsed = parse_file(Path(path))
-            chunks = chunker.chunk(parsed)
-            if not chunks:
+            parsed = parse_file(Path(path), streamed=True)
+            chunks, sent = [], 0
+            for chunk in chunker.iter_chunks(parsed):
+                chunks.append(chunk)
+                if len(chunks) == config["part_chunks"]:
+                    _write_frame(out, ParseResult(None, PART, title=parsed.title, mime=parsed.mime, chunks=chunks))
+                    chunks, sent = [], sent + len(chunks)
+            if not chunks and not sent:
                 raise IngestError(f"{name}: no text found", status="empty", attachments=list(parsed.attachments or []))
             result = ParseResult(
                 None, "done", "; ".join(parsed.notes), parsed.title, parsed.mime, parsed.page_count, chunks,

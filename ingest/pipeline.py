@@ -6,7 +6,8 @@ after, so that a run cut short by a crash converges when it is run again); a fil
 source loses its chunks; a bad file fails alone with a reason.
 
 Throughput: files are parsed and chunked in a child process (`ingest.isolated_parse`, which also
-enforces the per-file time and memory limits) while this process embeds; chunks of several files are
+enforces the per-file time and memory limits, and hands a big file's chunks over in parts of
+`parse_part_chunks`) while this process embeds; chunks of several files are
 embedded in one call of `embedding_batch_chunks` chunks; a text embedded before (same file at another
 path, unchanged paragraphs of an edited file) reuses its vector from the `EmbeddingCache`.
 """
@@ -98,6 +99,7 @@ class Ingestor:
             timeout_s=settings.parse_timeout_s,
             memory_limit_bytes=settings.parse_memory_limit_bytes,
             log_path=settings.data_dir / "logs" / "parser.log",
+            part_chunks=settings.parse_part_chunks,
         )
         # One thread: batches are embedded in order while this thread writes the previous one.
         self.embed_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assistant-embed")

@@ -3,6 +3,13 @@
 `Ingestor.sync` (ingest.pipeline) drives it: `start` reads, hashes and skips or submits each file to
 the parser process, `collect` takes parse results into the batch, `flush` embeds the batch in one
 call and replaces each document's points, `delete_missing` removes documents gone from the source.
+
+A big file's chunks come from the parser in parts (`Settings.parse_part_chunks`), and each part is
+embedded and its points written as the batches fill, so that a workbook of any length costs a few
+batches of memory. The document stays `running` until its final result: only then are its stale
+points deleted and the document marked done. A file that fails after some parts were written (a
+limit reached late, the parser killed) loses every point of the document, as any failed file does,
+and a run that dies in between leaves it `running`, so that the next sync parses it again.
 """
 
 from __future__ import annotations
@@ -36,6 +43,10 @@ from ingest.progress import LiveTotals
 log = logging.getLogger(__name__)
 
 UPSERT_POINTS = 256  # points per store call
+# Outcomes that the same bytes may not reach again, because their cause is outside the file: a tool
+# that was missing (LibreOffice for .doc/.ppt) or an OCR engine that was off. Such files are parsed
+# again on every sync instead of being skipped as unchanged.
+RETRIED = ("unsupported", "needs_ocr")
 MAX_ATTACHMENT_DEPTH = 3  # an e-mail attached to an e-mail attached to an e-mail, and no deeper
 
 
@@ -77,25 +88,39 @@ class _Work:
     depth: int
     started: float
     item_id: int
-    result: ParseResult | None = None
+    result: ParseResult | None = None  # the final result, once it came
+    title: str = ""  # from its first part (masked when the source masks personal data)
+    lang: str = ""  # detected on its first chunks
+    parts: int = 0  # parts taken from the parser so far (the final result counts as one)
+    pending: int = 0  # of those, parts whose points are not written yet
+    ids: set[str] = field(default_factory=set)  # the points written so far
+    reused: int = 0  # of those, how many took their vector from the cache or the batch
+
+
+@dataclass
+class _Part:
+    """Some of a document's chunks, in reading order, on their way to the embedder and the store."""
+
+    work: _Work
+    chunks: list
 
 
 @dataclass
 class _EmbeddingBatch:
-    """Documents whose vectors are being found: in the cache, else on the embedding thread.
+    """Parts of documents whose vectors are being found: in the cache, else on the embedding thread.
 
     Attributes:
-        works: the parsed documents, in submission order.
-        keys: per document, per chunk: (text key, document key) in the `EmbeddingCache`.
+        works: the parts, in submission order.
+        keys: per part, per chunk: (text key, document key) in the `EmbeddingCache`.
         known: key -> `(dim,)` float32 vector; the cache's hits, then the newly embedded ones.
         cached: the keys the cache already held (their vectors need not be stored again).
         todo: text key -> text, the passages the model embeds, each distinct text once.
-        picks: per document, per chunk: the key whose vector the chunk takes.
-        reused: per document, how many chunks took a vector without embedding it themselves.
+        picks: per part, per chunk: the key whose vector the chunk takes.
+        reused: per part, how many chunks took a vector without embedding it themselves.
         future: the embedding thread's `(vectors, embed seconds so far)`; None when nothing to embed.
     """
 
-    works: list[_Work]
+    works: list[_Part]
     keys: list[list[tuple[bytes, bytes]]]
     known: dict[bytes, object]
     cached: set[bytes]
@@ -147,7 +172,7 @@ class SyncRun:
         self.on_file = on_file
         self.scratch = Path(tempfile.gettempdir())
         self.inflight: dict[str, _Work] = {}
-        self.batch: list[_Work] = []
+        self.batch: list[_Part] = []
         self.batch_size = 0
         self.seen: set[str] = set()
         self.outcomes: dict[tuple[int, str], FileOutcome] = {}
@@ -209,12 +234,13 @@ class SyncRun:
 
     def _unchanged(self, doc: Document, work: _Work) -> bool:
         """The document holds these bytes, embedded with this model, all its points present (or it
-        ended in a state that re-parsing the same bytes would reach again)."""
+        ended in a state that re-parsing the same bytes would reach again: not `RETRIED`)."""
         return not self.reparse_all and (
             doc.content_hash == work.content_hash
             and doc.embedding_model == self.embedder.name
             and doc.deleted_at is None
-            and (doc.status == "done" and self.store.count(doc_id=work.doc_id) == doc.chunk_count or doc.status not in ("done", "queued", "running"))
+            and (doc.status == "done" and self.store.count(doc_id=work.doc_id) == doc.chunk_count
+                 or doc.status not in ("done", "queued", "running", *RETRIED))
         )
 
     def _refresh_unchanged(self, session: Session, doc: Document, work: _Work) -> FileOutcome:
@@ -233,23 +259,54 @@ class SyncRun:
         return FileOutcome(work.rel, work.uri, "skipped", reason, doc.chunk_count, time.perf_counter() - work.started)
 
     def collect(self) -> None:
-        """Take the next parse result: a failure is recorded, a success joins the embedding batch."""
+        """Take the next parse result: a part or a success joins the embedding batch, a failure is
+        recorded once the document's parts already in the batches have gone through."""
         result = self.parser.collect()
-        work = self.inflight.pop(result.key)
-        work.result = result
+        work = self.inflight[result.key]
         self.seconds["parse_s"] += result.parse_s
+        if not result.final:
+            self._take_part(work, result)
+            return
+        del self.inflight[result.key]
+        work.result = result
         for n, (name, data) in enumerate(result.attachments):  # also those of a carrier without text
             self._start_attachment(work, n, name, data)
-        if result.status != "done":
-            self._finish_doc(work, set(), 0, result.status, result.reason)
-            return
-        # A document's chunks (OCR text included, `chunk.ocr`) are final here and not yet embedded.
+        if result.status == "done":
+            self._take_part(work, result)
+        else:  # its parts not yet sent to the embedder are dropped; those on their way are not written
+            kept = [p for p in self.batch if p.work is not work]
+            work.pending -= len(self.batch) - len(kept)
+            self.batch, self.batch_size = kept, sum(len(p.chunks) for p in kept)
+        self._settle(work)
+
+    def _take_part(self, work: _Work, result: ParseResult) -> None:
+        """Add a part's chunks (or a done file's last ones) to the embedding batch."""
+        # The chunks (OCR text included, `chunk.ocr`) are final here and not yet embedded.
         if self.pii_kinds:  # before the cache look-up and the embedding: nothing unmasked is stored
+            if work.parts:
+                result.title = ""  # masked and counted with the first part
             mask_parse_result(result, self.pii_kinds, self.pii_masked)
-        self.batch.append(work)
+        if not work.parts:
+            work.title = result.title
+            work.lang = detect_lang(" ".join(c.text for c in result.chunks[:5]))
+        work.parts += 1
+        if not result.chunks:
+            return
+        work.pending += 1
+        self.batch.append(_Part(work, result.chunks))
         self.batch_size += len(result.chunks)
         if self.batch_size >= self.batch_chunks:
             self.flush()
+
+    def _settle(self, work: _Work) -> None:
+        """Record the document's outcome once its final result came and its parts are all written:
+        done with the points written, or the failure (its points, partial ones included, deleted)."""
+        if work.result is None or work.pending:
+            return
+        if work.result.status == "done":
+            self._finish_doc(work, work.ids, work.reused, "done", work.result.reason)
+        else:
+            self._finish_doc(work, set(), 0, work.result.status, work.result.reason)
 
     def _start_attachment(self, parent: _Work, n: int, name: str, data: bytes) -> None:
         name = str(name) or f"attachment-{n + 1}"
@@ -292,7 +349,7 @@ class SyncRun:
         self.flush()
         self.flush()
 
-    def _submit(self, batch: list[_Work]) -> _EmbeddingBatch:
+    def _submit(self, batch: list[_Part]) -> _EmbeddingBatch:
         """Look the batch's chunks up in the cache and send the rest to the embedding thread."""
         started = time.perf_counter()
         pending = self._look_up(batch)
@@ -301,19 +358,19 @@ class SyncRun:
         self.seconds["lookup_s"] += time.perf_counter() - started
         return pending
 
-    def _look_up(self, batch: list[_Work]) -> _EmbeddingBatch:
+    def _look_up(self, batch: list[_Part]) -> _EmbeddingBatch:
         """The cache's vectors for the batch's chunks, and for each chunk the key it takes its vector
         from: a cached one, else the first chunk of the batch with its text, else its own text's."""
         keys = [
-            [(self.cache.key(c.embed_text), self.cache.document_key(w.content_hash, c.position, c.text)) for c in w.result.chunks]
-            for w in batch
+            [(self.cache.key(c.embed_text), self.cache.document_key(p.work.content_hash, c.position, c.text)) for c in p.chunks]
+            for p in batch
         ]
         known = self.cache.get_many(k for ks in keys for pair in ks for k in pair)
         pending = _EmbeddingBatch(works=batch, keys=keys, known=known, cached=set(known))
         alias: dict[bytes, bytes] = {}  # document key -> text key embedded in this batch
-        for work, ks in zip(batch, keys):
+        for part, ks in zip(batch, keys):
             doc_picks, n_reused = [], 0
-            for (text_key, doc_key), chunk in zip(ks, work.result.chunks):
+            for (text_key, doc_key), chunk in zip(ks, part.chunks):
                 pick = next((k for k in (text_key, doc_key) if k in known), None)
                 pick = pick or (text_key if text_key in pending.todo else alias.get(doc_key))
                 if pick is None:
@@ -335,14 +392,19 @@ class SyncRun:
         return vectors, self._embed_busy_s
 
     def _write(self, pending: _EmbeddingBatch) -> None:
-        """Wait for the batch's vectors, store the new ones in the cache, write each document's points."""
+        """Wait for the batch's vectors, store the new ones in the cache, write each part's points
+        (not those of a document that failed meanwhile) and settle the documents they complete."""
         self._await_vectors(pending)
         self.cache.put_many(self._new_cache_entries(pending))
-        for work, doc_picks, n_reused in zip(pending.works, pending.picks, pending.reused):
-            started = time.perf_counter()
-            ids = self._upsert(work, [pending.known[k] for k in doc_picks])
-            self.seconds["store_s"] += time.perf_counter() - started
-            self._finish_doc(work, ids, n_reused, "done", work.result.reason)
+        for part, doc_picks, n_reused in zip(pending.works, pending.picks, pending.reused):
+            work = part.work
+            work.pending -= 1
+            if work.result is None or work.result.status == "done":
+                started = time.perf_counter()
+                work.ids |= self._upsert(part, [pending.known[k] for k in doc_picks])
+                work.reused += n_reused
+                self.seconds["store_s"] += time.perf_counter() - started
+            self._settle(work)
 
     def _await_vectors(self, pending: _EmbeddingBatch) -> None:
         """Add the embedding thread's vectors to `pending.known`, counting the wait."""
@@ -364,30 +426,29 @@ class SyncRun:
                     fresh[doc_key] = pending.known[pick]
         return fresh
 
-    def _upsert(self, work: _Work, vectors: list) -> set[str]:
-        """Write the document's points (`index_format`), `UPSERT_POINTS` per store call; their IDs."""
-        result = work.result
-        lang = detect_lang(" ".join(c.text for c in result.chunks[:5]))
+    def _upsert(self, part: _Part, vectors: list) -> set[str]:
+        """Write the part's points (`index_format`), `UPSERT_POINTS` per store call; their IDs."""
+        work = part.work
         points = [
             chunk_point(
                 ChunkPayload(
                     doc_id=work.doc_id,
                     chunk_index=chunk.position,
                     text=chunk.text,
-                    title=result.title,
+                    title=work.title,
                     heading=chunk.heading,
                     page=chunk.page,
                     source=work.rel,
                     uri=work.uri,
                     acl=work.acl,
-                    lang=lang,
+                    lang=work.lang,
                     content_hash=work.content_hash,
                     ocr=chunk.ocr,
                 ),
                 dense=vector.tolist(),
                 passage=chunk.embed_text,
             )
-            for chunk, vector in zip(result.chunks, vectors)
+            for chunk, vector in zip(part.chunks, vectors)
         ]
         for start in range(0, len(points), UPSERT_POINTS):
             self.store.upsert(points[start : start + UPSERT_POINTS])
@@ -403,7 +464,7 @@ class SyncRun:
             doc.content_hash, doc.size_bytes, doc.acl = work.content_hash, work.size_bytes, work.acl
             doc.embedding_model = self.embedder.name
             if status == "done":
-                doc.title, doc.mime, doc.page_count = work.result.title, work.result.mime, work.result.page_count
+                doc.title, doc.mime, doc.page_count = work.title, work.result.mime, work.result.page_count
         outcome = FileOutcome(work.rel, work.uri, status, reason, len(new_ids), time.perf_counter() - work.started, reused)
         self._finish_item(work.order, work.item_id, outcome)
 

@@ -64,7 +64,8 @@ def backup(
     server_url: str = typer.Option(None, "--server-url", help="the running server (default: ASSISTANT_HOST:ASSISTANT_PORT)"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Back up the SQL data, the vector collection and the adapters into PATH, while the service runs.
+    """Back up the SQL data, the vector collection and the files they refer to (uploads, helpdesk
+    resolutions, finetune datasets and adapters) into PATH, while the service runs.
 
     With the embedded vector store held by a running `assistant serve`, the server takes the backup
     (its writes held while the folder is copied) and it is moved to PATH.
@@ -108,7 +109,8 @@ def restore(
 ) -> None:
     """Restore a backup into the configured (stopped) deployment; refuses a non-empty target unless --force.
 
-    The schema is migrated to this release afterwards, so a backup of an older release upgrades.
+    The schema is migrated to this release afterwards, so a backup of an older release upgrades; files
+    restored into other folders than the backup's have their paths and document IDs moved with them.
     """
     from assistant.core.operations.backup import restore_backup
     from assistant.core.settings import get_settings

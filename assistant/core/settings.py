@@ -342,6 +342,11 @@ class Settings(BaseSettings):
         default=True,
         description="`assistant ingest` hands its work to a running `assistant serve` that holds the embedded store",
     )
+    parse_part_chunks: int = Field(
+        default=256, ge=1,
+        description="chunks the parser process hands over at a time: a big file (a 200,000-row workbook) is embedded "
+        "and written a part at a time, so memory stays bounded whatever its length",
+    )
 
     # --- issue 18 ---
     finetune_dir: Path | None = Field(default=None, description="adapters, datasets and run logs; default: data_dir/finetune")

@@ -70,17 +70,20 @@ _LEGACY_OOXML = {".doc": "docx", ".ppt": "pptx", ".xls": "xlsx"}
 _ZIP_MAGIC = b"PK\x03\x04"
 
 
-def parse_file(path: Path, *, limits: Limits | None = None) -> ParsedDocument:
+def parse_file(path: Path, *, limits: Limits | None = None, streamed: bool = False) -> ParsedDocument:
     """Read one file into sections of text.
 
     Args:
         path: the file; its extension picks the format, its first bytes correct a wrong one
             (an encrypted OOXML file or a legacy file renamed to .docx/.xlsx/.pptx).
         limits: size limits and OCR languages (default: from the process settings).
+        streamed: leave a table format's sections in `ParsedDocument.stream`, to be read as they
+            are consumed (`all_sections`); its `too_large` and `empty` errors then come from that
+            reading. False: every section is read here, into `sections`.
 
     Returns:
-        The document with at least one non-blank section; files carried inside it (e-mail
-        attachments, PDF embedded files) in `attachments`.
+        The document with at least one non-blank section (or, streamed, a stream that yields one
+        or raises); files carried inside it (e-mail attachments, PDF embedded files) in `attachments`.
 
     Raises:
         IngestError: with `status` one of
@@ -114,14 +117,16 @@ def parse_file(path: Path, *, limits: Limits | None = None) -> ParsedDocument:
         suffix = ".html" if head.lstrip(b"\xef\xbb\xbf\xff\xfe\x00 \r\n\t").startswith(b"<") else ".tsv"
     if suffix in ZIPPED:
         check_zip(path, limits)
-        return ZIPPED[suffix](path, limits)
+        doc = ZIPPED[suffix](path, limits)
+        return doc if streamed else doc.materialise()
     if suffix in CONVERTED:
         if not is_ole2(head):
             raise IngestError(f"{path.name}: not a legacy Office file (no OLE2 header)")
         target = CONVERTED[suffix]
         with converted(path, target) as modern:
             check_zip(modern, limits)
-            doc = ZIPPED[f".{target}"](modern, limits)
+            doc = ZIPPED[f".{target}"](modern, limits).materialise()  # the converted file goes with the block
         doc.mime = _LEGACY_MIMES[suffix]
         return doc
-    return PLAIN[suffix](path, limits)
+    doc = PLAIN[suffix](path, limits)
+    return doc if streamed else doc.materialise()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Iterable, Iterator
 
 from assistant.core.errors import IngestError
 
@@ -41,7 +42,10 @@ class ParsedDocument:
         attachments: (file name, bytes) of files carried inside this one (e-mail attachments, PDF
             embedded files); the caller ingests each as its own document.
         notes: sentences for the document's status although it was indexed (pages recognised by
-            OCR, rows left out past a limit).
+            OCR, rows left out past a limit); a streamed document adds its notes as it is read.
+        stream: the sections not read yet, for a table format read row by row (`finished_stream`);
+            `parse_file` reads them into `sections` unless its caller asks for the stream, so that
+            a workbook of any length can be chunked and handed over a part at a time.
     """
 
     title: str
@@ -51,6 +55,20 @@ class ParsedDocument:
     markdown: bool = False
     attachments: list[tuple[str, bytes]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    stream: Iterator[Section] | None = None
+
+    def all_sections(self) -> Iterator[Section]:
+        """The sections in reading order: `sections`, then what `stream` still holds (read once)."""
+        yield from self.sections
+        if self.stream is not None:
+            stream, self.stream = self.stream, None
+            yield from stream
+
+    def materialise(self) -> "ParsedDocument":
+        """Read `stream` into `sections` (its errors, e.g. `too_large` or `empty`, are raised here)."""
+        if self.stream is not None:
+            self.sections = list(self.all_sections())
+        return self
 
 
 def real_title(candidate: str | None) -> str:
@@ -93,6 +111,23 @@ def finish(doc: ParsedDocument, *, name: str) -> ParsedDocument:
         extra = f" ({len(doc.attachments)} attachment(s) are ingested on their own)" if doc.attachments else ""
         raise IngestError(f"{name}: the document contains no text{extra}", status="empty", attachments=doc.attachments)
     return doc
+
+
+def finished_stream(sections: Iterable[Section], *, name: str, attachments: list | None = None) -> Iterator[Section]:
+    """`finish` for sections read one at a time: control characters removed and blank sections
+    dropped as they pass; after the last one, the document without text is refused.
+
+    Raises:
+        IngestError(status="empty"): while iterated, when no section held any text.
+    """
+    found = False
+    for section in sections:
+        section.text = section.text.translate(_CONTROLS)
+        if section.text and section.text.strip():
+            found = True
+            yield section
+    if not found:
+        raise IngestError(f"{name}: the document contains no text", status="empty", attachments=list(attachments or []))
 
 
 class SectionBuilder:

@@ -13,6 +13,9 @@ from assistant.core.errors import IngestError
 
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _CONVERT_TIMEOUT_S = 180
+# Debian packages that give `soffice` the Writer and Impress import filters, without the desktop
+# (about 270 MB installed: docs/benchmarks.md, "LibreOffice"); the set-up leaves them to the operator.
+LIBREOFFICE_PACKAGES = "libreoffice-writer-nogui libreoffice-impress-nogui"
 
 
 def is_ole2(head: bytes) -> bool:
@@ -83,8 +86,10 @@ def converted(path: Path, target: str) -> Iterator[Path]:
     command = soffice_path()
     if command is None:
         raise IngestError(
-            f"{path.name}: the legacy '{path.suffix.lower()}' format needs LibreOffice to be converted, "
-            "and 'soffice' is not on PATH",
+            f"{path.name}: the legacy '{path.suffix.lower()}' format is read by converting it with LibreOffice, which "
+            "is not installed on the server ('soffice' is not on PATH): install it (Debian: apt-get install "
+            f"--no-install-recommends {LIBREOFFICE_PACKAGES}) and sync again, or save the file as .{target} and "
+            "ingest that",
             status="unsupported",
         )
     with tempfile.TemporaryDirectory(prefix="assistant-convert-") as tmp:

@@ -75,9 +75,12 @@ def recognise_pages(pages: Iterable[tuple[int, Callable[[], list]]], *, options:
         try:
             with page_time_limit(options.page_timeout_s) as clock:
                 texts = [engine.recognise(image) for image in images()]
+            if clock.expired:  # the engine caught the timeout itself and returned what it had so far
+                raise clock.timeout()
         except MemoryError:
             raise
         except Exception as exc:  # noqa: BLE001 - one unreadable image costs its page, not the document
+            texts = []
             if isinstance(exc, OcrTimeout) or clock.expired:  # the engine may wrap the timeout in its own error
                 report.problems.append(f"page {number}: OCR stopped {clock.timeout()} (ASSISTANT_OCR_PAGE_TIMEOUT_S)")
             else:

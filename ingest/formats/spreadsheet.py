@@ -4,6 +4,11 @@ Rows are read one at a time (openpyxl's read-only mode, xlrd on demand, the csv 
 sections of about a chunk's worth of rows that repeat the sheet name and the header row
 (`tables.table_sections`), and counted against the cell limit (past it: `too_large`) and the row
 limit (past it: the rows so far are indexed and the document's notes say where it stopped).
+
+The readers return the sections as a stream (`ParsedDocument.stream`), read as they are consumed:
+the parser process chunks them and hands the chunks over a part at a time, so that neither side
+holds a whole workbook (`ingest.isolated_parse`). The limits' errors and the notes come while the
+stream is read.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Iterable, Iterator
 
 from assistant.core.errors import IngestError
 from ingest.decoding import decode_text
-from ingest.formats.document import ParsedDocument, Section, finish
+from ingest.formats.document import ParsedDocument, Section, finished_stream
 from ingest.formats.limits import Limits, too_large
 from ingest.formats.tables import cell_text, is_header, table_sections
 
@@ -34,10 +39,12 @@ def read_xlsx(path: Path, *, limits: Limits) -> ParsedDocument:
         limits: `max_sheet_cells`.
 
     Returns:
-        One section per sub-table of each sheet, headed with the sheet name.
+        The workbook, its sections streamed (one per group of rows of each sub-table of each sheet,
+        headed with the sheet name); the workbook stays open until the stream is read or dropped.
 
     Raises:
-        IngestError: `failed` (unreadable), `unsupported` (too many cells), `empty` (no values).
+        IngestError: `failed` (unreadable); while the stream is read, `too_large` (too many cells)
+            or `empty` (no values).
     """
     from openpyxl import load_workbook
 
@@ -47,23 +54,25 @@ def read_xlsx(path: Path, *, limits: Limits) -> ParsedDocument:
         book = load_workbook(path, read_only=True, data_only=True)
     except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
         raise IngestError(f"{path.name}: the XLSX workbook cannot be read ({type(exc).__name__}: {exc})") from exc
-    sections: list[Section] = []
     counter = _RowCounter(path.name, limits)
-    try:
-        for sheet in book.worksheets:
-            if counter.truncated:
-                break
-            if hasattr(sheet, "reset_dimensions"):
-                sheet.reset_dimensions()
-            rows = ([cell_text(v) for v in row] for row in sheet.iter_rows(values_only=True))
-            merges = _merged_ranges(book, sheet)
-            if merges:
-                rows = _resolve_merges(rows, merges)
-            sections += table_sections(counter.rows(rows), heading=sheet.title)
-    finally:
-        book.close()
-    doc = ParsedDocument(title=path.stem, mime=XLSX_MIME, sections=sections, notes=counter.notes())
-    return finish(doc, name=path.name)
+
+    def sections() -> Iterator[Section]:
+        try:
+            for sheet in book.worksheets:
+                if counter.truncated:
+                    break
+                if hasattr(sheet, "reset_dimensions"):
+                    sheet.reset_dimensions()
+                rows = ([cell_text(v) for v in row] for row in sheet.iter_rows(values_only=True))
+                merges = _merged_ranges(book, sheet)
+                if merges:
+                    rows = _resolve_merges(rows, merges)
+                yield from table_sections(counter.rows(rows), heading=sheet.title)
+        finally:
+            book.close()
+
+    return ParsedDocument(title=path.stem, mime=XLSX_MIME, notes=counter.notes,
+                          stream=finished_stream(sections(), name=path.name))
 
 
 def read_xls(path: Path, *, limits: Limits) -> ParsedDocument:
@@ -74,11 +83,11 @@ def read_xls(path: Path, *, limits: Limits) -> ParsedDocument:
         limits: `max_sheet_cells`.
 
     Returns:
-        One section per sub-table of each sheet, headed with the sheet name.
+        The workbook, its sections streamed as `read_xlsx` does.
 
     Raises:
-        IngestError: `encrypted` (password-protected), `failed` (unreadable), `unsupported` (too
-            many cells), `empty` (no values).
+        IngestError: `encrypted` (password-protected), `failed` (unreadable); while the stream is
+            read, `too_large` (too many cells) or `empty` (no values).
     """
     import xlrd
 
@@ -87,18 +96,20 @@ def read_xls(path: Path, *, limits: Limits) -> ParsedDocument:
     except xlrd.XLRDError as exc:
         status = "encrypted" if "encrypt" in str(exc).lower() else "failed"
         raise IngestError(f"{path.name}: the XLS workbook cannot be read ({exc})", status=status) from exc
-    sections: list[Section] = []
     counter = _RowCounter(path.name, limits)
-    try:
-        for sheet in book.sheets():
-            if counter.truncated:
-                break
-            rows = ([_xls_cell(book, c) for c in sheet.row(r)] for r in range(sheet.nrows))
-            sections += table_sections(counter.rows(rows), heading=sheet.name)
-    finally:
-        book.release_resources()
-    doc = ParsedDocument(title=path.stem, mime=XLS_MIME, sections=sections, notes=counter.notes())
-    return finish(doc, name=path.name)
+
+    def sections() -> Iterator[Section]:
+        try:
+            for sheet in book.sheets():
+                if counter.truncated:
+                    break
+                rows = ([_xls_cell(book, c) for c in sheet.row(r)] for r in range(sheet.nrows))
+                yield from table_sections(counter.rows(rows), heading=sheet.name)
+        finally:
+            book.release_resources()
+
+    return ParsedDocument(title=path.stem, mime=XLS_MIME, notes=counter.notes,
+                          stream=finished_stream(sections(), name=path.name))
 
 
 def read_delimited(path: Path, *, limits: Limits) -> ParsedDocument:
@@ -111,19 +122,20 @@ def read_delimited(path: Path, *, limits: Limits) -> ParsedDocument:
         limits: `max_sheet_cells`.
 
     Returns:
-        One section per sub-table (blank rows separate them).
+        The file, its sections streamed (one per group of rows of each sub-table; blank rows
+        separate sub-tables).
 
     Raises:
-        IngestError: `unsupported` (not text, or too many cells), `empty` (no values).
+        IngestError: `unsupported` (not text); while the stream is read, `too_large` (too many
+            cells) or `empty` (no values).
     """
     text = decode_text(path.read_bytes(), name=path.name)
     counter = _RowCounter(path.name, limits)
     reader = csv.reader(io.StringIO(text, newline=""), dialect=_sniff(text, path.suffix.lower()))
     del text  # the reader holds its own copy; one is enough
-    sections = list(table_sections(counter.rows([" ".join(c.split()) for c in row] for row in reader), heading=""))
+    sections = table_sections(counter.rows([" ".join(c.split()) for c in row] for row in reader), heading="")
     mime = "text/tab-separated-values" if path.suffix.lower() == ".tsv" else "text/csv"
-    doc = ParsedDocument(title=path.stem, mime=mime, sections=sections, notes=counter.notes())
-    return finish(doc, name=path.name)
+    return ParsedDocument(title=path.stem, mime=mime, notes=counter.notes, stream=finished_stream(sections, name=path.name))
 
 
 def _sniff(text: str, suffix: str) -> type[csv.Dialect] | str:
@@ -169,12 +181,14 @@ def _xls_cell(book, cell) -> str:
 
 class _RowCounter:
     """Numbers rows as they stream by, stops the file at `max_sheet_cells` (an error) and stops
-    reading at `max_sheet_rows` non-blank rows (the rows so far are kept, `notes` says so)."""
+    reading at `max_sheet_rows` non-blank rows (the rows so far are kept; `notes`, the document's
+    own list, gets the sentence that says so when that happens)."""
 
     def __init__(self, name: str, limits: Limits):
         self.name, self.limits = name, limits
         self.cells = self.filled_rows = 0
         self.truncated = False
+        self.notes: list[str] = []
 
     def rows(self, rows: Iterable[list[str]]) -> Iterator[tuple[int, list[str]]]:
         """(1-based row number, cells) for each row, trailing empty cells dropped.
@@ -190,19 +204,15 @@ class _RowCounter:
             if cells:
                 if self.filled_rows >= limit:
                     self.truncated = True
+                    self.notes.append(
+                        f"indexed the first {limit:,} rows only: the file has more (limit ASSISTANT_MAX_SHEET_ROWS={limit:,})"
+                    )
                     return
                 self.filled_rows += 1
             self.cells += len(cells)
             if self.cells > self.limits.max_sheet_cells:
                 raise too_large(self.name, "cell count (at least)", self.cells, "max_sheet_cells", self.limits.max_sheet_cells)
             yield number, cells
-
-    def notes(self) -> list[str]:
-        """The row-limit note, when the limit stopped the reading."""
-        if not self.truncated:
-            return []
-        limit = self.limits.max_sheet_rows
-        return [f"indexed the first {limit:,} rows only: the file has more (limit ASSISTANT_MAX_SHEET_ROWS={limit:,})"]
 
 
 _MERGE = re.compile(rb'<(?:\w+:)?mergeCell ref="([A-Z]+)(\d+):([A-Z]+)(\d+)"')

@@ -1,5 +1,6 @@
 """Operating the running app: /metrics, request IDs (header, audit rows, JSON logs), and a backup taken
-while it serves (the CLI asks the server, which owns the embedded store) restored into an empty folder."""
+while it serves (the CLI asks the server, which owns the embedded store) restored into an empty folder,
+uploaded documents and helpdesk resolutions included."""
 
 from __future__ import annotations
 
@@ -19,10 +20,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select, update
 
 from assistant.composition import Assistant
+from assistant.core.auth.access import read_original
 from assistant.core.auth.api_keys import create_api_key
 from assistant.core.auth.audit import recent_events
 from assistant.core.db.models import HelpdeskTicket, User
+from assistant.core.db.uploads import get_upload
 from assistant.core.errors import ConfigError
+from assistant.core.identity import load_principal
 from assistant.core.log_config import logging_dict
 from assistant.core.operations.backup import restore_backup
 from assistant.core.operations.operator_token import operator_token
@@ -145,8 +149,43 @@ def _users(db) -> list[tuple[str, bool]]:
         return sorted(session.execute(select(User.name, User.is_admin)).tuples().all())
 
 
+def _finished(url: str, key: str, path: str) -> dict:
+    """The JSON at `path` once its `status` is neither queued nor running (an upload's or a job's)."""
+    for _ in range(600):
+        state = httpx.get(f"{url}{path}", headers={"Authorization": f"Bearer {key}"}, timeout=60).json()
+        if state["status"] not in ("queued", "running"):
+            return state
+        time.sleep(0.1)
+    raise AssertionError(f"{path} still {state['status']}")
+
+
+def _files_under_the_data_folder(url: str, key: str) -> tuple[dict, dict]:
+    """An uploaded document and a helpdesk resolution, each with a word no other document has, indexed
+    through the running server: `({"id", "word", "bytes"}, {"ticket", "word"})`."""
+    auth = {"Authorization": f"Bearer {key}"}
+    word = f"quoxel{uuid.uuid4().hex[:6]}"
+    content = f"# Parking badges\n\nThe {word} parking badge is renewed at the front desk every January.\n".encode()
+    sent = httpx.post(f"{url}/api/uploads", data={"audience": "everyone"}, headers=auth, timeout=60,
+                      files=[("files", ("parking.md", content, "text/markdown"))])
+    assert sent.status_code == 202, sent.text
+    upload = sent.json()[0]
+    assert _finished(url, key, f"/api/uploads/{upload['id']}")["status"] == "done"
+
+    answer = f"zimbrel{uuid.uuid4().hex[:6]}"
+    ticket = httpx.post(f"{url}/api/helpdesk/tickets", headers={**auth, "Idempotency-Key": uuid.uuid4().hex}, timeout=120,
+                        json={"subject": "The printer on floor 3 jams", "body": "", "requester": "alice"})
+    assert ticket.status_code == 201, ticket.text
+    resolved = httpx.post(f"{url}/api/helpdesk/tickets/{ticket.json()['ticket_id']}/resolution", headers=auth, timeout=60,
+                          json={"resolution": f"Clear the {answer} tray of the floor 3 printer, then restart it.",
+                                "resolved_by": "agent-kim", "audience": ["everyone"]})
+    assert resolved.status_code == 200, resolved.text
+    assert _finished(url, key, f"/api/jobs/{resolved.json()['resolution_job_id']}")["status"] == "done"
+    return {"id": upload["id"], "word": word, "bytes": content}, {"ticket": ticket.json()["ticket_id"], "word": answer}
+
+
 def test_a_backup_taken_while_serving_restores_into_an_empty_folder(live, keys, api_resources, tmp_path):
     settings = api_resources.settings
+    upload, resolution = _files_under_the_data_folder(live.url, keys["admin"])
     env = {**os.environ, "ASSISTANT_DATA_DIR": str(settings.data_dir)}
     target = tmp_path / "backup"
     command = [str(Path(sys.executable).parent / "assistant"), "backup", str(target), "--server-url", live.url, "--json"]
@@ -154,17 +193,29 @@ def test_a_backup_taken_while_serving_restores_into_an_empty_folder(live, keys, 
     assert done.returncode == 0, done.stderr
     manifest = json.loads(done.stdout)["manifest"]
     assert manifest["vectors"]["kind"] == "edge" and manifest["database"] == "database.sqlite"
+    assert manifest["folders"]["uploads"]["files"] == 1 and manifest["folders"]["helpdesk-resolutions"]["files"] == 1
     assert (target / "manifest.json").is_file() and (target / "qdrant-edge").is_dir()
     assert not list((settings.data_dir / "backups").iterdir())  # moved to PATH, nothing left on the server
 
     restored_settings = make_settings(tmp_path / "restored" / "var")
-    restore_backup(target, restored_settings)
+    restored_manifest = restore_backup(target, restored_settings)
+    assert restored_manifest["relocated"]["documents"] == 2  # the upload and the resolution, nothing else
     restored = open_resources(restored_settings)
     try:
         assert _users(restored.db) == _users(api_resources.db)
         original = Assistant.build(api_resources).retriever.retrieve(QUESTION, principal=ANONYMOUS, top_k=5)
-        again = Assistant.build(restored).retriever.retrieve(QUESTION, principal=ANONYMOUS, top_k=5)
+        retriever = Assistant.build(restored).retriever
+        again = retriever.retrieve(QUESTION, principal=ANONYMOUS, top_k=5)
         assert original and [c.chunk_id for c in again] == [c.chunk_id for c in original]
+
+        admin = load_principal(restored.db, "ops-admin")
+        for word in (upload["word"], resolution["word"]):  # searchable, and the cited document opens
+            hit = next(c for c in retriever.retrieve(word, principal=admin, top_k=5) if word in c.text)
+            doc, content = read_original(restored.db, hit.doc_id, principal=admin)
+            assert word.encode() in content and doc.local_path.is_relative_to(restored_settings.data_dir.resolve())
+            if word == upload["word"]:
+                assert content == upload["bytes"]
+                assert get_upload(restored.db, upload["id"], user_id=admin.user_id).document_id == hit.doc_id
     finally:
         restored.close()
 

@@ -370,6 +370,17 @@ def test_decode_text_encodings(encoding: str, sample: str, tmp_path: Path):
     assert doc.sections[0].text == sample
 
 
+@pytest.mark.skipif(LIBREOFFICE, reason="LibreOffice is installed: legacy files are converted")
+@pytest.mark.parametrize(("name", "modern"), [("simple.doc", ".docx"), ("fake-power-point.ppt", ".pptx")])
+def test_a_legacy_file_without_libreoffice_says_what_to_do(name: str, modern: str):
+    with pytest.raises(IngestError) as caught:
+        parse_file(FORMATS / "unstructured/example-docs" / name)
+    message = caught.value.message
+    assert caught.value.status == "unsupported" and message.startswith(f"{name}: ")
+    assert "LibreOffice" in message and "apt-get install --no-install-recommends libreoffice-writer-nogui" in message
+    assert f"save the file as {modern}" in message
+
+
 def test_undecodable_binary_is_unsupported(tmp_path: Path):
     path = tmp_path / "blob.txt"
     path.write_bytes(bytes(range(256)) * 8)

@@ -5,7 +5,9 @@ Chinese page, a PDF mixing a text page and a scanned one, a two-page TIFF and a 
 text are all searchable and cited at their page, marked as OCR text. A workbook whose header is
 merged across two rows is streamed into sections that repeat the sheet and the header, so a late
 row is found with its columns; row and cell limits give a note or `too_large`, never a crash; the
-job row shows live totals while the sync runs.
+job row shows live totals while the sync runs. The sync hands chunks over in parts of 16, so the
+workbook is indexed a part at a time, and a table that reaches the cell limit after some of its parts
+were written is left with no points at all.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from assistant.core.db.models import Document
 from assistant.core.errors import IngestError
+from assistant.core.index_format import document_id
 from assistant.core.principals import ANONYMOUS
 from assistant.retrieval import Retriever
 from ingest.readers import Limits, parse_file
@@ -31,8 +35,10 @@ ZH_PAGE = ["仓库盘点每季度进行一次", "负责人是物流部的王经�
 MIXED_SCAN = ["The forklift licence must be renewed", "every twenty four months."]
 TIFF_PAGES = [["Visitor badges are returned", "at the reception desk."], ["Parking permits expire", "on the last day of June."]]
 ROTATED = ["Fire doors on level four", "stay closed at all times."]
-LATE_ROW = 1150
-ROWS = 1200
+LATE_ROW = 380
+ROWS = 400
+PART_CHUNKS = 16  # chunks per part handed over, and per embedding batch: every part is written on its own
+MAX_CELLS = 2400  # the workbook has about 1,600 cells; tickets.csv reaches the limit at row 800
 
 
 def page_image(lines: list[str], *, angle: int = 0):
@@ -116,7 +122,9 @@ def ingested(tmp_path_factory):
     frames[0].save(docs / "scan.tiff", save_all=True, append_images=frames[1:], compression="tiff_lzw")
     page_image(ROTATED, angle=90).save(docs / "rotated.png")
     inventory_workbook(docs / "inventory.xlsx", ROWS)
-    res = open_resources(make_settings(root / "var", embedding_model=CORPUS_MODEL))
+    _csv(docs / "tickets.csv", 850)
+    res = open_resources(make_settings(root / "var", embedding_model=CORPUS_MODEL, parse_part_chunks=PART_CHUNKS,
+                                       embedding_batch_chunks=PART_CHUNKS))
     ingestor = Ingestor(res)
     running: list[dict] = []
 
@@ -126,7 +134,9 @@ def ingested(tmp_path_factory):
             running.append(dict(job.totals))
 
     try:
-        outcomes = {o.source: o for o in ingestor.sync(docs, on_progress=watch)}
+        with pytest.MonkeyPatch.context() as patch:  # the parser process reads its limits from the environment
+            patch.setenv("ASSISTANT_MAX_SHEET_CELLS", str(MAX_CELLS))
+            outcomes = {o.source: o for o in ingestor.sync(docs, on_progress=watch)}
     finally:
         ingestor.close()
     yield res, outcomes, running
@@ -180,6 +190,27 @@ def test_a_late_row_is_found_with_its_sheet_and_merged_header(ingested):
     assert hit.heading.startswith("Inventory — rows ") and not hit.ocr
     first, last = (int(n.replace(",", "")) for n in hit.heading.rsplit(" ", 1)[1].split("-"))
     assert first <= LATE_ROW <= last
+
+
+def test_a_big_document_is_indexed_a_part_at_a_time(ingested):
+    _, outcomes, _ = ingested
+    # More chunks than one part: the late-row test above found its row in a document written in parts.
+    assert outcomes["inventory.xlsx"].status == "done" and outcomes["inventory.xlsx"].chunks > 2 * PART_CHUNKS
+
+
+def test_a_table_over_a_limit_after_parts_were_written_keeps_no_points(ingested, tmp_path: Path):
+    res, outcomes, _ = ingested
+    outcome = outcomes["tickets.csv"]
+    assert outcome.status == "too_large" and f"ASSISTANT_MAX_SHEET_CELLS={MAX_CELLS:,}" in outcome.reason
+    # The rows before the limit make more sections (each at least one chunk) than one part holds, so
+    # parts of it had been handed over, embedded and written when the limit stopped it.
+    before = parse_file(_csv(tmp_path / "tickets.csv", 800), limits=Limits(max_sheet_cells=MAX_CELLS))
+    assert len(before.sections) > 2 * PART_CHUNKS
+    doc_id = document_id(outcome.uri)
+    assert res.store.count(doc_id=doc_id) == 0
+    with res.db.session() as session:
+        doc = session.get(Document, doc_id)
+        assert (doc.status, doc.chunk_count) == ("too_large", 0)
 
 
 def test_the_job_row_shows_live_totals_while_running(ingested):

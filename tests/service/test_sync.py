@@ -91,6 +91,14 @@ def test_unchanged_files_are_skipped_and_the_job_rows_say_so(synced):
     assert {o.uri: _ids(res, o.uri) for o in second} == ids_before
     assert {i.status for i in _items(res, _last_job(res).id).values()} == {"skipped"}
 
+    # A file that failed for a reason outside it (LibreOffice missing) is tried again, not skipped.
+    legacy = folder.parent / "legacy"
+    legacy.mkdir()
+    shutil.copy(FORMATS / "unstructured/example-docs/simple.doc", legacy)
+    first_status = "done" if shutil.which("soffice") or shutil.which("libreoffice") else "unsupported"
+    assert [o.status for o in ingestor.sync(legacy)] == [first_status]
+    assert [o.status for o in ingestor.sync(legacy)] == ["skipped" if first_status == "done" else "unsupported"]
+
 
 def test_changed_file_replaces_its_chunks(synced):
     folder, res, ingestor, first = synced

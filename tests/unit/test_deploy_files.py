@@ -175,6 +175,20 @@ def test_helm_chart_scales_workers_on_queue_depth_and_shares_adapters_with_gpu_v
     assert (CHART / "profiles" / f"{values['vllm']['profile']}.yaml").resolve().is_file()
 
 
+def test_helm_chart_shares_the_files_that_the_database_names_between_api_and_worker_pods():
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    docs = _chart_documents()
+    assert docs[("PersistentVolumeClaim", "files")]["spec"]["accessModes"] == ["ReadWriteMany"]
+    for component in ("api", "worker"):
+        spec = docs[("Deployment", component)]["spec"]["template"]["spec"]
+        claims = {v["name"]: v.get("persistentVolumeClaim", {}).get("claimName") for v in spec["volumes"]}
+        mount = next(m["mountPath"] for m in spec["containers"][0]["volumeMounts"] if m["name"] == "files")
+        assert claims["files"], component
+        # Uploads, resolutions and finetune files live on that shared volume, not in a pod's own folder.
+        for name in ("ASSISTANT_UPLOADS_DIR", "ASSISTANT_HELPDESK_RESOLUTIONS_DIR", "ASSISTANT_FINETUNE_DIR"):
+            assert values["config"][name].startswith(mount + "/"), (component, name)
+
+
 def test_helm_chart_runs_qdrant_from_its_official_chart_in_distributed_mode():
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     qdrant = next(d for d in chart["dependencies"] if d["name"] == "qdrant")

@@ -1,14 +1,26 @@
-"""Backup and restore of one deployment: SQL data, the vector collection and the LoRA adapters.
+"""Backup and restore of one deployment: SQL data, the vector collection, and the files they refer to.
 
 A backup is a folder: `manifest.json` (written last: a folder without it is incomplete), the SQL data
 (`database.sqlite` through SQLite's online backup API, or `database.pgdump` from `pg_dump -Fc`), the
 vectors (`qdrant-edge/`, the embedded store's folder copied with its writes held; or
-`qdrant/<collection>.snapshot` from the Qdrant server's snapshot API) and `adapters/`.
+`qdrant/<collection>.snapshot` from the Qdrant server's snapshot API), `files/<role>/` for each folder
+of `data_folders` (uploaded documents, helpdesk resolutions, finetune datasets and adapters, the
+adapters volume). Left out: the model cache (`models/`), the embedding cache, logs, `prometheus/` and
+earlier backups, which are rebuilt or fetched again, and `secret-key`, a secret that belongs in the
+operator's secret store rather than in backup storage (without it, a restored deployment generates a
+new one and people sign in again; nothing stored depends on it).
 
-Taken while the service runs: SQLite's backup API and pg_dump read one consistent snapshot of the
-database, and the vector copy is consistent in itself. The two are taken one after the other, so an
+Taken while the service runs, in this order: the database (SQLite's backup API and pg_dump read one
+consistent snapshot), the vectors (consistent in themselves), then the files. A document is stored as a
+file before its row is written and its row is deleted before its file, so every file the database copy
+refers to is still there when the files are copied (one deleted in between is the exception: its row
+and chunks come back without it, and its download answers "not found" until it is deleted again). An
 ingestion running in between may leave a document's SQL row and its chunks one version apart; the next
 sync of its source repairs that (ingestion is idempotent, ARCHITECTURE.md invariant 2).
+
+Restore puts each folder back where the target's settings place it; when that is another path than
+the backup's (another data folder), `relocate` rewrites the paths, URIs and document IDs that the
+database and the index hold for those files.
 """
 
 from __future__ import annotations
@@ -22,18 +34,64 @@ import time
 from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import quote
 
 from sqlalchemy.engine import make_url
 
 from assistant import __version__
 from assistant.core.errors import ConfigError
 from assistant.core.operations.migrations import database_revisions
+from assistant.core.operations.relocate import Move, relocate
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings
 
 MANIFEST = "manifest.json"
-FORMAT = 1
+FORMAT = 2
+READABLE_FORMATS = (1, 2)  # format 1: no `files/`, an `adapters/` folder copied from DATA_DIR/adapters
 ADAPTERS = "adapters"
+FILES = "files"
+
+
+def data_folders(settings: Settings) -> dict[str, Path]:
+    """The folders of files that the database and the index refer to, by role (the name of their copy
+    under `files/` in a backup), as absolute paths:
+
+    - `uploads`: uploaded documents (`uploads_dir`; each one's source, document and download);
+    - `helpdesk-resolutions`: resolved tickets written as documents and indexed (`helpdesk_resolutions_dir`);
+    - `finetune`: dataset snapshots, adapters and run logs that the adapter registry names (`finetune_dir`);
+    - `adapters`: DATA_DIR/adapters, the volume the model server reads published adapters from.
+
+    Raises:
+        ConfigError: one of them is the data folder or holds it (copying or replacing it would take
+            the database, the vectors and the backups with it).
+    """
+    folders = {"uploads": settings.resolved_uploads_dir.resolve(), "helpdesk-resolutions": settings.resolutions_dir.resolve(),
+               "finetune": settings.finetune_path.resolve(), ADAPTERS: (settings.data_dir / ADAPTERS).resolve()}
+    data_dir = settings.data_dir.resolve()
+    for role, folder in folders.items():
+        if data_dir == folder or folder in data_dir.parents:
+            raise ConfigError(f"the {role} folder {folder} is the data folder {data_dir} or holds it: give it a folder of its own")
+    return folders
+
+
+def copy_folder(src: Path, dest: Path) -> int:
+    """Copy the files under `src` into `dest` (created), keeping times and modes; returns the files copied.
+
+    Made for folders that a running service writes into: a file or folder deleted during the copy is
+    left out instead of failing it (`os.walk` skips a folder it can no longer list), and symbolic links
+    are copied as links, never followed.
+    """
+    copied = 0
+    for folder, dirs, files in os.walk(src):
+        rel = Path(folder).relative_to(src)
+        (dest / rel).mkdir(parents=True, exist_ok=True)
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
+            try:
+                shutil.copy2(os.path.join(folder, name), dest / rel / name, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            copied += 1
+    return copied
 
 
 def _libpq(url: str) -> tuple[list[str], dict[str, str]]:
@@ -119,7 +177,7 @@ def backup_vectors(resources: Resources, dest: Path) -> dict:
     snapshot = store.client.create_snapshot(collection_name=name, wait=True)
     folder = dest / "qdrant"
     folder.mkdir()
-    url = f"{settings.qdrant_url.rstrip('/')}/collections/{name}/snapshots/{snapshot.name}"
+    url = f"{settings.qdrant_url.rstrip('/')}/collections/{quote(name, safe='')}/snapshots/{quote(snapshot.name, safe='')}"
     try:
         with httpx.stream("GET", url, headers=_qdrant_headers(settings), timeout=settings.request_timeout_s) as response:
             response.raise_for_status()
@@ -140,8 +198,9 @@ def take_backup(resources: Resources, dest: Path) -> dict:
     """Back up the deployment that `resources` serve into the new or empty folder `dest`.
 
     Returns:
-        The manifest (also written to `dest/manifest.json`): format, version, time, schema revision,
-        the database file, the vectors' entry, whether adapters were copied, seconds taken.
+        The manifest (also written to `dest/manifest.json`): format, version, time, schema revisions,
+        the database file, the vectors' entry, the data folder, per role of `data_folders` its path and
+        the number of files copied (None: the folder did not exist), seconds taken.
 
     Raises:
         ConfigError: `dest` is not empty, or a part cannot be copied (see `backup_database`).
@@ -158,10 +217,11 @@ def take_backup(resources: Resources, dest: Path) -> dict:
         "database": backup_database(settings.resolved_database_url, dest),
         "vectors": backup_vectors(resources, dest),
     }
-    adapters = settings.data_dir / ADAPTERS
-    manifest["adapters"] = adapters.is_dir()
-    if adapters.is_dir():
-        shutil.copytree(adapters, dest / ADAPTERS)
+    manifest["data_dir"] = str(settings.data_dir.resolve())
+    manifest["folders"] = {}
+    for role, folder in data_folders(settings).items():
+        files = copy_folder(folder, dest / FILES / role) if folder.is_dir() else None
+        manifest["folders"][role] = {"path": str(folder), "files": files}
     manifest["seconds"] = round(time.perf_counter() - started, 3)
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=1))
     return manifest
@@ -177,19 +237,19 @@ def read_manifest(src: Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"{src} holds no {MANIFEST}: not a backup, or one that did not finish")
     manifest = json.loads(path.read_text())
-    if manifest.get("format") != FORMAT:
-        raise ConfigError(f"{path} has format {manifest.get('format')!r}; this release reads format {FORMAT}")
+    if manifest.get("format") not in READABLE_FORMATS:
+        raise ConfigError(f"{path} has format {manifest.get('format')!r}; this release reads formats {READABLE_FORMATS}")
     return manifest
 
 
 def _refuse_non_empty(settings: Settings, *, force: bool) -> None:
     """Restore writes only where nothing would be replaced, unless `force`: no SQLite file, no Edge
-    folder and no adapters under the data folder (a server database and collection are checked as
-    they are restored)."""
+    folder and none of `data_folders` with files in it (a server database and collection are checked
+    as they are restored)."""
     if force:
         return
     url = settings.resolved_database_url
-    candidates = [settings.edge_path, settings.data_dir / ADAPTERS]
+    candidates = [settings.edge_path, *data_folders(settings).values()]
     if url.startswith("sqlite:///"):
         candidates.append(Path(url.removeprefix("sqlite:///")))
     occupied = [p for p in candidates if p.is_file() or (p.is_dir() and any(p.iterdir()))]
@@ -264,7 +324,7 @@ def restore_vectors(src: Path, manifest: dict, settings: Settings, *, force: boo
     try:
         if client.collection_exists(name) and not force:
             raise ConfigError(f"collection '{name}' exists on {settings.qdrant_url}: pass --force to replace it")
-        url = f"{settings.qdrant_url.rstrip('/')}/collections/{name}/snapshots/upload?priority=snapshot&wait=true"
+        url = f"{settings.qdrant_url.rstrip('/')}/collections/{quote(name, safe='')}/snapshots/upload?priority=snapshot&wait=true"
         with open(src / entry["file"], "rb") as snapshot:
             response = httpx.post(url, files={"snapshot": (Path(entry["file"]).name, snapshot)},
                                   headers=_qdrant_headers(settings), timeout=None)
@@ -292,16 +352,53 @@ def restore_backup(src: Path, settings: Settings, *, force: bool = False) -> dic
     settings.ensure_dirs()
     restore_database(src, manifest, settings.resolved_database_url, force=force)
     restore_vectors(src, manifest, settings, force=force)
-    if manifest.get("adapters"):
-        target = settings.data_dir / ADAPTERS
-        if target.exists():
-            shutil.rmtree(target)
-        shutil.copytree(src / ADAPTERS, target)
+    moves = restore_files(src, manifest, settings)
     from assistant.core.db.session import Database
 
     db = Database(settings.resolved_database_url)
     try:
         db.migrate()
+        manifest["relocated"] = _relocate(db, settings, moves)
     finally:
         db.dispose()
     return manifest
+
+
+def restore_files(src: Path, manifest: dict, settings: Settings) -> list[Move]:
+    """Put the backed-up folders (`data_folders`) where `settings` place them, replacing what is
+    there; returns the folders whose path differs from the backup's."""
+    targets = data_folders(settings)
+    moves = []
+    for role, entry in manifest.get("folders", {}).items():
+        if role not in targets or entry.get("files") is None:
+            continue
+        target = targets[role]
+        if target.exists():
+            shutil.rmtree(target)
+        copy_folder(src / FILES / role, target)
+        moves.append(Move(Path(entry["path"]), target))
+    if manifest.get("adapters"):  # format 1
+        target = targets[ADAPTERS]
+        if target.exists():
+            shutil.rmtree(target)
+        copy_folder(src / ADAPTERS, target)
+    return [m for m in moves if m.old != m.new]
+
+
+def _relocate(db, settings: Settings, moves: list[Move]) -> dict[str, int]:
+    """`relocate` the restored database and live collection for `moves`."""
+    if not moves:
+        return {}
+    from assistant.core.vectorstore.factory import open_catalog
+
+    catalog = open_catalog(settings)
+    try:
+        name = catalog.resolve(settings.collection)
+        store = catalog.open(name, model=None) if name else None
+        try:
+            return relocate(db, store, moves)
+        finally:
+            if store is not None:
+                store.close()
+    finally:
+        catalog.close()

@@ -1,0 +1,139 @@
+"""Moving what the database and the index say about files that lived in a folder that has moved.
+
+A restore into another data folder puts the uploads, the helpdesk resolutions and the finetune files
+under new absolute paths. The product names those files by absolute `file://` URI (sources, documents,
+chunk payloads) or path (uploads, adapters, dataset snapshots, queued jobs), and a document's ID is
+`document_id(uri)` (`index_format`), which the next sync of a file recomputes from its URI. So a
+relocation rewrites every one of those to the new folder and gives each moved document the ID of its
+new URI, everywhere it is referenced: its row, its job items, the `doc_id` and `uri` of its chunks, and
+the citations stored with answers and helpdesk tickets (their `route` names the document). The audit
+log is left as it was written: its rows are hash-chained evidence of what happened then.
+
+The chunks keep their point IDs (`chunk_id` of the old document ID): points are found by `doc_id`, and
+the next sync of a changed file writes new points and deletes the stale ones, as after any edit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select, update
+
+from assistant.core.db.models import (
+    Adapter, DatasetSnapshot, Document, HelpdeskTicket, Job, JobItem, Message, Source, Upload,
+)
+from assistant.core.db.session import Database
+from assistant.core.index_format import document_id
+from assistant.core.vectorstore.base import VectorStore
+
+
+@dataclass(frozen=True)
+class Move:
+    """One folder's move: every path under `old` now lies at the same place under `new` (both absolute)."""
+
+    old: Path
+    new: Path
+
+    def path(self, value: str) -> str | None:
+        """`value` (an absolute path) moved, or None when it is not under `old`."""
+        old = str(self.old)
+        if value == old:
+            return str(self.new)
+        if value.startswith(old.rstrip("/") + "/"):
+            return str(self.new) + value[len(old.rstrip("/")):]
+        return None
+
+    def uri(self, value: str) -> str | None:
+        """`value` (a `file://` URI, `#name` of an attachment included) moved, or None when not under `old`."""
+        old, new = self.old.as_uri(), self.new.as_uri()
+        if value == old or value.startswith(old + "#"):
+            return new + value[len(old):]
+        if value.startswith(old.rstrip("/") + "/"):
+            return new.rstrip("/") + value[len(old.rstrip("/")):]
+        return None
+
+
+def _first(moves: list[Move], value: str, kind: str) -> str | None:
+    for move in moves:
+        moved = move.uri(value) if kind == "uri" else move.path(value)
+        if moved is not None:
+            return moved
+    return None
+
+
+def _recite(citations: list[Any] | None, ids: dict[str, str]) -> list[Any] | None:
+    """`citations` with moved documents' IDs (and the routes that name them) replaced; None if unchanged."""
+    changed = False
+    out = []
+    for citation in citations or []:
+        old = citation.get("doc_id") if isinstance(citation, dict) else None
+        if old in ids:
+            citation = {**citation, "doc_id": ids[old]}
+            if isinstance(citation.get("route"), str):
+                citation["route"] = citation["route"].replace(old, ids[old])
+            changed = True
+        out.append(citation)
+    return out if changed else None
+
+
+def relocate(db: Database, store: VectorStore | None, moves: list[Move]) -> dict[str, int]:
+    """Rewrite the database and the index for files moved by `moves` (see the module docstring).
+
+    Args:
+        db: the restored database (at this release's schema).
+        store: the restored collection, or None when there is none yet.
+        moves: the folders that moved; a folder that did not move may be left out.
+
+    Returns:
+        Counts of what was rewritten: `sources`, `documents`, `points`, `paths` (uploads, adapters,
+        dataset snapshots, jobs), `citations` (messages and tickets).
+    """
+    moves = [m for m in moves if m.old != m.new]
+    counts = {"sources": 0, "documents": 0, "points": 0, "paths": 0, "citations": 0}
+    if not moves:
+        return counts
+    ids: dict[str, str] = {}
+    uris: dict[str, str] = {}
+    with db.session() as session:
+        for source in session.scalars(select(Source)):
+            moved = _first(moves, source.uri, "uri")
+            if moved is not None:
+                source.uri = moved
+                counts["sources"] += 1
+        for old_id, uri in session.execute(select(Document.id, Document.uri)).all():
+            moved = _first(moves, uri, "uri")
+            if moved is not None:
+                ids[old_id], uris[old_id] = document_id(moved), moved
+        for old_id, new_id in ids.items():
+            session.execute(update(Document).where(Document.id == old_id).values(id=new_id, uri=uris[old_id]))
+            session.execute(update(JobItem).where(JobItem.document_id == old_id).values(document_id=new_id))
+        counts["documents"] = len(ids)
+        for model in (Upload, Adapter, DatasetSnapshot):
+            for row in session.scalars(select(model).where(model.path != "")):
+                moved = _first(moves, row.path, "path")
+                if moved is not None:
+                    row.path = moved
+                    counts["paths"] += 1
+        for job in session.scalars(select(Job)):
+            path = (job.params or {}).get("path")
+            moved = _first(moves, path, "path") if isinstance(path, str) else None
+            if moved is not None:
+                job.params = {**job.params, "path": moved}
+                counts["paths"] += 1
+        if ids:
+            for model in (Message, HelpdeskTicket):
+                rows = session.execute(select(model.id, model.citations)).all()
+                for row_id, citations in rows:
+                    recited = _recite(citations, ids)
+                    if recited is not None:
+                        session.execute(update(model).where(model.id == row_id).values(citations=recited))
+                        counts["citations"] += 1
+    # After the SQL commit: a failure here leaves points under their old IDs, and `restore --force`
+    # starts again from the backup.
+    if store is not None:
+        for old_id, new_id in ids.items():
+            counts["points"] += store.count(doc_id=old_id)
+            store.set_payload(doc_id=old_id, payload={"doc_id": new_id, "uri": uris[old_id]})
+    return counts
