@@ -63,6 +63,19 @@ def test_compose_persists_state_in_named_volumes():
     assert "adapters" in {str(v).split(":", 1)[0] for v in _services()["vllm"]["volumes"]}
 
 
+def _mount_of(volumes: list, name: str) -> str | None:
+    """Where compose's `volumes` list mounts the named volume `name` (None: not mounted)."""
+    return next((str(v).split(":")[1] for v in volumes if str(v).split(":", 1)[0] == name), None)
+
+
+def test_compose_adapters_are_written_where_vllm_reads_them():
+    """The finetune job publishes an adapter by its path under ASSISTANT_FINETUNE_DIR/adapters; vLLM loads
+    that path in its own container, so the volume must be mounted at the same path in both."""
+    finetune_dir = COMPOSE["x-assistant"]["environment"]["ASSISTANT_FINETUNE_DIR"]
+    for service in ("api", "worker", "vllm"):
+        assert _mount_of(_services()[service]["volumes"], "adapters") == finetune_dir, service
+
+
 def test_every_assistant_variable_of_compose_and_chart_is_a_setting():
     known = _settings_env_names()
     environment = COMPOSE["x-assistant"]["environment"]
@@ -167,9 +180,12 @@ def test_helm_chart_scales_workers_on_queue_depth_and_shares_adapters_with_gpu_v
     assert "nodeSelector" in vllm and values["vllm"]["nodeSelector"] and values["vllm"]["tolerations"]
     claims = {v["name"]: v.get("persistentVolumeClaim", {}).get("claimName") for v in vllm["volumes"]}
     assert claims["adapters"]
-    for component in ("api", "worker"):
-        mounted = {v["name"] for v in docs[("Deployment", component)]["spec"]["template"]["spec"]["volumes"]}
-        assert "adapters" in mounted, component
+    finetune_dir = values["config"]["ASSISTANT_FINETUNE_DIR"]  # adapters are published by their path there
+    for component in ("api", "worker", "vllm"):
+        spec = docs[("Deployment", component)]["spec"]["template"]["spec"]
+        assert "adapters" in {v["name"] for v in spec["volumes"]}, component
+        mounts = {m["name"]: m["mountPath"] for m in spec["containers"][0]["volumeMounts"]}
+        assert mounts["adapters"] == finetune_dir, component  # the same path where vLLM loads them
     assert docs[("PersistentVolumeClaim", "adapters")]["spec"]["accessModes"] == ["ReadWriteMany"]
     assert docs[("Service", "vllm")]
     assert (CHART / "profiles" / f"{values['vllm']['profile']}.yaml").resolve().is_file()
@@ -184,8 +200,9 @@ def test_helm_chart_shares_the_files_that_the_database_names_between_api_and_wor
         claims = {v["name"]: v.get("persistentVolumeClaim", {}).get("claimName") for v in spec["volumes"]}
         mount = next(m["mountPath"] for m in spec["containers"][0]["volumeMounts"] if m["name"] == "files")
         assert claims["files"], component
-        # Uploads, resolutions and finetune files live on that shared volume, not in a pod's own folder.
-        for name in ("ASSISTANT_UPLOADS_DIR", "ASSISTANT_HELPDESK_RESOLUTIONS_DIR", "ASSISTANT_FINETUNE_DIR"):
+        # Uploads and resolutions live on that shared volume, not in a pod's own folder (finetune files live
+        # on the shared adapters volume, which vLLM mounts too: the test above).
+        for name in ("ASSISTANT_UPLOADS_DIR", "ASSISTANT_HELPDESK_RESOLUTIONS_DIR"):
             assert values["config"][name].startswith(mount + "/"), (component, name)
 
 
