@@ -88,11 +88,11 @@ def _finance_user(res) -> Principal:
                          user_id=session.query(User.id).filter_by(name=created.name).scalar())
 
 
-def _ticket(res, key: str, *, subject: str, resolution: str, audience: list[str]) -> None:
+def _ticket(res, key: str, *, subject: str, resolution: str, audience: list[str], outcome: str = "accepted") -> None:
     with res.db.session() as session:
         session.add(HelpdeskTicket(client="svc", idempotency_key=key, request_hash=key, subject=subject, body="",
                                    state="resolved", decision="answer", resolution=resolution, resolved_by="agent",
-                                   audience=audience, outcome="accepted", resolved_at=utcnow()))
+                                   audience=audience, outcome=outcome, resolved_at=utcnow()))
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +113,9 @@ def refreshed(tmp_path_factory):
     _rated(res, user, "Who approves laptop requests?", "Mail it.desk@example.com or call +86 138 0013 8000 for laptops.",
            chunk=public, doc=public_doc)
     _rated(res, user, "Which account holds the finance reserve?", f"The reserve account is {SECRET}.", chunk=secret, doc=secret_doc)
-    _ticket(res, "t1", subject="Laptop broken", resolution="Bring it to the IT desk on floor 2.", audience=["everyone"])
+    # The agent wrote this answer afresh (the suggested reply was rejected): the refresh learns it all the same.
+    _ticket(res, "t1", subject="Laptop broken", resolution="Bring it to the IT desk on floor 2.", audience=["everyone"],
+            outcome="rejected")
     _ticket(res, "t2", subject="Reserve transfer", resolution=f"Use account {SECRET}.", audience=["group:finance"])
     config = FinetuneConfig(
         root=root / "finetune", lora=LoraHyperparameters(rank=8, alpha=16, learning_rate=2e-3, epochs=10, batch_size=16,

@@ -28,8 +28,8 @@ class RatedAnswer:
 
 @dataclass(frozen=True)
 class ResolvedTicket:
-    """A resolved helpdesk ticket whose final answer the agent accepted or edited; `audience` is the ACL
-    of the resolution (who may read it)."""
+    """A resolved helpdesk ticket and the agent's final answer; `audience` is the ACL of the resolution
+    (who may read it)."""
 
     ticket_id: int
     question: str
@@ -64,9 +64,11 @@ def rated_answers(db: Database, *, since: datetime | None = None) -> list[RatedA
 
 
 def resolved_tickets(db: Database, *, since: datetime | None = None) -> list[ResolvedTicket]:
-    """Resolved tickets with the agent's final answer (outcome `accepted` or `edited`), oldest first."""
-    stmt = (select(HelpdeskTicket).where(HelpdeskTicket.state == "resolved", HelpdeskTicket.resolution.is_not(None),
-                                         HelpdeskTicket.outcome.in_(("accepted", "edited"))).order_by(HelpdeskTicket.id))
+    """Resolved tickets with the agent's final answer, oldest first, whatever became of the suggested reply:
+    a `rejected` one (the agent wrote the answer afresh, or the assistant had declined) teaches what the
+    model did not know, which is what a refresh is for."""
+    stmt = (select(HelpdeskTicket).where(HelpdeskTicket.state == "resolved", HelpdeskTicket.resolution.is_not(None))
+            .order_by(HelpdeskTicket.id))
     if since is not None:
         stmt = stmt.where(HelpdeskTicket.resolved_at > since)
     with db.session() as session:
