@@ -49,6 +49,8 @@ def test_admin_promotes_to_live_and_rolls_back_in_one_step(admin_app):
         assert client.post(f"/api/admin/finetune/adapters/{second.id}/promote", json={}, headers=csrf).status_code == 200
         listed = {a["name"]: a for a in client.get("/api/admin/finetune/adapters").json()}
         assert listed["api-a"]["status"] == "live" and listed["api-b"]["status"] == "canary"
+        served = client.get("/api/admin/model").json()["adapter"]  # the admin's model view names both
+        assert served.startswith("live api-a (everyone); canary api-b (everyone, ") and served.endswith("% of it)")
         assert listed["api-b"]["promoted_by"] == "ft-admin"
         # Rollback retires the canary first; the live adapter keeps serving.
         assert client.post("/api/admin/finetune/rollback", json={}, headers=csrf).json() == {"loaded": [], "unloaded": ["api-b"]}

@@ -12,6 +12,7 @@ from assistant.core.auth.accounts import (
     UserPublic, add_member, create_user, list_users, remove_member, set_disabled, set_password,
 )
 from assistant.core.auth.api_keys import create_api_key, list_api_keys, revoke_api_key
+from assistant.core.db.adapters import serving_adapters
 from assistant.core.db.jobs import JobRecord, queue_sync_job
 from assistant.core.db.source_status import SourceStatusPublic, source_statuses
 from assistant.core.errors import NotFoundError
@@ -64,7 +65,7 @@ class ApiKeyCreated(BaseModel):
 
 
 class ModelPublic(BaseModel):
-    """The models answering now: chat model, embedding model, and the LoRA adapter in use ("none")."""
+    """The models answering now: chat model, embedding model, and the LoRA adapters serving ("none")."""
 
     llm_backend: str
     llm_model: str
@@ -192,9 +193,16 @@ async def sync_now(source_id: int, _admin: AdminDep, db: DatabaseDep, dispatcher
 
 @router.get("/model", response_model=ModelPublic)
 async def model(_admin: AdminDep, assistant: AssistantDep) -> ModelPublic:
-    """The chat model and embedding model in use, and the adapter ("none": no LoRA adapter is served)."""
+    """The chat model and embedding model in use, and the LoRA adapters serving now, each as `STATUS
+    NAME (AUDIENCE)` joined by "; " (a canary with the share of its audience it answers), or "none"."""
     settings = assistant.resources.settings
     name = settings.openai_model if settings.llm_backend == "openai" else str(settings.llm_model_path or settings.llm_model)
+    serving = await run_in_threadpool(serving_adapters, assistant.resources.db)
+    adapters = "; ".join(
+        f"{a.status} {a.name} ({a.audience}" + (f", {settings.finetune_canary_share:.0%} of it)" if a.status == "canary" else ")")
+        for a in sorted(serving, key=lambda a: (a.audience, a.status != "live", a.name))
+    )
     return ModelPublic(
-        llm_backend=settings.llm_backend, llm_model=name, embedding_model=settings.embedding_model, adapter="none",
+        llm_backend=settings.llm_backend, llm_model=name, embedding_model=settings.embedding_model,
+        adapter=adapters or "none",
     )
