@@ -8,8 +8,9 @@ model:
    line breaks, so that each list item is one sentence); a marker written after a sentence's end
    belongs to that sentence.
 2. Markers that name no source (`[7]` with five sources) are dropped.
-3. Each sentence is scored against each source: lexical support (share of the sentence's content
-   terms found in the source: English words, Chinese character bigrams) and, when an embedder is
+3. Each sentence is scored against each source (the whole chunk when the prompt held a focused passage
+   of it, `support_text`): lexical support (share of the sentence's content terms found in the source:
+   English words, Chinese character bigrams, after NFKC normalisation) and, when an embedder is
    given, the cosine similarity of their embeddings. A sentence is supported when its best source
    passes the thresholds below and every number it states occurs in that source; it then carries that
    source's marker (the model's own marker is kept when the source it names also supports the

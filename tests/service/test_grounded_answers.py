@@ -99,6 +99,27 @@ def test_a_looping_model_is_stopped(scripted):
     assert answer.answer == "Create a new password for every system [1]." and answer.finish_reason == "stop"
 
 
+def test_grounding_reaches_the_embedding_model_behind_the_products_query_batcher():
+    """The product's retriever embeds questions through a `QueryBatcher` (`composition`), which cannot
+    embed passages; grounding must reach the model behind it, which alone attributes a sentence across
+    languages. Before, grounding fell back to lexical support in the product, and a Chinese answer about
+    English pages was declined whatever it said (every Chinese answer of the `make run` demo)."""
+    from assistant.answering.grounded_stream import grounder_for
+    from assistant.core.embedder import BUILTIN_E5
+    from assistant.retrieval.crosslingual import translate
+    from assistant.retrieval.query_batcher import QueryBatcher
+    from tests.conftest import shared_embedder
+
+    class Retriever:  # the product's retriever, as `grounder_for` reads it
+        embedder = QueryBatcher(shared_embedder(BUILTIN_E5))
+
+    Retriever.translate = staticmethod(translate)
+    page = (HANDBOOK / PASSWORDS).read_text(encoding="utf-8")[:1500]
+    grounder = grounder_for(Retriever(), [chunk_of(HANDBOOK, PASSWORDS, page, 0)])
+    assert source_of(grounder, "密码最好有 15 个或更多字符。") == 1
+    assert source_of(grounder, "旧电脑可以免费带回家，无需支付任何费用。") is None
+
+
 @pytest.mark.slow
 def test_the_embedded_model_answers_a_chinese_question_in_chinese_with_valid_citations(folder, tmp_path):
     question = "忘记了 TiDB 的 root 密码，怎么重置？"
@@ -183,3 +204,22 @@ def test_a_faithful_chinese_paraphrase_is_kept_and_invented_chinese_sentences_ar
     assert source_of(grounder, "一个事务中的语句数量默认最多为８０００条。") is None
     assert source_of(grounder, "超过语句数量限制后，TiDB 会自动把事务拆成多个小事务提交。") is None
     assert source_of(grounder, "事务中的语句越多，执行速度就越快。") is None
+
+
+def test_an_answer_from_a_focused_passage_is_judged_against_the_whole_chunk():
+    """With focused sources (`ASSISTANT_LLM_CPU_SOURCE_TOKENS`) the model sees a few sentences of a chunk;
+    grounding counts support on the whole chunk (`RetrievedChunk.full_text`). A faithful paraphrase of
+    the passage shares too few terms with the short passage alone (lexical 0.38, under the 0.45 that lets
+    the embedding decide) but enough with its chunk (0.50); an invented sentence stays unsupported."""
+    from assistant.answering.focus import focus_text, question_terms
+    from assistant.retrieval.crosslingual import translate
+
+    chunk = sql_faq_chunk()
+    terms = question_terms("一个事务里最多能执行多少条语句？", translate)
+    passage = focus_text(chunk, terms, max_tokens=60, count_tokens=len)  # a character is a token here
+    assert "默认限制最大为 5000 条" in passage and len(passage) < len(chunk) / 5
+    faithful = "默认情况下，一个事务最多只能包含 5000 条语句。"
+    focused = e5_grounder([chunk_of(DOCS_ZH, SQL_FAQ, passage, 0, full_text=chunk)])
+    assert source_of(focused, faithful) == 1
+    assert source_of(focused, "超过语句数量限制后，TiDB 会自动把事务拆成多个小事务提交。") is None
+    assert source_of(e5_grounder([chunk_of(DOCS_ZH, SQL_FAQ, passage, 0)]), faithful) is None  # the passage alone
