@@ -10,8 +10,11 @@ tokens per second of the generation.
 on a real model's writing without generating again (generation is the slow part: about a minute an
 answer for Qwen2.5-1.5B on 2 cores).
 
+With `--folder DIR` the index is DIR as it is (e.g. the product's own docs/, which `make run` serves)
+and every question of `--questions` is asked; their `answer_files` are paths relative to DIR.
+
 Run: PYTHONPATH=. python bench/capture_answers.py OUT.jsonl [--questions FILE] [--per-lang N] [--no-answer N]
-        [--source-tokens N] [--window N] [--model NAME]
+        [--source-tokens N] [--window N] [--model NAME] [--folder DIR]
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import shutil
 import tempfile
@@ -109,12 +113,20 @@ def main() -> None:
     parser.add_argument("--source-tokens", type=int, default=None, help="ASSISTANT_LLM_CPU_SOURCE_TOKENS (default: the setting)")
     parser.add_argument("--window", type=int, default=None, help="ASSISTANT_LLM_CPU_WINDOW_TOKENS (default: the setting)")
     parser.add_argument("--model", default=None, help="ASSISTANT_LLM_MODEL (default: the setting)")
+    parser.add_argument("--folder", type=Path, default=None,
+                        help="index this folder as it is and ask every question of --questions")
     args = parser.parse_args()
-    questions = choose(load_questions(args.questions), args.per_lang, args.no_answer, args.seed)
+    questions = load_questions(args.questions)
+    if args.folder is None:
+        questions = choose(questions, args.per_lang, args.no_answer, args.seed)
     asked = [q for q in questions if q.lang in args.langs.split(",")]
     with tempfile.TemporaryDirectory(prefix="capture-") as tmp:
-        folder = Path(tmp) / "docs"
-        n_files = build_folder(questions, folder, args.seed)
+        if args.folder is None:
+            folder = Path(tmp) / "docs"
+            n_files = build_folder(questions, folder, args.seed)
+        else:
+            folder = args.folder.resolve()
+            n_files = sum(1 for p in folder.rglob("*") if p.is_file())
         chosen = {"llm_cpu_source_tokens": args.source_tokens, "llm_cpu_window_tokens": args.window, "llm_model": args.model}
         res = Resources.open(Settings(_env_file=None, data_dir=Path(tmp) / "var", model_cache_dir=REPO / "var" / "models",
                                       **{k: v for k, v in chosen.items() if v is not None}))
@@ -126,10 +138,12 @@ def main() -> None:
             with args.out.open("w", encoding="utf-8") as out:
                 for q in asked:
                     row = {"id": q.id, "lang": q.lang, "question": q.question, "answer_files": q.answer_files,
-                           "must_contain_any": q.must_contain_any, **asyncio.run(capture(answerer, q.question))}
+                           "must_contain_any": q.must_contain_any, **asyncio.run(capture(answerer, q.question)),
+                           "load1": round(os.getloadavg()[0], 1)}
                     out.write(json.dumps(row, ensure_ascii=False) + "\n")
                     out.flush()
-                    print(f"{q.id}: ttft {row.get('ttft_s')} s, {row.get('tokens_per_s')} tok/s: {row['raw'][:120]!r}",
+                    print(f"{q.id}: ttft {row.get('ttft_s')} s, {row.get('tokens_per_s')} tok/s, load {row['load1']}: "
+                          f"{row['raw'][:120]!r}",
                           flush=True)
         finally:
             res.close()

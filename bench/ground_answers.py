@@ -3,7 +3,9 @@
 For each captured answer: every sentence with its verdict (kept with source n, or removed) and its
 lexical support and cosine; then per language, over answerable questions, the share whose raw and
 grounded answers hold a key fact, the share declined, and the share that cite an answer file; over
-unanswerable ones, the share declined. Thresholds are the module's (`assistant.answering.grounding`),
+unanswerable ones, the share declined; over the answers not declined, the share in the question's
+language; and the generation's time to first token (p50 / p95) and tokens per second (p50) as captured.
+Thresholds are the module's (`assistant.answering.grounding`),
 so a change there is measured on the same answers in seconds.
 
 Run: PYTHONPATH=. python bench/ground_answers.py CAPTURED.jsonl [--quiet]
@@ -15,8 +17,11 @@ import argparse
 import json
 from pathlib import Path
 
+import numpy as np
+
 from assistant.answering.citations import make_citations
 from assistant.answering.grounding import ground
+from assistant.answering.language_check import answer_lang_matches
 from assistant.core.embedder import BUILTIN_E5, Embedder
 from assistant.core.language import question_language
 from assistant.evaluation.metrics import contains_key_fact
@@ -42,6 +47,7 @@ def main() -> None:
     retriever = _Retriever(Embedder(BUILTIN_E5))
     rows = [json.loads(line) for line in args.captured.read_text(encoding="utf-8").splitlines() if line.strip()]
     stats: dict[str, dict[str, list[bool]]] = {}
+    timings: dict[str, dict[str, list[float]]] = {}
     for row in rows:
         if row["gate_abstained"]:
             outcome = {"declined": True, "raw_fact": False, "fact": False, "cites_file": False}
@@ -56,6 +62,11 @@ def main() -> None:
                 "fact": (not grounded.declined) and (contains_key_fact(grounded.text, keys) if keys else False),
                 "cites_file": any(s.endswith(f) for s in cited for f in row["answer_files"]),
             }
+            if not grounded.declined:
+                outcome["right_lang"] = answer_lang_matches(row["question"], grounded.text)
+            for key in ("ttft_s", "tokens_per_s"):
+                if row.get(key) is not None:
+                    timings.setdefault(row["lang"], {}).setdefault(key, []).append(float(row[key]))
             if not args.quiet:
                 given = [s["source"].split("/", 1)[-1] for s in row["sources"]]
                 print(f"\n=== {row['id']} {row['question']}\n    answer files: {row['answer_files']}\n    given: {given}")
@@ -71,8 +82,13 @@ def main() -> None:
     print("\nsummary (share of questions)")
     for name, bucket in sorted(stats.items()):
         n = len(bucket["declined"])
-        figures = ", ".join(f"{k} {sum(v) / n:.2f}" for k, v in bucket.items())
+        figures = ", ".join(f"{k} {sum(v) / len(v):.2f}" + ("" if len(v) == n else f" (of {len(v)})")
+                            for k, v in bucket.items())
         print(f"  {name} (n={n}): {figures}")
+    for lang, t in sorted(timings.items()):
+        ttft, rate = t.get("ttft_s", []), t.get("tokens_per_s", [])
+        print(f"  {lang} generation (n={len(ttft)}): time to first token p50 {np.percentile(ttft, 50):.1f} s, "
+              f"p95 {np.percentile(ttft, 95):.1f} s; {np.percentile(rate, 50):.1f} tokens/s p50")
 
 
 if __name__ == "__main__":

@@ -137,12 +137,14 @@ class Answerer:
         return sources, build_messages(budget.question, sources, budget.history)
 
     def _focus(self, question: str):
-        """A `pack_context` shape that cuts each source to `source_tokens` around `question`'s words."""
+        """A `pack_context` shape that cuts each source to `source_tokens` around `question`'s words
+        (the whole text kept in `full_text`)."""
         terms = question_terms(question, getattr(self.retriever, "translate", None))
 
         def shape(chunk: RetrievedChunk) -> RetrievedChunk:
             text = focus_text(chunk.text, terms, max_tokens=self.source_tokens, count_tokens=self.llm.count_tokens)
-            return chunk if text is chunk.text else replace(chunk, text=text)
+            # The whole chunk goes along: grounding counts support on it (`RetrievedChunk.full_text`).
+            return chunk if text is chunk.text else replace(chunk, text=text, full_text=chunk.text)
 
         return shape
 

@@ -186,10 +186,17 @@ class GroundedStream:
 
 
 def grounder_for(retriever, sources) -> Grounder:
-    """A `Grounder` for `sources` that uses `retriever`'s embedder when it has one (a retriever without
-    `embedder`, or whose embedder cannot embed passages, grounds by lexical support alone) and its
-    query translation (`translate`, None when `ASSISTANT_QUERY_TRANSLATION` is off)."""
+    """A `Grounder` for `sources` that uses `retriever`'s embedding model when it has one and its query
+    translation (`translate`, None when `ASSISTANT_QUERY_TRANSLATION` is off).
+
+    The product's retriever holds a `QueryBatcher` (questions only); the model it wraps (`.embedder`)
+    embeds the answer's sentences and the sources here. Without an embedding model (a retriever without
+    `embedder`, or one that cannot embed passages) grounding is lexical alone: then a paraphrase under
+    `MIN_LEXICAL` and every sentence in the other language than its source are unsupported, so that,
+    for instance, every Chinese answer about English pages is declined."""
     embedder = getattr(retriever, "embedder", None)
+    if not hasattr(embedder, "embed_passages"):
+        embedder = getattr(embedder, "embedder", embedder)  # the model behind a `QueryBatcher`
     queries = getattr(embedder, "embed_queries", None)
     passages = getattr(embedder, "embed_passages", None)
     return Grounder(

@@ -68,6 +68,9 @@ class RetrievedChunk:
         semantic: the embedding model covers the chunk's language, so `relevance` means something
             (False for a Chinese chunk found through translation with an English-only model).
         ocr: the chunk's text was recognised by OCR (a scanned page or an image).
+        full_text: when `text` is a focused passage of the chunk (the prompt's sources cut to the
+            sentences about the question, `answering.focus`), the whole (merged) chunk text it was cut
+            from; None when `text` is whole. Grounding counts an answer's support on it.
     """
 
     chunk_id: str
@@ -85,6 +88,7 @@ class RetrievedChunk:
     coverage: float = 0.0
     semantic: bool = True
     ocr: bool = False
+    full_text: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)

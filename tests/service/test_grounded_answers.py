@@ -99,6 +99,27 @@ def test_a_looping_model_is_stopped(scripted):
     assert answer.answer == "Create a new password for every system [1]." and answer.finish_reason == "stop"
 
 
+def test_grounding_reaches_the_embedding_model_behind_the_products_query_batcher():
+    """The product's retriever embeds questions through a `QueryBatcher` (`composition`), which cannot
+    embed passages; grounding must reach the model behind it, which alone attributes a sentence across
+    languages. Before, grounding fell back to lexical support in the product, and a Chinese answer about
+    English pages was declined whatever it said (every Chinese answer of the `make run` demo)."""
+    from assistant.answering.grounded_stream import grounder_for
+    from assistant.core.embedder import BUILTIN_E5
+    from assistant.retrieval.crosslingual import translate
+    from assistant.retrieval.query_batcher import QueryBatcher
+    from tests.conftest import shared_embedder
+
+    class Retriever:  # the product's retriever, as `grounder_for` reads it
+        embedder = QueryBatcher(shared_embedder(BUILTIN_E5))
+
+    Retriever.translate = staticmethod(translate)
+    page = (HANDBOOK / PASSWORDS).read_text(encoding="utf-8")[:1500]
+    grounder = grounder_for(Retriever(), [chunk_of(HANDBOOK, PASSWORDS, page, 0)])
+    assert source_of(grounder, "密码最好有 15 个或更多字符。") == 1
+    assert source_of(grounder, "旧电脑可以免费带回家，无需支付任何费用。") is None
+
+
 @pytest.mark.slow
 def test_the_embedded_model_answers_a_chinese_question_in_chinese_with_valid_citations(folder, tmp_path):
     question = "忘记了 TiDB 的 root 密码，怎么重置？"
@@ -120,11 +141,9 @@ def test_the_embedded_model_answers_a_chinese_question_in_chinese_with_valid_cit
     assert_no_server_path(answer, settings)
 
 
-def test_a_chinese_sentence_is_attributed_to_an_english_page_only_when_the_page_holds_its_names():
-    """Across languages the check is strictest: the dictionary coverage, the closest page by embedding
-    above a higher floor (`MIN_COSINE_ACROSS`), and every Latin-script name of the sentence in the page."""
+def e5_grounder(sources):
+    """The product's grounder for `sources`, with the default embedder (e5 int8) and query translation."""
     from assistant.answering.grounded_stream import grounder_for
-    from assistant.answering.grounding import split_sentences
     from assistant.core.embedder import BUILTIN_E5
     from assistant.retrieval.crosslingual import translate
     from tests.conftest import shared_embedder
@@ -133,21 +152,74 @@ def test_a_chinese_sentence_is_attributed_to_an_english_page_only_when_the_page_
         embedder = shared_embedder(BUILTIN_E5)
 
     Retriever.translate = staticmethod(translate)
+    return grounder_for(Retriever(), sources)
+
+
+def chunk_of(root, path: str, text: str, n: int, full_text: str | None = None) -> RetrievedChunk:
+    lang = "zh" if root == DOCS_ZH else "en"
+    return RetrievedChunk(
+        chunk_id=f"p{n}", doc_id=f"p{n}", chunk_index=0, text=text, source=path, uri="", title="", heading="",
+        page=None, lang=lang, score=1.0, relevance=0.8, full_text=full_text,
+    )
+
+
+def source_of(grounder, sentence: str) -> int | None:
+    from assistant.answering.grounding import split_sentences
+
+    return grounder.judge(split_sentences(sentence)[0]).source
+
+
+def test_a_chinese_sentence_is_attributed_to_an_english_page_only_when_the_page_holds_its_names():
+    """Across languages the check is strictest: the dictionary coverage, the closest page by embedding
+    above a higher floor (`MIN_COSINE_ACROSS`), and every Latin-script name of the sentence in the page."""
     pages = [PASSWORDS, "departments/tech-ops/process/internal-security/computer-standards.md"]
-    sources = [
-        RetrievedChunk(
-            chunk_id=f"p{i}", doc_id=f"p{i}", chunk_index=0, text=(HANDBOOK / p).read_text(encoding="utf-8")[:1500],
-            source=p, uri="", title="", heading="", page=None, lang="en", score=1.0, relevance=0.8,
-        )
-        for i, p in enumerate(pages)
-    ]
-    grounder = grounder_for(Retriever(), sources)
-
-    def source_of(sentence: str) -> int | None:
-        return grounder.judge(split_sentences(sentence)[0]).source
-
-    assert source_of("密码最好有 15 个或更多字符。") == 1
-    assert source_of("设备必须启用加密。") == 2
+    sources = [chunk_of(HANDBOOK, p, (HANDBOOK / p).read_text(encoding="utf-8")[:1500], i) for i, p in enumerate(pages)]
+    grounder = e5_grounder(sources)
+    assert source_of(grounder, "密码最好有 15 个或更多字符。") == 1
+    assert source_of(grounder, "设备必须启用加密。") == 2
     # The same rule with a password manager that the page never names (cosine 0.85 to the page).
-    assert source_of("密码最好有 15 个或更多字符，并保存在 LastPass 中。") is None
-    assert source_of("旧电脑可以免费带回家，无需支付任何费用。") is None
+    assert source_of(grounder, "密码最好有 15 个或更多字符，并保存在 LastPass 中。") is None
+    assert source_of(grounder, "旧电脑可以免费带回家，无需支付任何费用。") is None
+
+
+SQL_FAQ = "faq/sql-faq.md"
+
+
+def sql_faq_chunk() -> str:
+    """A chunk of the TiDB SQL FAQ: the questions from `codec` to `sql_mode` (the limit on statements
+    in a transaction among them)."""
+    text = (DOCS_ZH / SQL_FAQ).read_text(encoding="utf-8")
+    return text[text.index("## TiDB 的 codec") : text.index("## 如何在 TiDB 中修改")]
+
+
+def test_a_faithful_chinese_paraphrase_is_kept_and_invented_chinese_sentences_are_removed():
+    """Chinese sentences against a Chinese page: the page's facts in other words (full-width digits
+    included, which Chinese text often uses) are attributed to it; a changed number and statements
+    the page does not make are removed."""
+    other = (DOCS_ZH / ZH_FILE).read_text(encoding="utf-8")[:1500]
+    grounder = e5_grounder([chunk_of(DOCS_ZH, SQL_FAQ, sql_faq_chunk(), 0), chunk_of(DOCS_ZH, ZH_FILE, other, 1)])
+    assert source_of(grounder, "一个事务中最多能执行5000条语句。") == 1
+    assert source_of(grounder, "一个事务中的语句数量默认最多为５０００条。") == 1
+    assert source_of(grounder, "在多台 TiDB 服务器上同时插入数据时，自增 ID 可能不连续。") == 1
+    assert source_of(grounder, "一个事务中的语句数量默认最多为８０００条。") is None
+    assert source_of(grounder, "超过语句数量限制后，TiDB 会自动把事务拆成多个小事务提交。") is None
+    assert source_of(grounder, "事务中的语句越多，执行速度就越快。") is None
+
+
+def test_an_answer_from_a_focused_passage_is_judged_against_the_whole_chunk():
+    """With focused sources (`ASSISTANT_LLM_CPU_SOURCE_TOKENS`) the model sees a few sentences of a chunk;
+    grounding counts support on the whole chunk (`RetrievedChunk.full_text`). A faithful paraphrase of
+    the passage shares too few terms with the short passage alone (lexical 0.38, under the 0.45 that lets
+    the embedding decide) but enough with its chunk (0.50); an invented sentence stays unsupported."""
+    from assistant.answering.focus import focus_text, question_terms
+    from assistant.retrieval.crosslingual import translate
+
+    chunk = sql_faq_chunk()
+    terms = question_terms("一个事务里最多能执行多少条语句？", translate)
+    passage = focus_text(chunk, terms, max_tokens=60, count_tokens=len)  # a character is a token here
+    assert "默认限制最大为 5000 条" in passage and len(passage) < len(chunk) / 5
+    faithful = "默认情况下，一个事务最多只能包含 5000 条语句。"
+    focused = e5_grounder([chunk_of(DOCS_ZH, SQL_FAQ, passage, 0, full_text=chunk)])
+    assert source_of(focused, faithful) == 1
+    assert source_of(focused, "超过语句数量限制后，TiDB 会自动把事务拆成多个小事务提交。") is None
+    assert source_of(e5_grounder([chunk_of(DOCS_ZH, SQL_FAQ, passage, 0)]), faithful) is None  # the passage alone
