@@ -65,3 +65,11 @@ def test_cookie_secure_defaults_to_production_only():
     assert Settings(_env_file=None).cookie_secure is False
     assert Settings(_env_file=None, environment="production", secret_key="r4nd0m-long-secret").cookie_secure is True
     assert Settings(_env_file=None, session_cookie_secure=True).cookie_secure is True
+
+
+def test_a_download_of_a_file_whose_name_is_not_utf8_gets_a_readable_name():
+    from assistant.api.routes.documents import attachment_disposition
+
+    latin1 = b"caf\xe9-notes.md".decode("utf-8", "surrogateescape")  # as Path.name reads it from disk
+    assert attachment_disposition(latin1) == "attachment; filename*=utf-8''caf%EF%BF%BD-notes.md"
+    assert attachment_disposition("报销 规定.pdf") == "attachment; filename*=utf-8''%E6%8A%A5%E9%94%80%20%E8%A7%84%E5%AE%9A.pdf"

@@ -34,6 +34,14 @@ async def get_document(doc_id: str, principal: PrincipalDep, db: DatabaseDep) ->
     )
 
 
+def attachment_disposition(name: str) -> str:
+    """The `Content-Disposition` value that offers file `name` for download (RFC 6266 `filename*`,
+    percent-encoded UTF-8). A name whose bytes are not UTF-8 (read from disk as lone surrogates, e.g.
+    Latin-1 `caf\\xe9.md`) keeps its readable part, with U+FFFD for each undecodable byte."""
+    readable = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return f"attachment; filename*=utf-8''{quote(readable, safe='')}"
+
+
 @router.get("/{doc_id}/content")
 async def get_document_content(doc_id: str, principal: PrincipalDep, db: DatabaseDep, request: Request) -> Response:
     """The original file, as an attachment, exactly as it was indexed (see `read_original`).
@@ -49,12 +57,11 @@ async def get_document_content(doc_id: str, principal: PrincipalDep, db: Databas
         record_event, db, principal=principal, action="document.read", doc_ids=[doc.id],
         details={"doc_id": doc.id, "source": doc.source}, **request_origin(request),
     )
-    name = doc.local_path.name
     return Response(
         content,
         media_type=doc.mime or "application/octet-stream",
         headers={
-            "Content-Disposition": f"attachment; filename*=utf-8''{quote(name, safe='')}",
+            "Content-Disposition": attachment_disposition(doc.local_path.name),
             "Content-Security-Policy": "sandbox",
             "X-Content-Type-Options": "nosniff",
         },
