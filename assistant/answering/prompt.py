@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from assistant.answering.injection import without_instructions
 from assistant.core.language import question_language
 from assistant.core.llm import ChatMessage
 from assistant.retrieval import RetrievedChunk
@@ -51,13 +52,14 @@ def firmer_language(messages: Sequence[ChatMessage], lang: str) -> list[ChatMess
 
 
 def format_source(n: int, chunk: RetrievedChunk) -> str:
-    """One numbered source block: `[n] path (heading)` then the chunk text."""
+    """One numbered source block: `[n] path (heading)` then the chunk text, without any instructions
+    planted in it for the assistant (`injection.without_instructions`)."""
     where = chunk.source
     if chunk.page:
         where += f", page {chunk.page}"
     if chunk.heading:
         where += f" — {chunk.heading}"
-    return f"[{n}] {where}\n{chunk.text.strip()}"
+    return f"[{n}] {where}\n{without_instructions(chunk.text).strip()}"
 
 
 def build_messages(
