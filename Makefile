@@ -54,13 +54,14 @@ browser:
 
 # `make run` demonstrates on the product's own docs/ in a data folder of its own, var/demo (its own
 # database, collection and accounts), which a company's index (ASSISTANT_DATA_DIR, default var/) never
-# shares; the exported models are shared. `make run DOCS=/path/to/folder` ingests that folder into the
+# shares; the exported models are shared. `make run DOCS=/path/to/folder [ACL=acl.yaml]` ingests that folder
+# (with its ACL manifest: without one, every document is open to everyone) into the
 # company's data folder instead and serves it.
 DEMO_ENV = ASSISTANT_DATA_DIR=var/demo ASSISTANT_MODEL_CACHE_DIR=$(or $(ASSISTANT_MODEL_CACHE_DIR),$(or $(ASSISTANT_DATA_DIR),var)/models)
 RUN_ENV = $(if $(DOCS),,$(DEMO_ENV))
 
 run: install
-	$(RUN_ENV) $(BIN)/assistant ingest $(or $(DOCS),docs)
+	$(RUN_ENV) $(BIN)/assistant ingest $(or $(DOCS),docs) $(if $(ACL),--acl $(ACL))
 	$(RUN_ENV) $(BIN)/assistant serve --host $(HOST) --port $(PORT)
 
 test: install browser

@@ -16,9 +16,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from assistant.cli.admin_audit import cli_principal
-from assistant.cli.errors import fail
+from assistant.cli.errors import fail, through_the_api
 from assistant.cli.users import account_db, users_app
-from assistant.core.errors import AssistantError, ConfigError, InvalidRequestError
+from assistant.core.errors import AssistantError, InvalidRequestError
 
 audit_app = typer.Typer(no_args_is_help=True, help="The audit trail: who did what, to which documents, from where.")
 retention_app = typer.Typer(no_args_is_help=True, help="Retention: delete what is older than its kind's setting.")
@@ -26,17 +26,6 @@ out = Console()
 err = Console(stderr=True)
 CSV_FIELDS = ("id", "at", "principal", "auth_method", "action", "query", "doc_ids", "chunk_ids", "address",
               "request_id", "details", "erased", "row_hash")
-
-
-def _through_the_api(exc: AssistantError, route: str) -> AssistantError:
-    """`exc`, or, when a running server owns the embedded vector store (`store_locked`), the same error
-    naming the API route (`route`, e.g. `POST /api/retention/run`) that an admin uses while it runs."""
-    if exc.code != "store_locked":
-        return exc
-    return ConfigError(
-        f"{exc.message}. While `assistant serve` runs, an admin does this through its API instead: {route}",
-        code="store_locked",
-    )
 
 
 def _when(value: Optional[str], option: str) -> Optional[datetime]:
@@ -167,7 +156,7 @@ def retention_run(as_json: bool = typer.Option(False, "--json")) -> None:
         finally:
             res.close()
     except AssistantError as exc:
-        fail(_through_the_api(exc, "POST /api/retention/run"), as_json=as_json)
+        fail(through_the_api(exc, "POST /api/retention/run"), as_json=as_json)
     if as_json:
         print(json.dumps(report.to_dict()))
         return
@@ -238,5 +227,5 @@ def erase(name: str, yes: bool = typer.Option(False, "--yes", help="do not ask f
         finally:
             res.close()
     except AssistantError as exc:
-        fail(_through_the_api(exc, f"POST /api/users/{name}/erase"))
+        fail(through_the_api(exc, f"POST /api/users/{name}/erase"))
     out.print(f"{escape(name)} erased: {report.deleted}")

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from assistant.core.errors import AssistantError
+from assistant.core.errors import AssistantError, ConfigError
 
 _err = Console(stderr=True)
 
@@ -37,3 +37,14 @@ def report(exc: AssistantError, *, as_json: bool = False) -> None:
         print(json.dumps({"error": {"code": exc.code, "message": exc.message}}, ensure_ascii=False), file=sys.stderr)
     else:
         _err.print(f"[red]error[/red] ({exc.code}): {escape(exc.message)}", soft_wrap=True)
+
+
+def through_the_api(exc: AssistantError, route: str) -> AssistantError:
+    """`exc`, or, when a running server owns the embedded vector store (`store_locked`), the same error
+    naming the API route (`route`, e.g. `POST /api/retention/run`) that an admin uses while it runs."""
+    if exc.code != "store_locked":
+        return exc
+    return ConfigError(
+        f"{exc.message}. While `assistant serve` runs, an admin does this through its API instead: {route}",
+        code="store_locked",
+    )

@@ -33,7 +33,7 @@ def run(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Run one refresh now: dataset, training, gate against live, canary."""
-    from assistant.cli.errors import fail
+    from assistant.cli.errors import fail, through_the_api
     from assistant.core.errors import AssistantError
     from assistant.core.resources import Resources
     from assistant.core.settings import get_settings
@@ -42,7 +42,7 @@ def run(
     try:
         res = Resources.open(get_settings())
     except AssistantError as exc:
-        fail(exc)
+        fail(through_the_api(exc, "POST /api/admin/finetune/runs (or the admin page's Adapters tab)"), as_json=as_json)
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[note]}"),
                       TimeElapsedColumn(), console=Console(stderr=True), disable=as_json) as bar:

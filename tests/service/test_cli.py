@@ -93,6 +93,8 @@ def test_jobs_lists_while_another_process_holds_the_embedded_store(cli_env):
         error = json.loads(retention.stderr.strip().splitlines()[-1])["error"]
         assert retention.exit_code == 2 and error["code"] == "store_locked"
         assert "POST /api/retention/run" in error["message"]
+        refresh = CliRunner().invoke(app, ["finetune", "run", "--dry-run", "--json"])
+        assert refresh.exit_code == 2 and "POST /api/admin/finetune/runs" in refresh.stderr
         result = CliRunner().invoke(app, ["jobs", "--json"])
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout) == []

@@ -73,6 +73,8 @@ def test_make_run_demonstrates_in_a_data_folder_of_its_own():
     company = make_run_commands("DOCS=/srv/handbook")  # a company's folder goes to its own data folder
     assert company["ingest"]["argv"] == "ingest /srv/handbook"
     assert "ASSISTANT_DATA_DIR" not in company["ingest"] and "ASSISTANT_DATA_DIR" not in company["serve"]
+    guarded = make_run_commands("DOCS=/srv/handbook", "ACL=/srv/acl.yaml")  # with its ACL manifest from the start
+    assert guarded["ingest"]["argv"] == "ingest /srv/handbook --acl /srv/acl.yaml"
 
 
 def test_a_company_index_and_the_demo_never_return_each_others_chunks(tmp_path, monkeypatch):
