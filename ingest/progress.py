@@ -33,6 +33,7 @@ class LiveTotals:
         self.files_total = 0
         self.files_done = 0
         self.chunks = 0
+        self.chunks_in_progress = 0  # points already written for documents still being indexed
         self.ocr_pages = 0
         self.by_status: dict[str, int] = {}
         self._written = 0.0
@@ -57,6 +58,13 @@ class LiveTotals:
             self.chunks += chunks
         self.publish()
 
+    def written(self, chunks: int) -> None:
+        """Count the points of one part of a document still being indexed (a big file comes in parts);
+        a negative count takes them back when the document finishes, and `file` counts it whole."""
+        self.chunks_in_progress += chunks
+        if chunks > 0:
+            self.publish()
+
     def page(self) -> None:
         """Count one page recognised by OCR (the file it belongs to is still being parsed)."""
         self.ocr_pages += 1
@@ -66,17 +74,19 @@ class LiveTotals:
         """The counts now.
 
         Returns:
-            `files_total`, `files_done`, `chunks`, `ocr_pages`, one count per outcome status,
-            `elapsed_s`, `rate_chunks_s` (chunks written per second so far) and `eta_s` (seconds
-            left at the rate of files so far; None before the first file).
+            `files_total`, `files_done`, `chunks` (written so far, the parts of documents still being
+            indexed included: a big file shows progress before it is done), `ocr_pages`, one count per
+            outcome status, `elapsed_s`, `rate_chunks_s` (chunks written per second so far) and `eta_s`
+            (seconds left at the rate of files so far; None before the first file).
         """
         elapsed = time.monotonic() - self.started
         left = max(0, self.files_total - self.files_done)
         eta = round(elapsed / self.files_done * left, 1) if self.files_done else None
+        chunks = self.chunks + self.chunks_in_progress
         return {
-            "files_total": self.files_total, "files_done": self.files_done, "chunks": self.chunks,
+            "files_total": self.files_total, "files_done": self.files_done, "chunks": chunks,
             "ocr_pages": self.ocr_pages, **self.by_status, "elapsed_s": round(elapsed, 1),
-            "rate_chunks_s": round(self.chunks / elapsed, 2) if elapsed > 0 else 0.0, "eta_s": eta,
+            "rate_chunks_s": round(chunks / elapsed, 2) if elapsed > 0 else 0.0, "eta_s": eta,
         }
 
     def publish(self, *, force: bool = False) -> None:

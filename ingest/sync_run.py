@@ -93,6 +93,7 @@ class _Work:
     lang: str = ""  # detected on its first chunks
     parts: int = 0  # parts taken from the parser so far (the final result counts as one)
     pending: int = 0  # of those, parts whose points are not written yet
+    written: int = 0  # points written so far (counted in the live totals before the document is done)
     ids: set[str] = field(default_factory=set)  # the points written so far
     reused: int = 0  # of those, how many took their vector from the cache or the batch
 
@@ -401,9 +402,13 @@ class SyncRun:
             work.pending -= 1
             if work.result is None or work.result.status == "done":
                 started = time.perf_counter()
-                work.ids |= self._upsert(part, [pending.known[k] for k in doc_picks])
+                written = self._upsert(part, [pending.known[k] for k in doc_picks])
+                work.ids |= written
                 work.reused += n_reused
                 self.seconds["store_s"] += time.perf_counter() - started
+                if self.live is not None and (work.result is None or work.pending):  # more to come: show it now
+                    work.written += len(written)
+                    self.live.written(len(written))
             self._settle(work)
 
     def _await_vectors(self, pending: _EmbeddingBatch) -> None:
@@ -466,6 +471,8 @@ class SyncRun:
             if status == "done":
                 doc.title, doc.mime, doc.page_count = work.title, work.result.mime, work.result.page_count
         outcome = FileOutcome(work.rel, work.uri, status, reason, len(new_ids), time.perf_counter() - work.started, reused)
+        if self.live is not None and work.written:
+            self.live.written(-work.written)  # counted again, whole, as the document's outcome
         self._finish_item(work.order, work.item_id, outcome)
 
     def _finish_item(self, order: tuple[int, str], item_id: int | None, outcome: FileOutcome) -> None:

@@ -127,8 +127,10 @@ def ingested(tmp_path_factory):
                                        embedding_batch_chunks=PART_CHUNKS))
     ingestor = Ingestor(res)
     running: list[dict] = []
+    events: list[dict] = []
 
-    def watch(snapshot: dict) -> None:  # what `assistant jobs` reads while the job runs
+    def watch(snapshot: dict) -> None:  # what `assistant jobs` reads while the job runs, and the CLI's bar
+        events.append(dict(snapshot))
         job = recent_jobs(res.db, 1)[0]
         if job.status == "running" and job.totals:
             running.append(dict(job.totals))
@@ -139,7 +141,7 @@ def ingested(tmp_path_factory):
             outcomes = {o.source: o for o in ingestor.sync(docs, on_progress=watch)}
     finally:
         ingestor.close()
-    yield res, outcomes, running
+    yield res, outcomes, {"job_rows": running, "events": events}
     res.close()
 
 
@@ -214,11 +216,16 @@ def test_a_table_over_a_limit_after_parts_were_written_keeps_no_points(ingested,
 
 
 def test_the_job_row_shows_live_totals_while_running(ingested):
-    _, outcomes, running = ingested
+    _, outcomes, progress = ingested
+    running = progress["job_rows"]
     assert running, "the job row had no totals while it ran"
     assert all(t["files_total"] == len(outcomes) for t in running)
     assert any(0 < t["files_done"] < len(outcomes) for t in running)
     assert any(t["ocr_pages"] > 0 for t in running)
+    # A big file shows its chunks part by part, before it is done (no file finished in between).
+    events = progress["events"]
+    assert any(b["chunks"] > a["chunks"] and b["files_done"] == a["files_done"] for a, b in zip(events, events[1:]))
+    assert events[-1]["chunks"] == sum(o.chunks for o in outcomes.values() if o.status == "done")
 
 
 def _csv(path: Path, rows: int) -> Path:
