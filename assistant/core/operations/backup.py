@@ -25,15 +25,17 @@ database and the index hold for those files.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import sqlite3
 import subprocess
 import time
-from contextlib import closing
+from contextlib import closing, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 from urllib.parse import quote
 
 from sqlalchemy.engine import make_url
@@ -334,6 +336,36 @@ def restore_vectors(src: Path, manifest: dict, settings: Settings, *, force: boo
         client.close()
 
 
+@contextmanager
+def _edge_owner_locks(settings: Settings) -> Iterator[None]:
+    """Hold the owner lock of every Qdrant Edge collection under the target's data folder while a
+    restore replaces it, so that no server opens it meanwhile, and refuse when a running server holds
+    one: replacing the files under a live server loses what it writes and breaks its shutdown.
+
+    Raises:
+        ConfigError(code="store_locked"): another process holds a collection of the target.
+    """
+    fds: list[int] = []
+    try:
+        if settings.vector_store == "edge" and settings.edge_path.is_dir():
+            for lock in sorted(settings.edge_path.glob(".*.lock")):
+                fd = os.open(lock, os.O_RDWR)
+                try:
+                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as exc:
+                    os.close(fd)
+                    raise ConfigError(
+                        f"a running assistant process (e.g. `assistant serve`) holds the vector store in "
+                        f"{settings.edge_path}: stop it before restoring into {settings.data_dir}",
+                        code="store_locked",
+                    ) from exc
+                fds.append(fd)
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def restore_backup(src: Path, settings: Settings, *, force: bool = False) -> dict:
     """Restore the backup in `src` into the deployment `settings` describe; the service must be stopped.
 
@@ -344,15 +376,17 @@ def restore_backup(src: Path, settings: Settings, *, force: bool = False) -> dic
 
     Raises:
         ConfigError: not a backup; a non-empty target without `force`; a store or database kind that
-            differs from the backup's.
+            differs from the backup's; `store_locked` when a running process (`assistant serve`) holds
+            the target's embedded vector store, `force` or not.
     """
     src = Path(src)
     manifest = read_manifest(src)
-    _refuse_non_empty(settings, force=force)
-    settings.ensure_dirs()
-    restore_database(src, manifest, settings.resolved_database_url, force=force)
-    restore_vectors(src, manifest, settings, force=force)
-    moves = restore_files(src, manifest, settings)
+    with _edge_owner_locks(settings):
+        _refuse_non_empty(settings, force=force)
+        settings.ensure_dirs()
+        restore_database(src, manifest, settings.resolved_database_url, force=force)
+        restore_vectors(src, manifest, settings, force=force)
+        moves = restore_files(src, manifest, settings)
     from assistant.core.db.session import Database
 
     db = Database(settings.resolved_database_url)
