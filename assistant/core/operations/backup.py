@@ -25,7 +25,6 @@ database and the index hold for those files.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -46,6 +45,7 @@ from assistant.core.operations.migrations import database_revisions
 from assistant.core.operations.relocate import Move, relocate
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings
+from assistant.core.vectorstore.edge import take_owner_lock
 
 MANIFEST = "manifest.json"
 FORMAT = 2
@@ -349,17 +349,10 @@ def _edge_owner_locks(settings: Settings) -> Iterator[None]:
     try:
         if settings.vector_store == "edge" and settings.edge_path.is_dir():
             for lock in sorted(settings.edge_path.glob(".*.lock")):
-                fd = os.open(lock, os.O_RDWR)
-                try:
-                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError as exc:
-                    os.close(fd)
-                    raise ConfigError(
-                        f"a running assistant process (e.g. `assistant serve`) holds the vector store in "
-                        f"{settings.edge_path}: stop it before restoring into {settings.data_dir}",
-                        code="store_locked",
-                    ) from exc
-                fds.append(fd)
+                fds.append(take_owner_lock(
+                    lock, f"a running assistant process (e.g. `assistant serve`) holds the vector store in "
+                    f"{settings.edge_path}: stop it before restoring into {settings.data_dir}",
+                ))
         yield
     finally:
         for fd in fds:

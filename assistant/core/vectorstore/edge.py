@@ -33,6 +33,22 @@ _META = "collection.json"
 _ALIASES = "aliases.json"
 
 
+def take_owner_lock(lock: Path, refusal: str) -> int:
+    """Take the POSIX lock on file `lock` (created if missing) without waiting; returns its descriptor,
+    whose closing (or the process's end) releases it.
+
+    Raises:
+        ConfigError(code="store_locked"): another process holds it; `refusal` is the message.
+    """
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        raise ConfigError(f"{refusal} ({exc.strerror})", code="store_locked") from exc
+    return fd
+
+
 class EdgeVectorStore(VectorStore):
     """A collection stored as an EdgeShard folder `root/collection`. One process may open it.
 
@@ -85,17 +101,11 @@ class EdgeVectorStore(VectorStore):
             ConfigError(code="store_locked"): another process holds the collection.
         """
         self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / f".{self.collection}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            raise ConfigError(
-                f"cannot open the Qdrant Edge collection at {self.path}: another process holds it ({exc.strerror}). "
-                "Only one process may open it: stop the other assistant process (e.g. `assistant serve`), or use a Qdrant server",
-                code="store_locked",
-            ) from exc
-        self._owner_fd = fd
+        self._owner_fd = take_owner_lock(
+            self.root / f".{self.collection}.lock",
+            f"cannot open the Qdrant Edge collection at {self.path}: another process holds it. Only one process "
+            "may open it: stop the other assistant process (e.g. `assistant serve`), or use a Qdrant server",
+        )
 
     def _load(self) -> qe.EdgeShard:
         try:
