@@ -222,3 +222,18 @@ def test_a_backup_taken_while_serving_restores_into_an_empty_folder(live, keys, 
     with pytest.raises(ConfigError, match="already holds"):
         restore_backup(target, restored_settings)
     restore_backup(target, restored_settings, force=True)
+
+    # Never under a running server, --force or not: its files would be replaced while it writes them.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "from assistant.core.resources import Resources\n"
+         "r = Resources.open(); r.store.count(); print('held', flush=True); input()"],
+        env={**os.environ, "ASSISTANT_DATA_DIR": str(restored_settings.data_dir)},
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ConfigError, match="stop it before restoring") as refused:
+            restore_backup(target, restored_settings, force=True)
+        assert refused.value.code == "store_locked"
+    finally:
+        holder.communicate("\n", timeout=60)
