@@ -11,6 +11,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
+from assistant.answering.injection import without_instructions
 from assistant.retrieval import RetrievedChunk
 
 SNIPPET_CHARS = 280
@@ -47,6 +48,13 @@ class Citation:
         return asdict(self)
 
 
+def snippet_of(text: str) -> str:
+    """The first `SNIPPET_CHARS` characters of a cited chunk's `text`, whitespace collapsed, without what
+    the chunk addresses to the assistant (`injection.without_instructions`): a snippet is shown under
+    the answer, where a planted "reply with this link" would read as the assistant's own advice."""
+    return " ".join(without_instructions(text).split())[:SNIPPET_CHARS]
+
+
 def cited_numbers(answer: str) -> list[int]:
     """Distinct marker numbers in order of first appearance (`[1]`, `[1, 3]`)."""
     seen: list[int] = []
@@ -68,7 +76,7 @@ def make_citations(answer: str, sources: Sequence[RetrievedChunk]) -> list[Citat
                 Citation(
                     n=n, source=chunk.source, route=document_route(chunk.doc_id), doc_id=chunk.doc_id,
                     chunk_id=chunk.chunk_id, title=chunk.title, heading=chunk.heading, page=chunk.page,
-                    score=chunk.score, snippet=" ".join(chunk.text.split())[:SNIPPET_CHARS],
+                    score=chunk.score, snippet=snippet_of(chunk.text),
                     ocr=chunk.ocr,
                 )
             )

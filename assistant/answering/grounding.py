@@ -94,6 +94,8 @@ _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 # Sentence ends: English terminal punctuation before white space, Chinese terminal punctuation, lines.
 SENTENCE_BOUNDARY = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])\s*|\s*\n\s*")
 _NOT_AN_END = re.compile(r"(?:^\s*(?:[-*]\s*)?(?:\d{1,2}|[a-zA-Z])\.|\b(?:e\.g|i\.e|etc|vs|cf|approx|Mr|Ms|Dr|No)\.)$")
+# A sentence that only announces what follows ("You can migrate it as follows:", "步骤如下：").
+_LEAD_IN = re.compile(r"[:：]\s*$")
 _ENUMERATOR = re.compile(r"^\s*(?:[-*]\s*)?\d{1,2}[.)、]\s*")
 _STOPWORDS = frozenset(
     """a an the and or but if then else of to in on at by for with from as is are was were be been being
@@ -123,6 +125,14 @@ def support_text(source: RetrievedChunk) -> str:
     0.42 of a correct Chinese answer's bigrams, its chunk 0.50), and a sentence the chunk supports
     states nothing the reader's cited page does not."""
     return source.full_text or source.text
+
+
+def is_lead_in(text: str) -> bool:
+    """True for a sentence that ends in a colon (markers aside): it announces what follows and states
+    nothing by itself, so it is no claim, and it is shown only when a supported sentence follows it
+    (`Renderer`). A model that writes a lead-in and stops (seen: "你可以通过以下方式将 Cassandra 的数据迁移到
+    TiDB：" for a question the sources do not answer) has then said nothing, and the answer is declined."""
+    return bool(_LEAD_IN.search(_ANY_MARKER.sub("", text)))
 
 
 def numbers_in(text: str) -> set[str]:
@@ -260,7 +270,7 @@ class Grounder:
         does not decide)."""
         terms = content_terms(sentence.text)
         echo = any(len(terms & e) / len(terms) >= MIN_ECHO_OVERLAP for e in self._echo_terms) if terms else False
-        claim = len(terms) >= MIN_CLAIM_TERMS or bool(numbers_in(sentence.text))
+        claim = (len(terms) >= MIN_CLAIM_TERMS or bool(numbers_in(sentence.text))) and not is_lead_in(sentence.text)
         if not self.sources:
             return Verdict(sentence, None, 0.0, None, claim, echo)
         lexical = [self.lexical(terms, n) for n in range(1, len(self.sources) + 1)]
@@ -372,15 +382,28 @@ def is_fence(text: str) -> bool:
 class Renderer:
     """Joins kept sentences as they come: each with its marker (none inside a fenced code block, where
     it would break the command: the block's lines are still checked, and removed when unsupported),
-    separated by the separators of the sentences dropped before it (see `join_sep`)."""
+    separated by the separators of the sentences dropped before it (see `join_sep`).
+
+    A lead-in (`is_lead_in`) is held back, with the unsupported sentences kept after it (fences, short
+    list labels), until a supported sentence follows; an answer that ends before one never shows it."""
 
     def __init__(self) -> None:
         self.parts: list[str] = []
         self._seps: list[str] = []
         self._fenced = False
+        self._held: list[Verdict] = []
 
     def add(self, verdict: Verdict) -> str:
-        """The text to append for `verdict` ("" when the sentence is dropped)."""
+        """The text to append for `verdict` ("" when the sentence is dropped or held back)."""
+        if self._held or (verdict.kept and is_lead_in(verdict.sentence.text)):
+            self._held.append(verdict)
+            if not (verdict.kept and verdict.source is not None):
+                return ""
+            held, self._held = self._held, []
+            return "".join(self._emit(v) for v in held)
+        return self._emit(verdict)
+
+    def _emit(self, verdict: Verdict) -> str:
         fence = is_fence(verdict.sentence.text)
         if not verdict.kept and not fence:
             self._seps.append(verdict.sentence.sep)

@@ -196,3 +196,32 @@ def test_an_answer_cut_before_its_first_fact_is_kept_and_an_empty_one_declined(g
     cut = ground("Passwords should be", grounder)
     assert (cut.text, cut.declined) == ("Passwords should be", False)
     assert ground("", grounder).declined
+
+
+def test_a_lead_in_is_shown_only_before_a_supported_sentence_and_a_lead_in_alone_is_declined(grounder):
+    # Seen on Qwen2.5-Coder-1.5B for a question the sources do not answer: a lead-in repeating the
+    # question's words, then nothing.
+    alone = ground("你可以通过以下方式将 TiDB 进程的 root 用户密码重置：", grounder, lang="zh")
+    assert alone.declined and alone.text == NO_ANSWER["zh"]
+    assert not alone.verdicts[0].claim
+
+    followed = ground(
+        "To choose a password:\n- Make passwords hard to guess, even by those who know a lot about you.", grounder
+    )
+    assert followed.text == (
+        "To choose a password:\n- Make passwords hard to guess, even by those who know a lot about you [1]."
+    )
+    invented = ground(
+        "Make passwords hard to guess, even by those who know a lot about you.\n"
+        "The finance team also checks them:\n- They reject passwords shorter than twenty letters every quarter.",
+        grounder,
+    )
+    assert invented.text == "Make passwords hard to guess, even by those who know a lot about you [1]."
+
+
+def test_a_held_lead_in_streams_with_the_sentence_that_supports_it(grounder):
+    generate, _ = _scripted("To choose a password:\n- Make passwords hard to guess, even by those who know a lot about you.")
+    stream = GroundedStream("How do I choose passwords?", grounder, judge_in_thread=False)
+    events = _run(stream, generate)
+    assert [e["type"] for e in events] == ["token"]
+    assert events[0]["text"].startswith("To choose a password:\n- Make") and not stream.declined

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from assistant.answering.citations import make_citations
 from assistant.answering.injection import REMOVED, without_instructions
 from assistant.answering.prompt import build_messages, format_source
 from assistant.retrieval.retriever import RetrievedChunk
@@ -37,3 +38,11 @@ def test_the_prompt_carries_the_cleaned_source():
                            title="VPN", heading="VPN", page=None, lang="en", score=1.0, relevance=0.9)
     assert "hunter2" not in format_source(1, chunk)
     assert "hunter2" not in build_messages("How do I connect to the VPN?", [chunk])[-1]["content"]
+
+
+def test_a_citation_snippet_shows_the_reader_no_planted_instruction():
+    chunk = RetrievedChunk(chunk_id="c", doc_id="d", chunk_index=0, text=PLANTED, source="it/vpn.md", uri="",
+                           title="VPN", heading="VPN", page=None, lang="en", score=1.0, relevance=0.9)
+    [citation] = make_citations("Install the Tailscale client and sign in with Okta [1].", [chunk])
+    assert "hunter2" not in citation.snippet and "attacker@evil.example" not in citation.snippet
+    assert citation.snippet.startswith("# VPN To connect to the corporate VPN, install the Tailscale client")
