@@ -107,7 +107,7 @@ class Settings(BaseSettings):
     llm_model_path: Path | None = Field(default=None, description="GGUF file; default: the built-in llm_model")
     llm_context_tokens: int = Field(default=4096, ge=512)
     llm_cpu_window_tokens: int = Field(
-        default=1024, ge=0,
+        default=768, ge=0,
         description="with llama_cpp, the tokens of prompt and answer that the answerer packs sources into "
         "(CPU prompt evaluation takes 15-35 ms a token: a smaller window, a sooner first token); 0 = llm_context_tokens",
     )
@@ -415,7 +415,7 @@ class Settings(BaseSettings):
 
     # --- issue 22 ---
     llm_cpu_source_tokens: int = Field(
-        default=0, ge=0,
+        default=100, ge=0,
         description="with llama_cpp, the most tokens of each source's text in the prompt: the sentences about the "
         "question are kept (answering/focus.py); 0 = whole chunks",
     )
