@@ -16,6 +16,7 @@ from typing import Any, Callable
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from assistant.cli.local_server import server_url, unreachable_server
 from assistant.core.errors import AssistantError, UpstreamUnavailableError
 from assistant.core.settings import Settings
 
@@ -70,12 +71,6 @@ class IngestProgress:
                 print(json.dumps(line), file=sys.stderr, flush=True)
 
 
-def server_url(settings: Settings) -> str:
-    """The running server's base URL on this machine (a wildcard bind address is reached on loopback)."""
-    host = settings.host if settings.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
-    return f"http://{'[' + host + ']' if ':' in host else host}:{settings.port}"
-
-
 def ingest_through_server(
     settings: Settings, path: str, acl: dict[str, Any] | None, *,
     on_totals: Callable[[dict[str, Any]], None], on_item: Callable[[dict[str, Any]], None],
@@ -120,8 +115,13 @@ def ingest_through_server(
                     break
                 time.sleep(POLL_S)
                 job = client.get(f"/api/local/jobs/{job['id']}").raise_for_status().json()
+    except httpx.TransportError as exc:
+        raise unreachable_server(
+            base, exc, context="another process holds the embedded vector store, so the sync was handed to the server",
+            otherwise="if no server runs, another `assistant` command (an ingest) holds the store: wait for it to end",
+        ) from exc
     except httpx.HTTPError as exc:
-        raise UpstreamUnavailableError(f"the server at {base} holds the vector store but cannot be reached: {exc}") from exc
+        raise UpstreamUnavailableError(f"the server at {base} holds the vector store but failed the sync: {exc}") from exc
     if job["status"] == "failed":
         raise AssistantError(f"the sync job {job['id']} run by the server failed: {job['reason']}", code="ingest_failed")
     return job
