@@ -156,7 +156,7 @@ def _ingest_through_server(path: Path, manifest, progress, print_row, locked: As
 
     ingest_through_server(
         settings, str(path.resolve()), manifest.to_dict() if manifest else None,
-        on_totals=progress.update, on_item=on_item,
+        on_totals=progress.update, on_item=on_item, on_wait=progress.waiting,
     )
     return items
 
