@@ -23,6 +23,11 @@ from assistant.retrieval.retriever import RetrievedChunk
 from finetune.scrub import scrub_rows
 
 NEAR_DUPLICATE_JACCARD = 0.8  # word-trigram resemblance above which two rows count as one
+# Unrendered template syntax (Jinja/Liquid/Hugo `{{ ... }}` and `{% ... %}`, a handbook's
+# `{{generator:team_members_list}}`): a site generator's instruction, not text to learn.
+_TEMPLATE = re.compile(r"\{\{[^{}]{0,500}\}\}|\{%[^{}]{0,500}%\}")
+_HEADING_LINE = re.compile(r"^#{1,6}\s.*$", re.MULTILINE)
+MIN_PASSAGE_WORDS = 5  # words (outside headings) a chunk must keep once its template syntax is stripped
 _MARKERS = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 _QA = re.compile(r"Q:\s*(?P<q>.+?)\s*\n+\s*A:\s*(?P<a>.+)", re.DOTALL)
 QA_PROMPT = (
@@ -118,9 +123,27 @@ def _chunk(chunk_id: str, payload: dict[str, Any]) -> RetrievedChunk:
     )
 
 
+def passage_text(text: str) -> str | None:
+    """`text` (a chunk's) without unrendered template syntax (`{{ ... }}`, `{% ... %}`), for writing
+    training pairs from; unchanged when it holds none.
+
+    Returns:
+        The text with each template tag removed, or None when it held some and fewer than
+        `MIN_PASSAGE_WORDS` words remain outside Markdown heading lines (a section that is only a
+        placeholder, such as a handbook's `## Our Team` over `{{generator:...}}`).
+    """
+    stripped, tags = _TEMPLATE.subn("", text)
+    if not tags:
+        return text
+    if len(re.findall(r"\w+", _HEADING_LINE.sub("", stripped))) < MIN_PASSAGE_WORDS:
+        return None
+    return re.sub(r"\n{3,}", "\n\n", stripped).strip()
+
+
 def new_chunks(db: Database, acls: ChunkAcls, *, audience: str, since: datetime | None, limit: int) -> list[RetrievedChunk]:
     """Up to `limit` chunks of documents added or changed since `since` that the audience may read
-    (both the document's ACL in SQL and the chunk's own ACL in the index must allow it)."""
+    (both the document's ACL in SQL and the chunk's own ACL in the index must allow it), their text
+    freed of template syntax; a chunk that is mostly template syntax is left out (`passage_text`)."""
     out: list[RetrievedChunk] = []
     for doc in changed_documents(db, since=since):
         if len(out) >= limit:
@@ -128,8 +151,11 @@ def new_chunks(db: Database, acls: ChunkAcls, *, audience: str, since: datetime 
         if not readable_by(doc.acl, audience):
             continue
         for chunk_id, payload in sorted(acls.payloads(doc.id).items(), key=lambda kv: kv[1].get("chunk_index", 0)):
-            if readable_by(payload.get("acl") or [], audience) and len(out) < limit:
-                out.append(_chunk(chunk_id, payload))
+            if not readable_by(payload.get("acl") or [], audience) or len(out) >= limit:
+                continue
+            text = passage_text(payload.get("text", ""))
+            if text is not None:
+                out.append(replace(_chunk(chunk_id, payload), text=text))
     return out
 
 

@@ -14,8 +14,10 @@ import time
 from typing import Any, Callable
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from assistant.cli.local_server import server_url, unreachable_server
 from assistant.core.errors import AssistantError, UpstreamUnavailableError
 from assistant.core.settings import Settings
 
@@ -69,16 +71,39 @@ class IngestProgress:
                     "files_done", "files_total", "chunks", "ocr_pages", "rate_chunks_s", "eta_s", "elapsed_s")}}
                 print(json.dumps(line), file=sys.stderr, flush=True)
 
+    def waiting(self, jobs: list[dict[str, Any]]) -> None:
+        """Say that this sync waits behind `jobs` (`JobRecord` dicts of the server's syncs running or
+        queued before it): a line on the console (`waiting_line`), or with `--json` a JSON line
+        `{"event": "waiting", "jobs": [{id, status, path, files_done, files_total}]}` on stderr."""
+        if self.as_json:
+            line = {"event": "waiting", "jobs": [
+                {"id": j["id"], "status": j["status"], "path": (j.get("params") or {}).get("path"),
+                 **{k: (j.get("totals") or {}).get(k) for k in ("files_done", "files_total")}} for j in jobs]}
+            print(json.dumps(line, ensure_ascii=False), file=sys.stderr, flush=True)
+        else:
+            self.bar.console.print(f"[yellow]waiting[/yellow] {escape(waiting_line(jobs))}", soft_wrap=True)
 
-def server_url(settings: Settings) -> str:
-    """The running server's base URL on this machine (a wildcard bind address is reached on loopback)."""
-    host = settings.host if settings.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
-    return f"http://{'[' + host + ']' if ':' in host else host}:{settings.port}"
+
+def waiting_line(jobs: list[dict[str, Any]]) -> str:
+    """What a sync queued in the server waits for, naming each job ahead: its ID, path, state and the
+    files it has done (`for the sync already running in the server to finish: job 12 of /srv/docs
+    (running, 3/40 files)`)."""
+    def one(job: dict[str, Any]) -> str:
+        totals = job.get("totals") or {}
+        done = f", {totals.get('files_done', 0)}/{totals['files_total']} files" if totals.get("files_total") else ""
+        return f"job {job['id']} of {(job.get('params') or {}).get('path', '?')} ({job['status']}{done})"
+
+    if len(jobs) == 1:
+        what = "the sync already running" if jobs[0]["status"] == "running" else "the sync queued before this one"
+    else:
+        what = f"the {len(jobs)} syncs ahead of this one"
+    return f"for {what} in the server to finish: {'; '.join(one(j) for j in jobs)}"
 
 
 def ingest_through_server(
     settings: Settings, path: str, acl: dict[str, Any] | None, *,
     on_totals: Callable[[dict[str, Any]], None], on_item: Callable[[dict[str, Any]], None],
+    on_wait: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> dict[str, Any]:
     """Have the running server sync `path`, following its job until it ends.
 
@@ -88,6 +113,8 @@ def ingest_through_server(
         acl: the ACL manifest as a dict, or None.
         on_totals: called with the job's live totals at each poll.
         on_item: called once with each file item (`path`, `status`, `reason`, `chunks`) as it finishes.
+        on_wait: called once, as soon as the job is seen queued behind other syncs (the server runs
+            them one at a time), with those jobs (`GET /api/local/jobs/{id}/ahead`).
 
     Returns:
         The finished job (`status`, `reason`, `totals`, `items`).
@@ -110,6 +137,7 @@ def ingest_through_server(
                 message = answer.json().get("error", {}).get("message", answer.text) if answer.content else answer.reason_phrase
                 raise UpstreamUnavailableError(f"the server at {base} refused the ingestion: {message}")
             job = answer.json()
+            waited = False
             while True:
                 for n, item in enumerate(job.get("items") or []):
                     if n not in seen and item["status"] not in ("queued", "running"):
@@ -118,10 +146,20 @@ def ingest_through_server(
                 on_totals(job.get("totals") or {})
                 if job["status"] in _FINAL:
                     break
+                if job["status"] == "queued" and not waited and on_wait is not None:
+                    ahead = client.get(f"/api/local/jobs/{job['id']}/ahead").raise_for_status().json()
+                    if ahead:
+                        waited = True
+                        on_wait(ahead)
                 time.sleep(POLL_S)
                 job = client.get(f"/api/local/jobs/{job['id']}").raise_for_status().json()
+    except httpx.TransportError as exc:
+        raise unreachable_server(
+            base, exc, context="another process holds the embedded vector store, so the sync was handed to the server",
+            otherwise="if no server runs, another `assistant` command (an ingest) holds the store: wait for it to end",
+        ) from exc
     except httpx.HTTPError as exc:
-        raise UpstreamUnavailableError(f"the server at {base} holds the vector store but cannot be reached: {exc}") from exc
+        raise UpstreamUnavailableError(f"the server at {base} holds the vector store but failed the sync: {exc}") from exc
     if job["status"] == "failed":
         raise AssistantError(f"the sync job {job['id']} run by the server failed: {job['reason']}", code="ingest_failed")
     return job

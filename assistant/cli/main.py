@@ -139,13 +139,14 @@ def ingest(
 def _ingest_through_server(path: Path, manifest, progress, print_row, locked: AssistantError) -> list:
     """Hand the sync to the running `assistant serve` that holds the store; its outcomes per file."""
     from assistant.cli.ingest_progress import ingest_through_server
+    from assistant.cli.local_server import server_url
     from assistant.core.settings import get_settings
     from ingest.pipeline import FileOutcome
 
     settings = get_settings()
     if not settings.ingest_via_server:
         raise locked
-    console.print("[dim]the server holds the vector store: the sync runs in the server[/dim]")
+    console.print(f"[dim]another process holds the vector store: the sync runs in the server at {server_url(settings)}[/dim]")
     items: list = []
 
     def on_item(item: dict) -> None:
@@ -155,7 +156,7 @@ def _ingest_through_server(path: Path, manifest, progress, print_row, locked: As
 
     ingest_through_server(
         settings, str(path.resolve()), manifest.to_dict() if manifest else None,
-        on_totals=progress.update, on_item=on_item,
+        on_totals=progress.update, on_item=on_item, on_wait=progress.waiting,
     )
     return items
 

@@ -49,11 +49,18 @@ def _server_backup(settings, url: str | None) -> Path:
     """Ask the running server (it owns the embedded store) to back up; returns the folder it wrote."""
     import httpx
 
+    from assistant.cli.local_server import server_url, unreachable_server
     from assistant.core.operations.operator_token import operator_token
 
-    base = url or f"http://{'127.0.0.1' if settings.host in ('0.0.0.0', '::') else settings.host}:{settings.port}"
-    response = httpx.post(f"{base.rstrip('/')}/api/admin/backup",
-                          headers={"Authorization": f"Bearer {operator_token(settings)}"}, timeout=None)
+    base = url or server_url(settings)
+    try:
+        response = httpx.post(f"{base.rstrip('/')}/api/admin/backup",
+                              headers={"Authorization": f"Bearer {operator_token(settings)}"}, timeout=None)
+    except httpx.TransportError as exc:
+        raise unreachable_server(
+            base, exc, context="another process holds the embedded vector store, so the backup was asked of the server",
+            otherwise="or name the server with --server-url URL",
+        ) from exc
     if response.status_code != 200:
         raise ConfigError(f"the server at {base} refused the backup (HTTP {response.status_code}): {response.text[:300]}")
     return Path(response.json()["path"])

@@ -8,12 +8,17 @@ import pty
 import select
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import httpx
+from sqlalchemy import create_engine, text
 
+from assistant.api.routes.local_ingest import TOKEN_HEADER
 from assistant.core.principals import ANONYMOUS
+from assistant.core.signing import local_ingest_token
+from ingest.pipeline import Ingestor
 from tests.api.live_server import LiveServer
 from tests.conftest import CORPUS_MODEL, copy_subset, make_settings, open_resources
 from tests.corpus import HANDBOOK
@@ -78,5 +83,62 @@ def test_ingest_while_serving_runs_through_the_server(tmp_path: Path):
         refused = httpx.post(f"{server.url}/api/local/ingest", json={"path": str(second)}, timeout=10.0)
         assert refused.status_code == 401
     finally:
+        server.stop()
+        res.close()
+
+
+def test_a_second_ingest_says_which_sync_it_waits_for(tmp_path: Path, pg_url: str):
+    """While the server runs one sync, `assistant ingest` of another folder is queued behind it: the
+    command says so at once, naming the job and its folder, instead of waiting silently (fresh-user
+    trial). The running sync is held at its last write by a PostgreSQL row lock on its source."""
+    first = copy_subset(HANDBOOK, tmp_path / "first", SECOND[:1])
+    second = copy_subset(HANDBOOK, tmp_path / "second", SECOND[1:])
+    settings = make_settings(tmp_path / "var", embedding_model=CORPUS_MODEL, database_url=pg_url)
+    res = open_resources(settings)
+    ingestor = Ingestor(res)
+    try:
+        ingestor.sync(first)  # the source exists; its next sync skips the file and ends by stamping the source
+    finally:
+        ingestor.close()
+    server = LiveServer(settings, res).start()
+    engine = create_engine(pg_url)
+    lock = engine.connect()
+    proc = None
+    try:
+        lock.execute(text("SELECT id FROM sources WHERE uri = :uri FOR NO KEY UPDATE"), {"uri": first.resolve().as_uri()})
+        headers = {TOKEN_HEADER: local_ingest_token(settings)}
+        running = httpx.post(f"{server.url}/api/local/ingest", json={"path": str(first)}, headers=headers, timeout=10.0)
+        job_id = running.json()["id"]
+        deadline = time.monotonic() + 60
+        while httpx.get(f"{server.url}/api/local/jobs/{job_id}", headers=headers, timeout=10.0).json()["status"] != "running":
+            assert time.monotonic() < deadline, "the first sync did not start"
+            time.sleep(0.2)
+        env = {
+            **os.environ, "PYTHONPATH": str(REPO), "ASSISTANT_DATA_DIR": str(tmp_path / "var"),
+            "ASSISTANT_PORT": str(server.port), "ASSISTANT_EMBEDDING_MODEL": CORPUS_MODEL,
+            "ASSISTANT_DATABASE_URL": pg_url, "COLUMNS": "400",
+        }
+        proc = subprocess.Popen([sys.executable, "-m", "assistant.cli.main", "ingest", str(second)], env=env, cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 60
+        while not any("waiting" in line for line in lines):
+            assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)[-3000:]
+            time.sleep(0.2)
+        waiting = next(line for line in lines if "waiting" in line)
+        assert "the sync already running in the server" in waiting, waiting
+        assert f"job {job_id} of {first.resolve()} (running" in waiting, waiting
+        lock.rollback()  # the first sync ends; the second runs after it
+        code = proc.wait(timeout=300)
+        reader.join(timeout=10)
+        assert code == 0, "".join(lines)[-3000:]
+        assert sum("waiting" in line for line in lines) == 1  # said once
+    finally:
+        lock.close()
+        engine.dispose()
+        if proc is not None and proc.poll() is None:
+            proc.kill()
         server.stop()
         res.close()

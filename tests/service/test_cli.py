@@ -4,6 +4,10 @@ refusals that name the setting."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from contextlib import contextmanager
+from typing import Iterator
 
 import pytest
 from typer.testing import CliRunner
@@ -74,10 +78,9 @@ def test_a_rule_that_matches_no_file_is_reported(cli_env):
     assert "internal-security" not in result.stderr  # the plain folder path matched its files
 
 
-def test_jobs_lists_while_another_process_holds_the_embedded_store(cli_env):
-    import subprocess
-    import sys
-
+@contextmanager
+def store_held() -> Iterator[None]:
+    """Another process (not a server) holding the embedded vector store of the CLI's settings meanwhile."""
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "from assistant.core.resources import Resources\n"
@@ -86,6 +89,13 @@ def test_jobs_lists_while_another_process_holds_the_embedded_store(cli_env):
     )
     try:
         assert holder.stdout.readline().strip() == "held"
+        yield
+    finally:
+        holder.communicate("\n", timeout=60)
+
+
+def test_jobs_lists_while_another_process_holds_the_embedded_store(cli_env):
+    with store_held():
         busy = CliRunner().invoke(app, ["search", "password", "--json"])
         assert busy.exit_code == 2  # the store is held
         assert json.loads(busy.stderr.strip().splitlines()[-1])["error"]["code"] == "store_locked"
@@ -98,8 +108,23 @@ def test_jobs_lists_while_another_process_holds_the_embedded_store(cli_env):
         result = CliRunner().invoke(app, ["jobs", "--json"])
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout) == []
-    finally:
-        holder.communicate("\n", timeout=60)
+
+
+def test_ingest_that_cannot_reach_the_server_names_the_address_and_the_port_setting(cli_env, monkeypatch):
+    """The store is held and nothing listens where the command looks for the server: the error says
+    where it looked and which settings choose that address (fresh-user trial: it named neither)."""
+    from tests.conftest_llm_server import free_port
+
+    port = free_port()  # nothing listens there
+    monkeypatch.setenv("ASSISTANT_PORT", str(port))
+    get_settings.cache_clear()
+    folder = copy_subset(HANDBOOK, cli_env / "docs", [FILE])
+    with store_held():
+        result = CliRunner().invoke(app, ["ingest", str(folder)])
+    message = " ".join(result.stderr.split())
+    assert result.exit_code == 2 and "error (upstream_unavailable)" in message, result.output
+    assert f"http://127.0.0.1:{port}" in message and "ASSISTANT_PORT" in message and "ASSISTANT_HOST" in message
+    assert "Connection refused" in message  # why the address did not answer
 
 
 def test_an_invalid_setting_is_named_without_a_traceback(cli_env):

@@ -224,6 +224,42 @@ def test_corrected_answers_replace_the_model_answer_under_the_same_acl_rule(tmp_
         res.close()
 
 
+def test_unrendered_template_placeholders_are_not_learnt(tmp_path):
+    """Handbook pages hold their site generator's placeholders (`{{generator:...}}`) unrendered: a section
+    that is only one is left out of the passages pairs are written from, and a placeholder inside real
+    text is stripped while that text is kept (fresh-user trial: a placeholder became training text)."""
+    from finetune.dataset import build_dataset
+    from finetune.pipeline import lexical_grounder
+    from ingest.pipeline import Ingestor
+    from tests.conftest import copy_subset, open_resources
+    from tests.corpus import HANDBOOK
+
+    pages = ["departments/tech-ops/index.md", "team/index.md"]  # a placeholder-only section; one inside text
+    assert all("{{generator:" in (HANDBOOK / p).read_text() for p in pages)
+    passages: list[str] = []
+
+    async def write_qa(messages: list[dict]) -> str:
+        """A stand-in writer: asks what the passage says and answers with its longest line."""
+        passage = messages[-1]["content"].split("\n", 1)[1]
+        passages.append(passage)
+        return f"Q: What does the passage say?\nA: {max(passage.splitlines(), key=len)}"
+
+    res = open_resources(make_settings(tmp_path / "var"))
+    try:
+        Ingestor(res).sync(copy_subset(HANDBOOK, tmp_path / "docs", pages))
+        snapshot = asyncio.run(build_dataset(res.db, res.store, audience="everyone", root=tmp_path / "ft",
+                                             heldout_share=0.0, since=None, write_qa=write_qa,
+                                             make_grounder=lexical_grounder, max_new_chunks=100))
+    finally:
+        res.close()
+    assert passages and not [p for p in passages if "{{" in p or "{%" in p]
+    assert not [p for p in passages if "Our Team" in p and len(p.split()) < 6]  # the placeholder-only section
+    assert any("driven by a data file" in p for p in passages)  # the team page's text, its placeholder gone
+    text = Path(snapshot.path).read_text()
+    assert "{{" not in text and "generator:" not in text
+    assert snapshot.counts["document"] >= 2
+
+
 def test_gate_answers_evaluation_questions_through_the_product_for_candidate_and_live(refreshed, tmp_path):
     """The gate's answer half: the product's answering (its retrieval over a real index, abstention rule,
     prompt and grounding) answers the evaluation questions with the candidate and with live (here the

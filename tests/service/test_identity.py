@@ -71,6 +71,20 @@ def test_account_rules(db):
         authenticate_password(db, "bob", "")
 
 
+def test_group_names_keep_idp_paths_and_refuse_dot_segments(db):
+    """Group paths as identity providers send them are kept; a name that is dots only, or a path with a
+    dots-only part (`..`), is refused as user and key names are (fresh-user trial: `..` was accepted)."""
+    create_user(db, "gil")
+    for good in ("/eng/backend", "eng/backend", "/staff/it.ops", ".hidden", "a..b", "v1.2"):
+        assert good in add_member(db, "gil", good).groups
+    for bad in ("..", ".", "...", "/eng/../hr", "../hr", "/eng/..", "/eng/./backend", "nul\x00", "del\x7f"):
+        with pytest.raises(InvalidRequestError, match="group name"):
+            add_member(db, "gil", bad)
+        with pytest.raises(InvalidRequestError, match="group name"):
+            create_api_key(db, f"k-{uuid.uuid4().hex[:6]}", groups=[bad])
+    assert load_principal(db, "gil").groups == {"/eng/backend", "eng/backend", "/staff/it.ops", ".hidden", "a..b", "v1.2"}
+
+
 def test_memberships_apply_to_the_next_principal_load(db):
     create_user(db, "dan")
     assert load_principal(db, "dan").groups == frozenset()

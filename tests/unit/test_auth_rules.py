@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import pytest
 
 from assistant.core.auth.access import may_read
@@ -67,9 +69,15 @@ def test_cookie_secure_defaults_to_production_only():
     assert Settings(_env_file=None, session_cookie_secure=True).cookie_secure is True
 
 
-def test_a_download_of_a_file_whose_name_is_not_utf8_gets_a_readable_name():
-    from assistant.api.routes.documents import attachment_disposition
+@pytest.mark.parametrize("raw, shown", [
+    (b"caf\xe9.txt", "café.txt"),  # Latin-1 / Windows-1252, as a Windows tool or an old zip writes it
+    (b"Gr\xfc\xdfe \x80 Preise.md", "Grüße € Preise.md"),  # 0x80 is the euro sign in Windows-1252
+    (b"\x81\xe9.md", "\x81é.md"),  # a byte Windows-1252 leaves undefined: Latin-1
+    ("café 报销.pdf".encode(), "café 报销.pdf"),  # UTF-8 stays as it is
+])
+def test_a_download_of_a_file_whose_name_is_not_utf8_keeps_its_letters(raw, shown):
+    from assistant.api.routes.documents import attachment_disposition, download_name
 
-    latin1 = b"caf\xe9-notes.md".decode("utf-8", "surrogateescape")  # as Path.name reads it from disk
-    assert attachment_disposition(latin1) == "attachment; filename*=utf-8''caf%EF%BF%BD-notes.md"
-    assert attachment_disposition("报销 规定.pdf") == "attachment; filename*=utf-8''%E6%8A%A5%E9%94%80%20%E8%A7%84%E5%AE%9A.pdf"
+    name = raw.decode("utf-8", "surrogateescape")  # as Path.name reads it from disk
+    assert download_name(name) == shown
+    assert attachment_disposition(name) == f"attachment; filename*=utf-8''{quote(shown, safe='')}"

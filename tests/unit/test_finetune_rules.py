@@ -13,7 +13,7 @@ from assistant.core.jobs import refresh_schedule
 from assistant.core.llm.adapter_routing import canary_bucket, choose_adapter
 from assistant.core.principals import Principal
 from finetune.config import LoraHyperparameters, check_audience
-from finetune.dataset import Row, drop_duplicates, readable_by, split_rows
+from finetune.dataset import Row, drop_duplicates, passage_text, readable_by, split_rows
 from tests.conftest import make_settings
 
 
@@ -70,6 +70,18 @@ def test_near_duplicates_are_dropped_and_the_split_is_stable():
     assert 0.14 <= sum(r.split == "heldout" for r in split) / 400 <= 0.26
     assert split == split_rows(many, 0.2)
     assert split_rows(many[:1], 0.99)[0].split == "train"
+
+
+@pytest.mark.parametrize("text, passage", [
+    ("## Members\n\n{{generator:reporting_structure.director_legal}}", None),  # only a placeholder
+    ("{% for m in members %}{{ m.name }}{% endfor %}", None),
+    ("### Roles\n\n{{ roles }} {{ more }} and more", None),  # two words besides the template
+    ("Ask the IT desk on floor 2.\n\n{{generator:team_members_list}}", "Ask the IT desk on floor 2."),
+    ("{% if eu %}Invoices go to the Dublin office.{% endif %}", "Invoices go to the Dublin office."),
+    ("A set {a, b} and a dict {'k': 1} are not templates.", "A set {a, b} and a dict {'k': 1} are not templates."),
+])
+def test_template_syntax_is_stripped_and_placeholder_only_chunks_are_left_out(text, passage):
+    assert passage_text(text) == passage
 
 
 @pytest.mark.parametrize("kwargs", [{"rank": 32}, {"rank": 0}, {"target_modules": ("embed_tokens",)}, {"target_modules": ()}])

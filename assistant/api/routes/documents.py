@@ -34,12 +34,25 @@ async def get_document(doc_id: str, principal: PrincipalDep, db: DatabaseDep) ->
     )
 
 
+def download_name(name: str) -> str:
+    """File `name` as offered for download. A name read from disk whose bytes are not UTF-8 (lone
+    surrogates from `surrogateescape`) is decoded as Windows-1252, which is what such names nearly always
+    are (Latin-1 written by Windows tools or old archives; `caf\\xe9.txt` -> `café.txt`), or as Latin-1
+    where a byte is undefined in Windows-1252; a valid UTF-8 name is returned unchanged."""
+    raw = name.encode("utf-8", "surrogateescape")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        try:
+            return raw.decode("cp1252")
+        except UnicodeDecodeError:
+            return raw.decode("latin-1")
+
+
 def attachment_disposition(name: str) -> str:
     """The `Content-Disposition` value that offers file `name` for download (RFC 6266 `filename*`,
-    percent-encoded UTF-8). A name whose bytes are not UTF-8 (read from disk as lone surrogates, e.g.
-    Latin-1 `caf\\xe9.md`) keeps its readable part, with U+FFFD for each undecodable byte."""
-    readable = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return f"attachment; filename*=utf-8''{quote(readable, safe='')}"
+    percent-encoded UTF-8 of `download_name(name)`)."""
+    return f"attachment; filename*=utf-8''{quote(download_name(name), safe='')}"
 
 
 @router.get("/{doc_id}/content")

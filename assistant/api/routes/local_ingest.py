@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AssistantDep, DispatcherDep
 from assistant.api.routes.jobs import queue_sync
-from assistant.core.db.jobs import JobRecord, get_job as load_job
+from assistant.core.db.jobs import JobRecord, get_job as load_job, syncs_ahead
 from assistant.core.errors import AuthenticationError, InvalidRequestError
 from assistant.core.signing import local_ingest_token
 
@@ -68,3 +68,10 @@ async def local_job(job_id: int, assistant: AssistantDep) -> JobRecord:
         NotFoundError: no such job.
     """
     return await run_in_threadpool(load_job, assistant.resources.db, job_id)
+
+
+@router.get("/jobs/{job_id}/ahead", response_model=list[JobRecord])
+async def local_jobs_ahead(job_id: int, assistant: AssistantDep) -> list[JobRecord]:
+    """The syncs job `job_id` waits behind (running, or queued before it), oldest first, so that the
+    command line can say what it waits for."""
+    return await run_in_threadpool(syncs_ahead, assistant.resources.db, job_id)

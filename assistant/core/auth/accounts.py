@@ -17,9 +17,11 @@ from assistant.core.db.session import Database
 from assistant.core.errors import AuthenticationError, ConflictError, InvalidRequestError, NotFoundError
 from assistant.core.principals import RESERVED_NAMES
 
-# Names end up in ACL tokens (`user:NAME`, `group:NAME`): no whitespace and no colon. Group names may
-# hold slashes (identity providers such as Keycloak send group paths, `/staff/it`).
-_GROUP_NAME = re.compile(r"^[^\s:]{1,255}$")
+# Names end up in ACL tokens (`user:NAME`, `group:NAME`): no whitespace, colon or control character.
+# Group names may hold slashes (identity providers such as Keycloak send group paths, `/staff/it`), but
+# no segment between slashes may be dots only (`..`, `/eng/../hr`): names land in exports and logs,
+# where such a path reads as another group's.
+_GROUP_NAME = re.compile(r"^(?!(?:.*/)?\.+(?:/|$))[^\s:\x00-\x1f\x7f]{1,255}$")
 # User and key names also appear in exports, erasure reports and log lines: in addition no slashes,
 # backslashes or control characters, and not dots only (`..`); `alice.smith@example.com` is fine.
 _NAME = re.compile(r"^(?!\.+$)[^\s:/\\\x00-\x1f\x7f]{1,255}$")
@@ -51,13 +53,17 @@ def check_name(kind: str, name: str) -> str:
     """Validate a user or group name; returns it stripped.
 
     Raises:
-        InvalidRequestError: empty, too long, containing whitespace or ':', or reserved; a user or key
-            name also when it holds '/', '\\' or a control character, or is made of dots only.
+        InvalidRequestError: empty, too long, containing whitespace, ':' or a control character, or
+            reserved; a group name also when a segment between its slashes is dots only (`..`); a user
+            or key name when it holds '/' or '\\', or is made of dots only.
     """
     name = name.strip()
     if kind == "group":
         if not _GROUP_NAME.match(name):
-            raise InvalidRequestError(f"group name {name!r} must be 1-255 characters without whitespace or ':'")
+            raise InvalidRequestError(
+                f"group name {name!r} must be 1-255 characters without whitespace, ':' or control characters, "
+                "and no part between slashes may be only dots (such as '..')"
+            )
     elif not _NAME.match(name):
         raise InvalidRequestError(
             f"{kind} name {name!r} must be 1-255 characters without whitespace, ':', '/' or '\\', and not only dots"

@@ -94,6 +94,16 @@ def get_job(db: Database, job_id: int) -> JobRecord:
         return _record(job, with_items=True)
 
 
+def syncs_ahead(db: Database, job_id: int) -> list[JobRecord]:
+    """The sync jobs that job `job_id` waits behind while it is queued: those running, and those queued
+    before it (workers take jobs in order), oldest first, without their items."""
+    with db.session() as session:
+        jobs = session.scalars(
+            select(Job).where(Job.kind == "sync", Job.id != job_id, Job.status.in_(("queued", "running"))).order_by(Job.id)
+        )
+        return [_record(j, with_items=False) for j in jobs if j.status == "running" or j.id < job_id]
+
+
 def queue_sync_job(db: Database, params: dict[str, Any]) -> JobRecord:
     """A new queued sync job with `params` (`path`, optional `acl` manifest as a dict)."""
     with db.session() as session:
