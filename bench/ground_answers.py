@@ -73,7 +73,7 @@ def main() -> None:
                 for v in grounded.verdicts:
                     mark = f"[{v.source}]" if v.source else ("--" if v.claim else "..")
                     cos = "" if v.cosine is None else f" cos {v.cosine:.3f}"
-                    print(f"  {mark:5} lex {v.lexical:.2f}{cos}{' ECHO' if v.echo else ''}  {v.sentence.text[:150]}")
+                    print(f"  {mark:5} lex {v.lexical:.2f}{cos}{' ECHO' if v.echo else ''}{' OPPOSITE' if v.contradicts else ''}  {v.sentence.text[:150]}")
                 print(f"  -> declined={grounded.declined} share={grounded.supported_share:.2f} {outcome}")
         kind = "answerable" if row["answer_files"] else "no-answer"
         bucket = stats.setdefault(f"{row['lang']} {kind}", {})

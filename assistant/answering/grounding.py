@@ -33,6 +33,7 @@ import numpy as np
 
 from assistant.answering.language_check import MIN_CJK_SHARE_ZH
 from assistant.core.language import cjk_share
+from assistant.answering.polarity import ListPolarity, source_statements
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT
 from assistant.retrieval import RetrievedChunk
 
@@ -82,6 +83,9 @@ MIN_CLAIM_TERMS = 3
 # answer with one supported sentence would still mislead (the issue's trial: SmolLM2 answered
 # "12 characters max" beside a correct sentence).
 MIN_SUPPORTED_SHARE = 0.5
+# A source sentence and an answer sentence restate each other when each holds at least this share of
+# the other's terms; then their polarity must agree (`polarity.py`).
+MIN_RESTATEMENT = 0.6
 # A sentence that shares this much of its terms with one sentence of the system prompt is an echo.
 MIN_ECHO_OVERLAP = 0.6
 
@@ -203,7 +207,8 @@ def drop_unknown_markers(answer: str, n_sources: int) -> str:
 class Verdict:
     """How one sentence fared: `source` is the 1-based number of the source that supports it (None when
     none does); `claim` is False for a sentence too short to state a checkable fact; `echo` is True for
-    a sentence that repeats the system prompt."""
+    a sentence that repeats the system prompt; `contradicts` is True when a source would have supported
+    it but restates it with the opposite polarity (`Grounder.restates_with_opposite_polarity`)."""
 
     sentence: Sentence
     source: int | None
@@ -211,6 +216,7 @@ class Verdict:
     cosine: float | None
     claim: bool
     echo: bool = False
+    contradicts: bool = False
 
     @property
     def kept(self) -> bool:
@@ -251,6 +257,11 @@ class Grounder:
         self._passage_vectors: np.ndarray | None = None
         family = "e5" if "e5" in embedder_name.lower() else "default"
         self.min_cosine, self.min_cosine_across = MIN_COSINE[family], MIN_COSINE_ACROSS[family]
+        self._statements = [
+            [(content_terms(text), negated) for text, negated in source_statements(t, split_sentences)]
+            for t in self._texts
+        ]
+        self._answer_lists = ListPolarity()
         self._echo_terms = [t for t in (content_terms(s) for s in re.split(r"(?<=[.:])\s+|\n", SYSTEM_PROMPT)) if t]
 
     def lexical(self, terms: set[str], n: int) -> float:
@@ -265,10 +276,25 @@ class Grounder:
         vector = np.asarray(self._embed_queries([text]))[0]
         return self._passage_vectors @ vector
 
+    def restates_with_opposite_polarity(self, n: int, terms: set[str], negated: bool) -> bool:
+        """True when the sentence of source `n` (1-based) closest to an answer sentence's `terms`
+        restates it (`MIN_RESTATEMENT` both ways) with the other polarity (`negated` is the answer
+        sentence's)."""
+        best, polarity = 0.0, negated
+        for source_terms, source_negated in self._statements[n - 1]:
+            common = len(terms & source_terms)
+            if common and source_terms:
+                score = min(common / len(terms), common / len(source_terms))
+                if score > best:
+                    best, polarity = score, source_negated
+        return best >= MIN_RESTATEMENT and polarity != negated
+
     def judge(self, sentence: Sentence) -> Verdict:
         """The verdict on one sentence (embeds it when an embedder was given and lexical support alone
-        does not decide)."""
+        does not decide). Sentences of one answer are judged in order: a list item takes the polarity
+        of its lead-in ("Do not:")."""
         terms = content_terms(sentence.text)
+        negated = self._answer_lists.polarity(sentence.text)
         echo = any(len(terms & e) / len(terms) >= MIN_ECHO_OVERLAP for e in self._echo_terms) if terms else False
         claim = (len(terms) >= MIN_CLAIM_TERMS or bool(numbers_in(sentence.text))) and not is_lead_in(sentence.text)
         if not self.sources:
@@ -317,12 +343,15 @@ class Grounder:
 
         # A sentence that states nothing checkable gets no marker: no source is vouching for it.
         supporting = [i for i in range(len(self.sources)) if claim and supports(i)]
+        # Same words, opposite meaning ("Use a password that is the same …" under the page's "Do not:").
+        opposite = [i for i in supporting if not across[i] and self.restates_with_opposite_polarity(i + 1, terms, negated)]
+        supporting = [i for i in supporting if i not in opposite]
         own = [n - 1 for n in sentence.markers if 1 <= n <= len(self.sources) and (n - 1) in supporting]
         best = own[0] if own else (max(supporting, key=strength) if supporting else None)
         top = best if best is not None else max(range(len(self.sources)), key=strength)
         return Verdict(
             sentence, None if best is None else best + 1, lexical[top],
-            None if cosines is None else float(cosines[top]), claim, echo,
+            None if cosines is None else float(cosines[top]), claim, echo, bool(opposite) and best is None,
         )
 
 

@@ -225,3 +225,29 @@ def test_a_held_lead_in_streams_with_the_sentence_that_supports_it(grounder):
     events = _run(stream, generate)
     assert [e["type"] for e in events] == ["token"]
     assert events[0]["text"].startswith("To choose a password:\n- Make") and not stream.declined
+
+
+def test_a_rule_of_the_pages_do_not_list_restated_as_advice_is_removed_and_restated_faithfully_is_kept(grounder):
+    # Qwen2.5-Coder-1.5B, focused sources, "How long should my passwords be, and may I use the browser's
+    # password autofill?": every word of the handbook's rule, without the "**Do not:**" above it.
+    opposite = ground(
+        "Create a password that is ideally 15 characters or longer. "
+        "It is recommended to use a password that is the same or similar to one you use on any other websites. "
+        "Make passwords hard to guess, even by those who know a lot about you, and use a mix of numbers and letters.",
+        grounder,
+    )
+    assert opposite.text == (
+        "Create a password that is ideally 15 characters or longer [1]. "
+        "Make passwords hard to guess, even by those who know a lot about you, and use a mix of numbers and letters [1]."
+    )
+    assert opposite.verdicts[1].contradicts and opposite.verdicts[1].source is None
+    for faithful in (
+        "Do not use a password that is the same or similar to one you use on any other websites.",
+        "Never use a password that is the same or similar to one you use on any other websites.",
+        "Do not:\n- Use a password that is the same or similar to one you use on any other websites.",
+    ):
+        kept = ground(faithful, grounder)
+        assert kept.text.endswith("websites [1].") and not kept.declined, (faithful, kept.text)
+    # A sentence of the "Do:" list, stated under a negating lead-in of the answer, is the opposite too.
+    flipped = ground("Avoid these:\n- Make passwords hard to guess, even by those who know a lot about you.", grounder)
+    assert flipped.declined

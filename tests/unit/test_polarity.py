@@ -1,0 +1,38 @@
+"""Polarity of source and answer sentences: a list item takes the negation of a short lead-in over it."""
+
+from __future__ import annotations
+
+from assistant.answering.grounding import split_sentences
+from assistant.answering.polarity import ListPolarity, is_negated, source_statements
+from tests.corpus import DOCS_ZH, HANDBOOK
+
+
+def polarity_of(root, path: str, start: str) -> bool:
+    text = (root / path).read_text(encoding="utf-8")
+    return next(neg for sentence, neg in source_statements(text, split_sentences) if sentence.lstrip("- ").startswith(start))
+
+
+def test_items_under_a_do_not_heading_are_negated_and_those_under_do_are_not():
+    page = "departments/tech-ops/process/internal-security/passwords.md"
+    assert polarity_of(HANDBOOK, page, "Use a password that is the same or similar")
+    assert not polarity_of(HANDBOOK, page, "Create a password that is ideally 15 characters")
+
+
+def test_a_long_lead_in_with_a_negation_in_it_does_not_negate_its_list():
+    # "While we are not prescriptive …, we do have some ground rules …:" / "要避免该问题，需注意以下两个要点："
+    assert not polarity_of(HANDBOOK, "departments/people-talent/outside-employment.md", "**Primary work:**")
+    assert not polarity_of(DOCS_ZH, "faq/upgrade-faq.md", "所以，执行 DDL 操作时，新 column")
+
+
+def test_cues_in_both_languages_and_words_that_only_look_negative():
+    for text in ("Do not share it.", "Never reuse passwords.", "You can't install it.", "请勿升级。", "禁止共享密码。", "没有影响。"):
+        assert is_negated(text), text
+    for text in ("Acknowledge within no more than 10 minutes.", "两个版本不同。", "这非常重要。", "无论何时都可以。", "未来会支持。"):
+        assert not is_negated(text), text
+
+
+def test_an_answers_list_keeps_its_lead_in_polarity_until_another_line():
+    reader = ListPolarity()
+    assert [reader.polarity(line) for line in ("Do not:", "- Use auto-fill.", "- Reuse passwords.", "Then sign in.", "- Open Okta.")] == [
+        True, True, True, False, False,
+    ]
