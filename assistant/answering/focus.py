@@ -17,6 +17,7 @@ import re
 from typing import Callable
 
 from assistant.answering.budget import truncate_to_tokens
+from assistant.answering.polarity import is_lead_in_line, is_list_item
 from assistant.core import sparse
 from assistant.retrieval.crosslingual import TermGroup, Translation
 
@@ -47,6 +48,17 @@ def pieces(text: str) -> list[str]:
     return out
 
 
+def list_lead_in(parts: list[str], i: int) -> int | None:
+    """The index of the lead-in line (ending in a colon, "**Do not:**") of the list that piece `i` is an
+    item of, or None (not a list item, or a list without one)."""
+    if not is_list_item(parts[i]):
+        return None
+    j = i - 1
+    while j >= 0 and (is_list_item(parts[j]) or not parts[j].strip()):
+        j -= 1
+    return j if j >= 0 and is_lead_in_line(parts[j]) else None
+
+
 def focus_text(text: str, terms: Translation, *, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
     """The part of `text` most about the question, in at most `max_tokens` (as counted by `count_tokens`).
 
@@ -58,7 +70,8 @@ def focus_text(text: str, terms: Translation, *, max_tokens: int, count_tokens: 
 
     Returns:
         `text` itself when it fits; else, while they fit, its pieces (`pieces`) that hold any of the
-        question's words (most first, ties: earlier first), then the piece after each of them, then
+        question's words (most first, ties: earlier first), then the lead-in line of the list each
+        such list item belongs to (`list_lead_in`), then the piece after each of them, then
         the piece before each (the start of the text when none holds a word of the question), in the
         page's order with `GAP` where text was left out; a text with no piece that fits is cut to
         `max_tokens`.
@@ -70,9 +83,13 @@ def focus_text(text: str, terms: Translation, *, max_tokens: int, count_tokens: 
     scores = [terms.coverage(p) for p in parts]
     gap_cost = count_tokens(GAP)
     matching = [i for i in sorted(range(len(parts)), key=lambda k: (-scores[k], k)) if scores[i] > 0]
-    # The matching pieces first, best first; then the piece after each; then the piece before each.
-    # Without any word of the question in the text, its start.
-    candidates = [*matching, *(i + 1 for i in matching), *(i - 1 for i in matching)] if matching else range(len(parts))
+    # The matching pieces first, best first; then the lead-in of each one's list (an item of a "Do
+    # not:" list, shown without it, reads as advice: Qwen2.5-1.5B wrote it as such); then the piece
+    # after each; then the piece before each. Without any word of the question in the text, its start.
+    lead_ins = [j for j in (list_lead_in(parts, i) for i in matching) if j is not None]
+    candidates = (
+        [*matching, *lead_ins, *(i + 1 for i in matching), *(i - 1 for i in matching)] if matching else range(len(parts))
+    )
     chosen: set[int] = set()
     used = 2 * gap_cost  # room for the marks of text left out before the first and after the last piece
     for j in candidates:

@@ -40,12 +40,17 @@ def is_list_item(text: str) -> bool:
     return bool(_LIST_ITEM.match(text))
 
 
+def is_lead_in_line(line: str) -> bool:
+    """True for a line that ends in a colon, Markdown emphasis aside ("**Do not:**", "步骤如下：")."""
+    return bool(_LEAD_IN.search(line.strip()))
+
+
 def is_negating_heading(line: str) -> bool:
     """True for a short lead-in line that negates the list under it: it ends in a colon, holds a
     negation cue, and is at most 5 words or 8 Chinese characters long ("**Do not:**", "Never do this:",
     "请勿："). A longer lead-in ("While we are not prescriptive …, we do have some ground rules:",
     "要避免该问题，需注意以下两个要点：") introduces a list of its own polarity."""
-    if not _LEAD_IN.search(line):
+    if not is_lead_in_line(line):
         return False
     bare = re.sub(r"[*_#>:：\s]+", " ", line).strip()
     short = len(bare.split()) <= 5 and len(re.findall(r"[\u3400-\u9fff]", bare)) <= 8

@@ -84,3 +84,16 @@ def test_packing_with_focus_fits_more_sources_into_the_same_room():
     )
     assert len(whole) == 1 and len(focused) == 3
     assert all("15 or more characters" in s.text for s in focused)
+
+
+def test_an_item_of_a_do_not_list_keeps_its_lead_in():
+    page = (
+        "## Password requirements\n\nKeep in mind that the passwords we choose protect the company.\n\n**Do:**\n\n"
+        "- Make passwords hard to guess.\n- Create a password that is ideally 15 characters or longer.\n\n**Do not:**\n\n"
+        "- Use the browser based auto-fill.\n- Use a password that is the same or similar to one you use on other websites.\n"
+        "- Mix personal and work-related passwords.\n"
+    )
+    terms = Translation((TermGroup(("similar",)), TermGroup(("websites",))))
+    focused = focus_text(page, terms, max_tokens=30, count_tokens=words)
+    assert "**Do not:**" in focused and "the same or similar" in focused, focused
+    assert "**Do:**" not in focused
