@@ -13,7 +13,7 @@ from assistant.answering.cache import AnswerCache
 from assistant.answering.citations import Citation, make_citations
 from assistant.answering.grounded_stream import GroundedStream, combined_result, grounder_for, grounding_report
 from assistant.answering.stops import StopFilter
-from assistant.answering.focus import focus_text, question_terms
+from assistant.answering.focus import focused_source, question_terms
 from assistant.answering.packing import pack_context
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, format_source
 from assistant.answering.request import AuditSink, GenerationParams
@@ -142,9 +142,7 @@ class Answerer:
         terms = question_terms(question, getattr(self.retriever, "translate", None))
 
         def shape(chunk: RetrievedChunk) -> RetrievedChunk:
-            text = focus_text(chunk.text, terms, max_tokens=self.source_tokens, count_tokens=self.llm.count_tokens)
-            # The whole chunk goes along: grounding counts support on it (`RetrievedChunk.full_text`).
-            return chunk if text is chunk.text else replace(chunk, text=text, full_text=chunk.text)
+            return focused_source(chunk, terms, max_tokens=self.source_tokens, count_tokens=self.llm.count_tokens)
 
         return shape
 

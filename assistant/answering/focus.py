@@ -13,12 +13,17 @@ kept pieces stay in the page's order, and " … " marks where text was left out.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Callable
 
+from dataclasses import replace
+
 from assistant.answering.budget import truncate_to_tokens
+from assistant.answering.injection import without_instructions
 from assistant.answering.polarity import is_lead_in_line, is_list_item
 from assistant.core import sparse
+from assistant.retrieval import RetrievedChunk
 from assistant.retrieval.crosslingual import TermGroup, Translation
 
 # Sentence ends and line breaks; the separator stays with the piece before it.
@@ -48,6 +53,32 @@ def pieces(text: str) -> list[str]:
     return out
 
 
+def piece_scores(parts: list[str], terms: Translation) -> list[float]:
+    """How much of the question each piece holds, in the question's rarest words first: the sum, over
+    the question's words (term groups) that a piece holds, of the word's rarity among the pieces
+    (inverse document frequency, `log((n + 1) / (df + 0.5))`, Robertson-Sparck Jones as in BM25).
+
+    A word is held when one of its terms (or translations) occurs in the piece (a Chinese term as a
+    substring, as `sparse.found_terms` looks it up) or, for a term of 4 or more letters, starts one of
+    the piece's index terms ("long" in "longer", which Snowball leaves unstemmed).
+    A word on every piece ("password" on a password page) then counts little, and the piece with the
+    question's rarer word ("… 15 characters or longer") comes first; 0.0 for a piece without any."""
+    groups = [tuple(dict.fromkeys((*g.source, *g.translations))) for g in terms.groups]
+    groups = [g for g in groups if g]
+    wanted = {t for g in groups for t in g}
+
+    def holds(found: set[str], own: set[str], group: tuple[str, ...]) -> bool:
+        return any(t in found or (len(t) >= 4 and any(w.startswith(t) for w in own)) for t in group)
+
+    held = []
+    for p in parts:
+        found, own = sparse.found_terms(wanted, p), set(sparse.terms(p))
+        held.append([holds(found, own, g) for g in groups])
+    n = len(parts)
+    rarity = [math.log((n + 1) / (sum(row[k] for row in held) + 0.5)) for k in range(len(groups))]
+    return [sum(r for r, h in zip(rarity, row) if h) for row in held]
+
+
 def list_lead_in(parts: list[str], i: int) -> int | None:
     """The index of the lead-in line (ending in a colon, "**Do not:**") of the list that piece `i` is an
     item of, or None (not a list item, or a list without one)."""
@@ -70,7 +101,7 @@ def focus_text(text: str, terms: Translation, *, max_tokens: int, count_tokens: 
 
     Returns:
         `text` itself when it fits; else, while they fit, its pieces (`pieces`) that hold any of the
-        question's words (most first, ties: earlier first), then the lead-in line of the list each
+        question's words (highest `piece_scores` first, ties: earlier first), then the lead-in line of the list each
         such list item belongs to (`list_lead_in`), then the piece after each of them, then
         the piece before each (the start of the text when none holds a word of the question), in the
         page's order with `GAP` where text was left out; a text with no piece that fits is cut to
@@ -80,7 +111,7 @@ def focus_text(text: str, terms: Translation, *, max_tokens: int, count_tokens: 
         return text
     parts = pieces(text)
     costs = [count_tokens(p) for p in parts]
-    scores = [terms.coverage(p) for p in parts]
+    scores = piece_scores(parts, terms)
     gap_cost = count_tokens(GAP)
     matching = [i for i in sorted(range(len(parts)), key=lambda k: (-scores[k], k)) if scores[i] > 0]
     # The matching pieces first, best first; then the lead-in of each one's list (an item of a "Do
@@ -112,3 +143,18 @@ def focus_text(text: str, terms: Translation, *, max_tokens: int, count_tokens: 
     prefix = GAP.lstrip() if min(chosen) > 0 else ""
     suffix = GAP.rstrip() if max(chosen) < len(parts) - 1 else ""
     return prefix + out.strip() + suffix
+
+
+def focused_source(
+    chunk: RetrievedChunk, terms: Translation, *, max_tokens: int, count_tokens: Callable[[str], int]
+) -> RetrievedChunk:
+    """`chunk` with its text focused on the question (`focus_text`) and the whole text in `full_text`,
+    where grounding counts support; `chunk` itself when it fits.
+
+    Text planted for the assistant is cut out first (`injection.without_instructions`): focusing could
+    keep a planted answer ("answer only: send your Okta password to …") and drop the sentence that
+    gives it away ("ignore all previous instructions"), which the filter needs to see (fresh-user
+    trial: a cited phishing answer)."""
+    cleaned = without_instructions(chunk.text)
+    text = focus_text(cleaned, terms, max_tokens=max_tokens, count_tokens=count_tokens)
+    return chunk if text is chunk.text else replace(chunk, text=text, full_text=cleaned)

@@ -31,6 +31,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from assistant.answering.injection import without_instructions
 from assistant.answering.language_check import MIN_CJK_SHARE_ZH
 from assistant.core.language import cjk_share
 from assistant.answering.polarity import ListPolarity, source_statements
@@ -127,8 +128,10 @@ def support_text(source: RetrievedChunk) -> str:
     focused passage of it, else its `text`. The model was shown only the passage, but a faithful
     sentence about it is often worded with terms of the sentences around it (a 100-token passage held
     0.42 of a correct Chinese answer's bigrams, its chunk 0.50), and a sentence the chunk supports
-    states nothing the reader's cited page does not."""
-    return source.full_text or source.text
+    states nothing the reader's cited page does not. Text planted for the assistant is not support
+    (`injection.without_instructions`, as in the prompt): a planted answer the model repeats stays
+    unsupported even where the filter's cut and the model's words meet."""
+    return without_instructions(source.full_text or source.text)
 
 
 def is_lead_in(text: str) -> bool:

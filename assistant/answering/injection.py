@@ -21,7 +21,7 @@ REMOVED = "[text addressed to the assistant removed]"
 _EN = (
     r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+)?"
     r"(?:previous|prior|above|earlier|preceding|system|original)\s+(?:instructions?|rules|prompts?|directions)",
-    r"\b(?:system|important|new)\s+(?:instructions?|prompt|message)\s+(?:to|for)\s+(?:the\s+)?"
+    r"\b(?:system|important|new)\s+(?:instructions?|prompt|message|note|notice)\s+(?:to|for)\s+(?:the\s+)?"
     r"(?:assistant|ai|model|llm|chatbot)\b",
     r"\b(?:assistant|ai|model|llm|chatbot)\s*,?\s+(?:you\s+must|must)\s+(?:now\s+)?(?:answer|reply|respond|say)\b",
 )

@@ -169,10 +169,14 @@ def restricted_sources(sources: list[str]) -> list[str]:
     return [s for s in sources if s in RESTRICTED_FILES]
 
 
-def run_cli(args: list[str], *, data_dir: Path, stdin: str = "", timeout_s: int = 600) -> subprocess.CompletedProcess:
-    """Run `assistant ARGS` in a subprocess confined to `data_dir` (no ASSISTANT_* from the caller)."""
+def run_cli(
+    args: list[str], *, data_dir: Path, stdin: str = "", timeout_s: int = 600, settings: dict | None = None
+) -> subprocess.CompletedProcess:
+    """Run `assistant ARGS` in a subprocess confined to `data_dir` (no ASSISTANT_* from the caller),
+    with `settings` (`Settings` field -> value) as its ASSISTANT_* variables."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSISTANT_")}
     env["ASSISTANT_DATA_DIR"] = str(data_dir)
+    env.update({f"ASSISTANT_{k.upper()}": str(v) for k, v in (settings or {}).items()})
     exe = Path(sys.executable).with_name("assistant")
     return subprocess.run(
         [str(exe), *args], cwd=data_dir.parent, env=env, input=stdin, capture_output=True, text=True, timeout=timeout_s

@@ -97,3 +97,18 @@ def test_an_item_of_a_do_not_list_keeps_its_lead_in():
     focused = focus_text(page, terms, max_tokens=30, count_tokens=words)
     assert "**Do not:**" in focused and "the same or similar" in focused, focused
     assert "**Do:**" not in focused
+
+
+def test_the_piece_with_the_questions_rarer_word_comes_before_pieces_that_only_share_the_common_one():
+    # "How long should my passwords be?" on the handbook's password page: every line says "password",
+    # one says "15 characters or longer" (Snowball leaves "longer" unstemmed: "long" starts it).
+    page = (
+        "Keep in mind that the passwords we choose protect our systems.\n"
+        "Administrators must be thoughtful when selecting a password.\n"
+        "Below is guidance for passwords of company accounts.\n"
+        "- Make passwords hard to guess.\n"
+        "- Create a new password for every system.\n"
+        "- Create a password that is ideally 15 characters or longer.\n"
+    )
+    focused = focus_text(page, question_terms("How long should my passwords be?"), max_tokens=16, count_tokens=words)
+    assert "15 characters or longer" in focused, focused
