@@ -315,9 +315,10 @@ class Grounder:
                 coverage = [translation.coverage(t) if across[i] else 0.0 for i, t in enumerate(self._texts)]
         numbers = numbers_in(sentence.text)
         states_only_known = [numbers <= self._numbers[i] for i in range(len(self.sources))]
-        # Names, commands and other Latin-script words keep their form in a Chinese sentence: across
+        # Names, commands and other Latin-script words keep their form in a Chinese sentence (numbers
+        # have their own rule above: "9点" is "9am" in the page, whose term is "9am"): across
         # languages, a source supports the sentence only when it holds every one of them.
-        names = {t for t in terms if not _CJK_RUN.search(t)} if chinese else set()
+        names = {t for t in terms if not _CJK_RUN.search(t) and not _NUMBER.fullmatch(t)} if chinese else set()
         states_only_known = [
             known and (not across[i] or names <= self._terms[i]) for i, known in enumerate(states_only_known)
         ]
