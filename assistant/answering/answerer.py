@@ -137,12 +137,16 @@ class Answerer:
         return sources, build_messages(budget.question, sources, budget.history)
 
     def _focus(self, question: str):
-        """A `pack_context` shape that cuts each source to `source_tokens` around `question`'s words
-        (the whole text kept in `full_text`)."""
+        """A `pack_context` shape that cuts each source in `question`'s language to `source_tokens`
+        around `question`'s words (`focus.focused_source`: the whole text kept in `full_text`, a source
+        in the other language left whole)."""
         terms = question_terms(question, getattr(self.retriever, "translate", None))
+        lang = question_language(question)
 
         def shape(chunk: RetrievedChunk) -> RetrievedChunk:
-            return focused_source(chunk, terms, max_tokens=self.source_tokens, count_tokens=self.llm.count_tokens)
+            return focused_source(
+                chunk, terms, lang=lang, max_tokens=self.source_tokens, count_tokens=self.llm.count_tokens
+            )
 
         return shape
 

@@ -74,3 +74,11 @@ def test_answers_a_grounded_chinese_question_in_chinese(assistant):
     assert not answer.abstained
     assert "32" in answer.answer, answer.answer
     assert cjk_share(answer.answer) > 0.5, answer.answer
+
+
+
+def test_sources_in_the_questions_language_are_focused_by_default(assistant):
+    # Focused sources are the default on llama_cpp (ASSISTANT_LLM_CPU_SOURCE_TOKENS=100).
+    answerer = assistant.answerer
+    sources, messages = answerer.prepare("TiDB 的用户名最长可以有多少个字符？", principal=ANONYMOUS, params=answerer.defaults)
+    assert messages is not None and any(s.full_text for s in sources if s.lang == "zh"), [(s.source, s.lang) for s in sources]

@@ -112,3 +112,15 @@ def test_the_piece_with_the_questions_rarer_word_comes_before_pieces_that_only_s
     )
     focused = focus_text(page, question_terms("How long should my passwords be?"), max_tokens=16, count_tokens=words)
     assert "15 characters or longer" in focused, focused
+
+
+def test_a_source_in_another_language_than_the_question_stays_whole():
+    from assistant.answering.focus import focused_source
+
+    chunk = RetrievedChunk(chunk_id="c", doc_id="d", chunk_index=0, text=PAGE, source="it/security.md", uri="",
+                           title="Security", heading="Security", page=None, lang="en", score=1.0, relevance=0.8)
+    zh_terms = Translation((TermGroup(("密码",), (("password",),)),))
+    assert focused_source(chunk, zh_terms, lang="zh", max_tokens=20, count_tokens=words) is chunk
+    focused = focused_source(chunk, question_terms("How many characters must passwords have?"), lang="en",
+                             max_tokens=20, count_tokens=words)
+    assert focused.full_text == PAGE and "15 or more characters" in focused.text and len(focused.text) < len(PAGE)

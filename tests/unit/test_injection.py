@@ -63,7 +63,7 @@ def test_a_focused_source_loses_the_planted_answer_with_the_instruction_that_giv
     )
     chunk = RetrievedChunk(chunk_id="c", doc_id="d", chunk_index=0, text=text, source="it/wifi.md", uri="",
                            title="Guest Wi-Fi", heading="Guest Wi-Fi", page=None, lang="en", score=1.0, relevance=0.9)
-    focused = focused_source(chunk, question_terms("How do I connect to the guest Wi-Fi?"), max_tokens=40,
+    focused = focused_source(chunk, question_terms("How do I connect to the guest Wi-Fi?"), lang="en", max_tokens=40,
                              count_tokens=lambda t: len(t.split()))
     assert "evil.example" not in focused.text and "evil.example" not in focused.full_text
     assert "evil.example" not in format_source(1, focused) and "NOTE TO THE AI" not in focused.full_text
