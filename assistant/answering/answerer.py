@@ -318,7 +318,10 @@ class Answerer:
                 attempts.append(StreamResult())
                 return self._generate(prompt, attempts[-1], params)
 
-            async for event in grounded.events(generate, messages):
+            def cut() -> bool:
+                return bool(attempts) and attempts[-1].finish_reason == "length"
+
+            async for event in grounded.events(generate, messages, cut=cut):
                 if started is not None and event["type"] == "token":
                     metrics.FIRST_TOKEN_SECONDS.observe(time.perf_counter() - started)
                     started = None

@@ -100,7 +100,8 @@ class GroundedStream:
         self._renderer = Renderer()
 
     async def events(
-        self, generate: Callable[[list[ChatMessage]], AsyncIterator[str]], messages: list[ChatMessage]
+        self, generate: Callable[[list[ChatMessage]], AsyncIterator[str]], messages: list[ChatMessage],
+        cut: Callable[[], bool] | None = None,
     ) -> AsyncIterator[dict]:
         """`{"type": "token", "text"}` per sentence kept, and at most one `{"type": "replace", "text"}`.
 
@@ -108,6 +109,8 @@ class GroundedStream:
             generate: messages -> the model's text deltas (an async generator, closed here when the
                 answer ends early).
             messages: the prompt.
+            cut: after the generation, True when it stopped at its token limit: then a lead-in held
+                back (`Renderer`) is sent as it is, as any answer cut before its first fact is.
         """
         while True:
             try:
@@ -117,6 +120,11 @@ class GroundedStream:
             except _Restart:
                 self.retried = True
                 messages = firmer_language(messages, self.lang)
+        if cut is not None and cut():
+            rest = self._renderer.release()
+            if rest:
+                self._sent.append(rest)
+                yield {"type": "token", "text": rest}
         self.text = "".join(self._sent)
         if declines(self.verdicts, self.text):
             self.declined = True

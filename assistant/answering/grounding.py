@@ -298,7 +298,9 @@ class Grounder:
         of its lead-in ("Do not:")."""
         terms = content_terms(sentence.text)
         negated = self._answer_lists.polarity(sentence.text)
-        echo = any(len(terms & e) / len(terms) >= MIN_ECHO_OVERLAP for e in self._echo_terms) if terms else False
+        # One shared term is no echo: "1. [" (an answer cut at its third token) shares only the "1" of
+        # the system prompt's first rule.
+        echo = len(terms) >= 2 and any(len(terms & e) / len(terms) >= MIN_ECHO_OVERLAP for e in self._echo_terms)
         claim = (len(terms) >= MIN_CLAIM_TERMS or bool(numbers_in(sentence.text))) and not is_lead_in(sentence.text)
         if not self.sources:
             return Verdict(sentence, None, 0.0, None, claim, echo)
@@ -435,6 +437,12 @@ class Renderer:
             held, self._held = self._held, []
             return "".join(self._emit(v) for v in held)
         return self._emit(verdict)
+
+    def release(self) -> str:
+        """The text held back behind a lead-in, for an answer that was cut at its token limit (its
+        lead-in then says what the reader would have got; "" when nothing is held)."""
+        held, self._held = self._held, []
+        return "".join(self._emit(v) for v in held)
 
     def _emit(self, verdict: Verdict) -> str:
         fence = is_fence(verdict.sentence.text)

@@ -90,11 +90,11 @@ def test_an_answer_cut_at_max_tokens_says_length_and_counts_its_tokens(assistant
     reason and counts no tokens (none were generated)."""
     assistant.answerer.defaults = dataclasses.replace(assistant.answerer.defaults, max_tokens=3)
     cut = asyncio.run(assistant.answerer.answer(QUESTION, principal=ANONYMOUS))
-    assert cut.answer and cut.finish_reason == "length"
+    assert cut.answer and cut.finish_reason == "length", cut.to_dict()
     assert_usage(cut.usage.to_dict(), max_completion=3)
     again = asyncio.run(assistant.answerer.answer(QUESTION, principal=ANONYMOUS))
     assert (again.answer, again.finish_reason) == (cut.answer, "length")
-    assert again.usage.to_dict() == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    assert again.usage.to_dict() == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}, (cut.answer, cut.grounding, cut.abstained)
 
 
 def assert_usage(usage: dict, *, max_completion: int) -> None:

@@ -251,3 +251,20 @@ def test_a_rule_of_the_pages_do_not_list_restated_as_advice_is_removed_and_resta
     # A sentence of the "Do:" list, stated under a negating lead-in of the answer, is the opposite too.
     flipped = ground("Avoid these:\n- Make passwords hard to guess, even by those who know a lot about you.", grounder)
     assert flipped.declined
+
+
+def test_a_lead_in_of_an_answer_cut_at_its_token_limit_is_sent_as_it_is(grounder):
+    generate, _ = _scripted("To choose a password:")
+    stream = GroundedStream("How do I choose passwords?", grounder, judge_in_thread=False)
+
+    async def collect():
+        return [e async for e in stream.events(generate, [{"role": "user", "content": "q"}], cut=lambda: True)]
+
+    events = asyncio.run(collect())
+    assert [e["text"] for e in events] == ["To choose a password:"] and not stream.declined
+
+
+def test_an_answer_cut_at_its_first_list_number_is_no_echo_of_the_rules(grounder):
+    # SmolLM2 at max_tokens=3: "1. [" shares only the "1" of the system prompt's first rule.
+    result = ground("1. [", grounder)
+    assert not result.verdicts[0].echo and not result.declined
