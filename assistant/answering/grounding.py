@@ -84,8 +84,8 @@ MIN_CLAIM_TERMS = 3
 # answer with one supported sentence would still mislead (the issue's trial: SmolLM2 answered
 # "12 characters max" beside a correct sentence).
 MIN_SUPPORTED_SHARE = 0.5
-# A source sentence and an answer sentence restate each other when each holds at least this share of
-# the other's terms; then their polarity must agree (`polarity.py`).
+# An answer sentence restates the source sentence that holds at least this share of its terms; then
+# their polarity must agree (`polarity.py`).
 MIN_RESTATEMENT = 0.6
 # A sentence that shares this much of its terms with one sentence of the system prompt is an echo.
 MIN_ECHO_OVERLAP = 0.6
@@ -114,9 +114,11 @@ def content_terms(text: str) -> set[str]:
     """The terms that carry a sentence's meaning: lower-cased English words and numbers without stop
     words, and the character bigrams of each Chinese run (a single ideograph when the run has one).
     The text is NFKC-normalised first, so that full-width digits and letters (`５０００`, `ＴｉＤＢ`), which
-    Chinese text often uses, are the same terms as their ASCII forms."""
+    Chinese text often uses, are the same terms as their ASCII forms. A hyphenated word also counts
+    without its hyphens ("auto-fill", "autofill")."""
     text = _ANY_MARKER.sub(" ", unicodedata.normalize("NFKC", text))
     terms = {w.lower().rstrip(".") for w in _WORD.findall(text)}
+    terms |= {t.replace("-", "") for t in terms if "-" in t}  # "auto-fill" is also "autofill"
     terms = {t[:-1] if len(t) > 3 and t.endswith("s") else t for t in terms if t not in _STOPWORDS}
     for run in _CJK_RUN.findall(text):
         terms.update([run] if len(run) == 1 else (run[i : i + 2] for i in range(len(run) - 1)))
@@ -280,17 +282,18 @@ class Grounder:
         return self._passage_vectors @ vector
 
     def restates_with_opposite_polarity(self, n: int, terms: set[str], negated: bool) -> bool:
-        """True when the sentence of source `n` (1-based) closest to an answer sentence's `terms`
-        restates it (`MIN_RESTATEMENT` both ways) with the other polarity (`negated` is the answer
-        sentence's)."""
-        best, polarity = 0.0, negated
+        """True when the sentence of source `n` (1-based) that holds most of an answer sentence's
+        `terms` (at least 2 of them and `MIN_RESTATEMENT` of all) has the other polarity (`negated` is
+        the answer sentence's): "Yes, you can use the browser's password autofill" against "Use the
+        browser based auto-fill, …" under "Do not:" (fresh-user trial)."""
+        best, polarity = (0.0, 0.0), negated
         for source_terms, source_negated in self._statements[n - 1]:
             common = len(terms & source_terms)
-            if common and source_terms:
-                score = min(common / len(terms), common / len(source_terms))
+            if common >= 2 and source_terms:
+                score = (common / len(terms), common / len(source_terms))
                 if score > best:
                     best, polarity = score, source_negated
-        return best >= MIN_RESTATEMENT and polarity != negated
+        return best[0] >= MIN_RESTATEMENT and polarity != negated
 
     def judge(self, sentence: Sentence) -> Verdict:
         """The verdict on one sentence (embeds it when an embedder was given and lexical support alone

@@ -268,3 +268,10 @@ def test_an_answer_cut_at_its_first_list_number_is_no_echo_of_the_rules(grounder
     # SmolLM2 at max_tokens=3: "1. [" shares only the "1" of the system prompt's first rule.
     result = ground("1. [", grounder)
     assert not result.verdicts[0].echo and not result.declined
+
+
+def test_a_partial_restatement_of_a_do_not_rule_as_permission_is_removed(grounder):
+    # Fresh-user trial, twice: "Yes, you can use the browser's password autofill [1]." (the page lists
+    # "Use the browser based auto-fill, …" under "**Do not:**"; "auto-fill" and "autofill" are one term).
+    result = ground("Yes, you can use the browser's password autofill.", grounder)
+    assert result.declined and result.verdicts[0].contradicts
