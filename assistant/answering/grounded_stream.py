@@ -22,8 +22,8 @@ import re
 from typing import AsyncIterator, Callable
 
 from assistant.answering.grounding import (
-    SENTENCE_BOUNDARY, Grounder, Renderer, Sentence, Verdict, declines, drop_unknown_markers, split_sentences,
-    supported_share,
+    SENTENCE_BOUNDARY, Grounder, Renderer, Sentence, Verdict, declines, drop_unknown_markers, judged_as_claims,
+    render, split_sentences, supported_share,
 )
 from assistant.answering.language_check import answer_lang_matches
 from assistant.answering.prompt import NO_ANSWER, firmer_language
@@ -120,16 +120,28 @@ class GroundedStream:
             except _Restart:
                 self.retried = True
                 messages = firmer_language(messages, self.lang)
-        if cut is not None and cut():
+        was_cut = cut is not None and cut()
+        if was_cut:
             rest = self._renderer.release()
             if rest:
                 self._sent.append(rest)
                 yield {"type": "token", "text": rest}
         self.text = "".join(self._sent)
+        rejudged = None if was_cut else await self._judged_as_claims()
+        if rejudged is not None:  # a short answer: now cited, or declined below
+            self.verdicts = rejudged
+            self.text = render(rejudged)
         if declines(self.verdicts, self.text):
             self.declined = True
             self.text = NO_ANSWER[self.lang]
             yield {"type": "replace" if self._sent else "token", "text": self.text}
+        elif rejudged is not None and self.text != "".join(self._sent):
+            yield {"type": "replace" if self._sent else "token", "text": self.text}
+
+    async def _judged_as_claims(self) -> list[Verdict] | None:
+        if self.judge_in_thread:
+            return await asyncio.to_thread(judged_as_claims, self.verdicts, self.grounder)
+        return judged_as_claims(self.verdicts, self.grounder)
 
     async def _run(self, generate, messages: list[ChatMessage]) -> AsyncIterator[str]:
         buffer = SentenceBuffer()

@@ -295,16 +295,19 @@ class Grounder:
                     best, polarity = score, source_negated
         return best[0] >= MIN_RESTATEMENT and polarity != negated
 
-    def judge(self, sentence: Sentence) -> Verdict:
+    def judge(self, sentence: Sentence, *, as_claim: bool = False) -> Verdict:
         """The verdict on one sentence (embeds it when an embedder was given and lexical support alone
         does not decide). Sentences of one answer are judged in order: a list item takes the polarity
-        of its lead-in ("Do not:")."""
+        of its lead-in ("Do not:"). `as_claim`: judge a short sentence with any content term as a
+        claim (`judged_as_claims`)."""
         terms = content_terms(sentence.text)
         negated = self._answer_lists.polarity(sentence.text)
         # One shared term is no echo: "1. [" (an answer cut at its third token) shares only the "1" of
         # the system prompt's first rule.
         echo = len(terms) >= 2 and any(len(terms & e) / len(terms) >= MIN_ECHO_OVERLAP for e in self._echo_terms)
-        claim = (len(terms) >= MIN_CLAIM_TERMS or bool(numbers_in(sentence.text))) and not is_lead_in(sentence.text)
+        claim = (
+            len(terms) >= MIN_CLAIM_TERMS or bool(numbers_in(sentence.text)) or (as_claim and bool(terms))
+        ) and not is_lead_in(sentence.text)
         if not self.sources:
             return Verdict(sentence, None, 0.0, None, claim, echo)
         lexical = [self.lexical(terms, n) for n in range(1, len(self.sources) + 1)]
@@ -471,11 +474,23 @@ def render(verdicts: Sequence[Verdict]) -> str:
     return "".join(renderer.parts).strip()
 
 
-def ground(answer: str, grounder: Grounder, *, lang: str = "en") -> Grounded:
-    """Ground a whole answer: unknown markers dropped, unsupported sentences removed, declined (with
+def judged_as_claims(verdicts: Sequence[Verdict], grounder: Grounder) -> list[Verdict] | None:
+    """For an answer that states no claim (every sentence too short: "SG-Staff", "不可以。"), its kept
+    sentences judged again as claims (`Grounder.judge(as_claim=True)`), so that a short answer is cited
+    or, unsupported, declined like any other; None when the answer has a claim or nothing to judge."""
+    if any(v.claim and not v.echo for v in verdicts) or not any(v.kept and content_terms(v.sentence.text) for v in verdicts):
+        return None
+    return [grounder.judge(v.sentence, as_claim=True) if v.kept else v for v in verdicts]
+
+
+def ground(answer: str, grounder: Grounder, *, lang: str = "en", cut: bool = False) -> Grounded:
+    """Ground a whole answer: unknown markers dropped, unsupported sentences removed, a short answer
+    judged as a claim (`judged_as_claims`, unless it was `cut` at its token limit), declined (with
     `NO_ANSWER[lang]`) when `declines`."""
     answer = drop_unknown_markers(answer, len(grounder.sources))
     verdicts = [grounder.judge(s) for s in split_sentences(answer)]
+    if not cut:
+        verdicts = judged_as_claims(verdicts, grounder) or verdicts
     text = render(verdicts)
     if declines(verdicts, text):
         return Grounded(NO_ANSWER[lang], True, verdicts)

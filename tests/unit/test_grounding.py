@@ -193,7 +193,7 @@ def test_code_lines_are_checked_but_get_no_marker_and_an_invented_command_is_rem
 
 
 def test_an_answer_cut_before_its_first_fact_is_kept_and_an_empty_one_declined(grounder):
-    cut = ground("Passwords should be", grounder)
+    cut = ground("Passwords should be", grounder, cut=True)
     assert (cut.text, cut.declined) == ("Passwords should be", False)
     assert ground("", grounder).declined
 
@@ -266,7 +266,7 @@ def test_a_lead_in_of_an_answer_cut_at_its_token_limit_is_sent_as_it_is(grounder
 
 def test_an_answer_cut_at_its_first_list_number_is_no_echo_of_the_rules(grounder):
     # SmolLM2 at max_tokens=3: "1. [" shares only the "1" of the system prompt's first rule.
-    result = ground("1. [", grounder)
+    result = ground("1. [", grounder, cut=True)
     assert not result.verdicts[0].echo and not result.declined
 
 
@@ -275,3 +275,19 @@ def test_a_partial_restatement_of_a_do_not_rule_as_permission_is_removed(grounde
     # "Use the browser based auto-fill, …" under "**Do not:**"; "auto-fill" and "autofill" are one term).
     result = ground("Yes, you can use the browser's password autofill.", grounder)
     assert result.declined and result.verdicts[0].contradicts
+
+
+def test_a_short_answer_is_judged_as_a_claim_cited_when_supported_and_declined_when_not(grounder):
+    # Re-check trial: "不可以。" (wrong) and "SG-Staff" (right) came back without a marker or a citation:
+    # too short to be a claim, they had passed unchecked.
+    supported = ground("A passphrase.", grounder)
+    assert supported.text == "A passphrase [1]." and not supported.declined
+    assert ground("不可以。", grounder, lang="zh").declined
+    assert ground("Bananas.", grounder).declined
+
+
+def test_a_short_streamed_answer_is_replaced_by_its_cited_form(grounder):
+    generate, _ = _scripted("A passphrase.")
+    stream = GroundedStream("What makes a password easy to remember?", grounder, judge_in_thread=False)
+    events = _run(stream, generate)
+    assert [e["type"] for e in events] == ["token", "replace"] and events[-1]["text"] == stream.text == "A passphrase [1]."
