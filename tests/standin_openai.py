@@ -15,6 +15,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
+from assistant.answering.polarity import is_list_item, is_negating_heading
+
 _SOURCE_HEADER = re.compile(r"^\[(\d+)\] .*$", re.MULTILINE)
 _WORD = re.compile(r"[a-z0-9]{3,}|[\u4e00-\u9fff]{2}", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
@@ -37,7 +39,8 @@ def extractive_answer(request: dict) -> str:
     (`Sources:` blocks `[n] path` then text, then `Question: ...`): the two sentences of the sources
     that share the most words (or Chinese character pairs) with the question, each with its source's
     `[n]` (sentences of 12 characters to 30 words); the product's decline sentence when no sentence
-    shares any. Deterministic, so that tests of
+    shares any. An item of a list under a negating lead-in ("**Do not:**") is copied with it ("Do not:
+    Use the browser based auto-fill …"), as a faithful model would. Deterministic, so that tests of
     the answering mechanics (streaming, citations, caching, ACLs) do not depend on a small model's luck.
     """
     user = next((m["content"] for m in reversed(request.get("messages", [])) if m.get("role") == "user"), "")
@@ -48,11 +51,19 @@ def extractive_answer(request: dict) -> str:
     scored = []
     for i, header in enumerate(headers):
         end = headers[i + 1].start() if i + 1 < len(headers) else len(body)
-        for line in body[header.end() : end].splitlines():
-            line = line.strip().lstrip("-*#> ").strip()
+        negation = ""  # a careful copier keeps a "Do not:" list's lead-in with the item it copies
+        for raw in body[header.end() : end].splitlines():
+            if not raw.strip():
+                continue
+            if is_list_item(raw.strip()):
+                prefix = negation
+            else:
+                negation = raw.strip().strip("*_ ") + " " if is_negating_heading(raw) else ""
+                prefix = ""
+            line = raw.strip().lstrip("-*#> ").strip()
             for sentence in _SENTENCE_END.split(line):
                 if len(sentence) >= 12 and len(sentence.split()) <= 30:
-                    scored.append((len(wanted & _terms(sentence)), -len(scored), sentence.strip(), header.group(1)))
+                    scored.append((len(wanted & _terms(sentence)), -len(scored), prefix + sentence.strip(), header.group(1)))
     best = sorted((s for s in scored if s[0] > 0), reverse=True)[:2]
     if not best:
         return DECLINE
