@@ -12,7 +12,7 @@ from assistant.answering.budget import plan_budget
 from assistant.answering.cache import AnswerCache
 from assistant.answering.citations import Citation, make_citations
 from assistant.answering.grounded_stream import GroundedStream, combined_result, grounder_for, grounding_report
-from assistant.answering.stops import StopFilter
+from assistant.answering.stops import STOP_SEQUENCES, StopFilter
 from assistant.answering.focus import focused_source, question_terms
 from assistant.answering.packing import pack_context
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, format_source
@@ -318,8 +318,12 @@ class Answerer:
                 attempts.append(StreamResult())
                 return self._generate(prompt, attempts[-1], params)
 
+            callers_stop = any(stop not in STOP_SEQUENCES for stop in params.stop)
+
             def cut() -> bool:
-                return bool(attempts) and attempts[-1].finish_reason == "length"
+                # At its token limit, or wherever a caller's own stop sequence ended it: either way the
+                # answer may end before its first fact, and is sent as it came.
+                return bool(attempts) and (attempts[-1].finish_reason == "length" or callers_stop)
 
             async for event in grounded.events(generate, messages, cut=cut):
                 if started is not None and event["type"] == "token":
