@@ -109,7 +109,8 @@ class GroundedStream:
             generate: messages -> the model's text deltas (an async generator, closed here when the
                 answer ends early).
             messages: the prompt.
-            cut: after the generation, True when it stopped at its token limit: then a lead-in held
+            cut: after the generation, True when it stopped at its token limit or at a caller's own stop
+                sequence: then no short answer is judged as a claim, and a lead-in held
                 back (`Renderer`) is sent as it is, as any answer cut before its first fact is.
         """
         while True:
