@@ -60,9 +60,11 @@ async function showLogin(message) {
   for (const node of [$("app"), $("whoami"), $("logout"), $("views"), $("documents"), $("admin")]) node.hidden = true;
   $("login").hidden = false;
   $("login-error").textContent = message || "";
+  // Focus before the providers' round trip: focusing after it would move a reader who has already
+  // gone on to the password field back to the user name, mid-typing.
+  $("username").focus();
   const providers = await fetch("/api/auth/providers").then((r) => r.json()).catch(() => ({}));
   $("sso").hidden = !providers.oidc;
-  $("username").focus();
 }
 
 $("login").addEventListener("submit", async (event) => {
