@@ -58,6 +58,7 @@ class Assistant:
             rewrite=settings.query_rewrite if settings.query_rewrite != "auto"
             else ("llm" if settings.llm_backend == "openai" else "rules"),
             source_tokens=settings.llm_cpu_source_tokens or None if settings.llm_backend == "llama_cpp" else None,
+            translate_questions=settings.question_translation,
         )
         return cls(resources=resources, retriever=retriever, answerer=answerer)
 

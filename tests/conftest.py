@@ -25,6 +25,9 @@ os.environ.setdefault(
 # The mechanics tests (streaming, stops, cancellation, ACLs) run on SmolLM2-135M, a supported choice
 # that answers in a second; tests/service/test_builtin_chat_model.py loads the shipped default.
 os.environ.setdefault("ASSISTANT_LLM_MODEL", "smollm2")
+# SmolLM2-135M and the stand-in servers cannot translate: Chinese questions are searched as asked
+# here, and the translation (ASSISTANT_QUESTION_TRANSLATION) is tested with the shipped model.
+os.environ.setdefault("ASSISTANT_QUESTION_TRANSLATION", "false")
 
 from assistant.core import resources as resources_mod  # noqa: E402
 from assistant.core.resources import Resources  # noqa: E402

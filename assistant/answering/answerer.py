@@ -17,7 +17,7 @@ from assistant.answering.focus import focused_source, question_terms
 from assistant.answering.packing import pack_context
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, format_source
 from assistant.answering.request import AuditSink, GenerationParams
-from assistant.answering.rewrite import rewrite_query
+from assistant.answering.rewrite import rewrite_query, translate_question
 from assistant.core import metrics
 from assistant.core.language import question_language
 from assistant.core.llm import LLM, ChatMessage, FinishReason, StreamResult, Usage
@@ -75,6 +75,8 @@ class Answerer:
         rewrite: how follow-ups become standalone retrieval queries: `llm` or `rules`.
         source_tokens: cap on each source's text in the prompt (`focus.focus_text` keeps the sentences
             about the question); None = whole chunks.
+        translate_questions: a Chinese question is translated into English by `llm`
+            (`rewrite.translate_question`) and searched together with its translation.
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class Answerer:
         cache: AnswerCache | None = None,
         rewrite: str = "rules",
         source_tokens: int | None = None,
+        translate_questions: bool = False,
     ):
         self.retriever = retriever
         self.llm = llm
@@ -99,6 +102,7 @@ class Answerer:
         self.cache = cache
         self.rewrite = rewrite
         self.source_tokens = source_tokens
+        self.translate_questions = translate_questions
 
     def prepare(
         self,
@@ -107,20 +111,24 @@ class Answerer:
         principal: Principal,
         history: Sequence[ChatMessage] = (),
         query: str | None = None,
+        translation: str | None = None,
         params: GenerationParams | None = None,
         audit: AuditSink | None = None,
     ) -> tuple[list[RetrievedChunk], list[ChatMessage] | None]:
         """Retrieve with `query` (default: the question) and build the prompt within the model's context
         (history trimmed oldest first, `params.max_tokens` kept free for the answer; default: `defaults`).
-        The retrieval is reported to `audit`. Returns `(sources, messages)`; messages is None to abstain."""
+        A `translation` of the query (`rewrite.translate_question`) is searched with it; the sources
+        are focused on the query alone. The retrieval is reported to `audit`. Returns `(sources,
+        messages)`; messages is None to abstain."""
         params = params or self.defaults
         query = query or question
+        searched = f"{query} {translation}" if translation else query
         with metrics.RETRIEVAL_SECONDS.time():
-            retrieval = self.retriever.search(query, principal=principal, top_k=self.top_k)
+            retrieval = self.retriever.search(query, principal=principal, top_k=self.top_k, translation=translation)
         chunks = retrieval.chunks
         if audit is not None:
             audit.retrieved(
-                query, principal=principal, chunk_ids=[c.chunk_id for c in chunks], doc_ids=[c.doc_id for c in chunks]
+                searched, principal=principal, chunk_ids=[c.chunk_id for c in chunks], doc_ids=[c.doc_id for c in chunks]
             )
         if self.abstention.abstains(retrieval):
             return chunks, None
@@ -240,7 +248,7 @@ class Answerer:
         another's (`finetune.evaluate`)."""
         return Answerer(
             retriever=self.retriever, llm=llm, top_k=self.top_k, abstention=self.abstention, defaults=params,
-            rewrite=self.rewrite, source_tokens=self.source_tokens,
+            rewrite=self.rewrite, source_tokens=self.source_tokens, translate_questions=self.translate_questions,
         )
 
     def serving_adapter(self, principal: Principal) -> str | None:
@@ -296,8 +304,14 @@ class Answerer:
                 if use_llm and ticket is not None:
                     await ticket.acquire()
                 query = await rewrite_query(question, history, llm=self.llm if use_llm else None)
+            translation = None
+            if self.translate_questions and question_language(query) == "zh":
+                if ticket is not None:
+                    await ticket.acquire()
+                translation = await translate_question(query, llm=self.llm)
             sources, messages = await asyncio.to_thread(
-                self.prepare, question, principal=principal, history=history, query=query, params=params, audit=audit
+                self.prepare, question, principal=principal, history=history, query=query, translation=translation,
+                params=params, audit=audit,
             )
             yield {"type": "sources", "sources": sources}
             if messages is None:

@@ -1,4 +1,6 @@
-"""Follow-up questions rewritten into standalone retrieval queries ("and for contractors?" -> a full question).
+"""Retrieval queries made from the reader's question: follow-ups rewritten into standalone questions
+("and for contractors?" -> a full question), and Chinese questions translated into English
+(`translate_question`).
 
 The retriever sees one query, without the conversation; a follow-up such as "what about the second
 one?" retrieves nothing useful on its own. With an LLM the follow-up is rewritten by a short prompt
@@ -36,6 +38,12 @@ REWRITE_SYSTEM = (
 )
 
 
+TRANSLATE_SYSTEM = (
+    "Translate the user's question into English. Keep names, numbers and technical terms as they are. "
+    "Reply with the translation only."
+)
+
+
 def _words(text: str) -> list[str]:
     return re.findall(r"[\w'-]+", text.lower())
 
@@ -60,6 +68,54 @@ def rules_rewrite(question: str, history: Sequence[ChatMessage]) -> str:
         return question
     previous = next(m["content"] for m in reversed(history) if m["role"] == "user")
     return f"{previous.strip()} {question.strip()}"
+
+
+def usable_translation(output: str, question: str) -> str | None:
+    """The model's English translation if usable: one line of English of sane length, labels and
+    quotes stripped; None for an empty answer, a paragraph, or one mostly in Chinese."""
+    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
+    if not lines:
+        return None
+    text = re.sub(r"^(translation|english)\s*[:：]\s*", "", lines[0], flags=re.I).strip(" \"'“”")
+    words = re.findall(r"[A-Za-z][A-Za-z'-]*", text)
+    # A Chinese word the model left untranslated is kept ("after值班"), an answer in Chinese is not.
+    if len(words) < 2 or count_cjk(text) > len(words) or len(text) > max(400, 6 * len(question)):
+        return None
+    return text
+
+
+async def translate_question(question: str, *, llm: LLM, timeout_s: float = 10.0) -> str | None:
+    """The chat model's English translation of a Chinese retrieval query, to be searched with it.
+
+    Why: multilingual-e5-small ranks the Chinese chunks of a mixed index, and often the wrong English
+    pages, above the English page that answers a Chinese question (recall@1 0.19 on the judged
+    questions whose answer is on an English page); the question and its translation searched together
+    (`Retriever.search`'s `translation`) reach 0.81, with Chinese pages ranked as before
+    (docs/benchmarks.md, "Chinese questions about English pages"). Query translation by a machine
+    translation system is the classic approach to cross-language retrieval (Oard, "A comparative study
+    of query and document translation for cross-language information retrieval", AMTA 1998); here the
+    chat model translates.
+
+    Args:
+        question: the retrieval query (a standalone question), Chinese.
+        llm: the chat model; asked with temperature 0 and at most `REWRITE_MAX_TOKENS` tokens.
+        timeout_s: longest wait for the translation, in seconds.
+
+    Returns:
+        The English translation, or None when the model failed, was too slow or answered with
+        something that is not an English line (`usable_translation`): the question is then searched alone.
+    """
+    messages: list[ChatMessage] = [
+        {"role": "system", "content": TRANSLATE_SYSTEM},
+        {"role": "user", "content": question.strip()},
+    ]
+    try:
+        output = await asyncio.wait_for(
+            llm.complete(messages, max_tokens=REWRITE_MAX_TOKENS, temperature=0.0), timeout=timeout_s
+        )
+    except Exception:  # a timeout or any failure: the question is still searched as asked
+        return None
+    return usable_translation(output, question)
 
 
 def _clean(output: str, question: str) -> str | None:

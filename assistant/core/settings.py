@@ -158,6 +158,12 @@ class Settings(BaseSettings):
     query_rewrite: Literal["auto", "llm", "rules"] = Field(
         default="auto", description="how follow-ups become standalone queries; auto = llm with the openai backend"
     )
+    question_translation: bool = Field(
+        default=True,
+        description="the chat model translates a Chinese question into English before retrieval, and the "
+        "question is searched with its translation (finds English pages that the Chinese question alone "
+        "misses; measured in docs/benchmarks.md, about 1 s of CPU time a Chinese question on the embedded default)",
+    )
     sse_heartbeat_s: float = Field(default=10.0, gt=0, description="seconds between ': ping' lines while waiting")
     sse_coalesce_ms: float = Field(default=25.0, ge=0, description="tokens arriving within this are sent in one write")
 

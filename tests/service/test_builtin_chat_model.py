@@ -82,3 +82,34 @@ def test_sources_in_the_questions_language_are_focused_by_default(assistant):
     answerer = assistant.answerer
     sources, messages = answerer.prepare("TiDB 的用户名最长可以有多少个字符？", principal=ANONYMOUS, params=answerer.defaults)
     assert messages is not None and any(s.full_text for s in sources if s.lang == "zh"), [(s.source, s.lang) for s in sources]
+
+
+@pytest.fixture(scope="module")
+def mixed_index(assembled: Path, tmp_path_factory):
+    """English handbook pages beside a Chinese page about passwords, with question translation on (the
+    product's default; tests/conftest.py turns it off for SmolLM2 and the stand-in servers)."""
+    root = tmp_path_factory.mktemp("translation")
+    copy_subset(HANDBOOK, root / "docs" / "handbook", [
+        "departments/tech-ops/process/internal-security/computer-standards.md",
+        "departments/tech-ops/process/internal-security/passwords.md",
+    ])
+    copy_subset(DOCS_ZH, root / "docs" / "zh", ["password-management.md"])
+    res = open_resources(make_settings(root / "var", llm_model_path=assembled, llm_max_tokens=240, llm_temperature=0.0,
+                                       question_translation=True))
+    Ingestor(res).sync(root / "docs")
+    yield res
+    if res._llm is not None:
+        asyncio.run(res.llm.aclose())
+    res.close()
+
+
+def test_a_chinese_question_about_an_english_page_is_searched_with_its_translation(mixed_index):
+    # Searched alone, the question ranks the Chinese TiDB password page first (e5 scores Chinese chunks
+    # higher); with the shipped model's English translation searched beside it, the page that
+    # answers (screens lock after 10 minutes) comes first.
+    question = "笔记本电脑闲置多久后屏幕要自动锁定？"
+    answerer = Assistant.build(mixed_index).answerer
+    alone = answerer.retriever.search(question, principal=ANONYMOUS, top_k=5).chunks
+    assert alone[0].source.endswith("password-management.md"), [c.source for c in alone]
+    answer = asyncio.run(answerer.answer(question, principal=ANONYMOUS))
+    assert answer.chunks[0].source.endswith("computer-standards.md"), [c.source for c in answer.chunks]

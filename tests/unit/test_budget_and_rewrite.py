@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from assistant.answering.budget import fit_history, plan_budget, truncate_to_tokens
-from assistant.answering.rewrite import needs_rewrite, rules_rewrite
+from assistant.answering.rewrite import usable_translation, needs_rewrite, rules_rewrite
 
 
 def words(text: str) -> int:
@@ -53,3 +53,18 @@ def test_the_rule_prepends_the_previous_question_to_dependent_follow_ups(questio
     history = [{"role": "user", "content": "What is the laptop policy?"}, {"role": "assistant", "content": "..."}]
     assert rules_rewrite(question, history) == rewritten
     assert not needs_rewrite(question, [])
+
+
+@pytest.mark.parametrize(
+    "output, kept",
+    [
+        ("Do you need to lock your computer when leaving it?", "Do you need to lock your computer when leaving it?"),
+        ("Translation: How long should a password be?\n(literal)", "How long should a password be?"),
+        ("How long should a call be confirmed after值班?", "How long should a call be confirmed after值班?"),
+        ("离开电脑时需要锁屏。", None),  # answered in Chinese: nothing to search with
+        ("", None),
+        ("Yes", None),
+    ],
+)
+def test_only_an_english_line_is_taken_as_the_translation(output, kept):
+    assert usable_translation(output, "离开电脑时需要锁屏吗？") == kept
