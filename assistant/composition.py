@@ -59,6 +59,7 @@ class Assistant:
             else ("llm" if settings.llm_backend == "openai" else "rules"),
             source_tokens=settings.llm_cpu_source_tokens or None if settings.llm_backend == "llama_cpp" else None,
             translate_questions=settings.question_translation,
+            translate_timeout_s=settings.question_translation_timeout_s,
         )
         return cls(resources=resources, retriever=retriever, answerer=answerer)
 

@@ -59,6 +59,14 @@ class Answer:
         }
 
 
+# Room of a focused source in the other language than the question's, in multiples of `source_tokens`:
+# the 1.5B model echoed a Chinese question given 100 tokens of an English page chosen by the dictionary
+# translation, and answered from the whole chunk (fresh-user trial); but a chunk kept whole (976 characters,
+# 223 tokens) did not fit the 194 tokens that the 768-token window leaves for sources, and the page that
+# answered was left out of the prompt.
+CROSS_LINGUAL_SOURCE_FACTOR = 1.5
+
+
 class Answerer:
     """Composes retrieval and generation.
 
@@ -77,6 +85,7 @@ class Answerer:
             about the question); None = whole chunks.
         translate_questions: a Chinese question is translated into English by `llm`
             (`rewrite.translate_question`) and searched together with its translation.
+        translate_timeout_s: longest wait for that translation, in seconds; then the question is searched alone.
     """
 
     def __init__(
@@ -92,6 +101,7 @@ class Answerer:
         rewrite: str = "rules",
         source_tokens: int | None = None,
         translate_questions: bool = False,
+        translate_timeout_s: float = 6.0,
     ):
         self.retriever = retriever
         self.llm = llm
@@ -103,6 +113,7 @@ class Answerer:
         self.rewrite = rewrite
         self.source_tokens = source_tokens
         self.translate_questions = translate_questions
+        self.translate_timeout_s = translate_timeout_s
 
     def prepare(
         self,
@@ -138,20 +149,28 @@ class Answerer:
         )
         sources = pack_context(
             chunks, budget_tokens=budget.sources_tokens, count_tokens=self.llm.count_tokens, format_source=format_source,
-            shape=self._focus(query) if self.source_tokens else None,
+            shape=self._focus(query, translation) if self.source_tokens else None,
         )
         if not sources:
             return chunks, None
         return sources, build_messages(budget.question, sources, budget.history)
 
-    def _focus(self, question: str):
+    def _focus(self, question: str, translation: str | None = None):
         """A `pack_context` shape that cuts each source in `question`'s language to `source_tokens`
-        around `question`'s words (`focus.focused_source`: the whole text kept in `full_text`, a source
-        in the other language left whole)."""
+        around `question`'s words (`focus.focused_source`: the whole text kept in `full_text`). A source
+        in the other language is cut around the words of the model's `translation` of the question, to
+        `CROSS_LINGUAL_SOURCE_FACTOR` times as many tokens; without a translation it stays whole (and
+        a long one may then not fit the window at all)."""
         terms = question_terms(question, getattr(self.retriever, "translate", None))
         lang = question_language(question)
+        across = question_terms(translation) if translation else None
 
         def shape(chunk: RetrievedChunk) -> RetrievedChunk:
+            if across is not None and chunk.lang and chunk.lang != lang:
+                return focused_source(
+                    chunk, across, lang=chunk.lang, max_tokens=int(CROSS_LINGUAL_SOURCE_FACTOR * self.source_tokens),
+                    count_tokens=self.llm.count_tokens,
+                )
             return focused_source(
                 chunk, terms, lang=lang, max_tokens=self.source_tokens, count_tokens=self.llm.count_tokens
             )
@@ -249,6 +268,7 @@ class Answerer:
         return Answerer(
             retriever=self.retriever, llm=llm, top_k=self.top_k, abstention=self.abstention, defaults=params,
             rewrite=self.rewrite, source_tokens=self.source_tokens, translate_questions=self.translate_questions,
+            translate_timeout_s=self.translate_timeout_s,
         )
 
     def serving_adapter(self, principal: Principal) -> str | None:
@@ -308,7 +328,9 @@ class Answerer:
             if self.translate_questions and question_language(query) == "zh":
                 if ticket is not None:
                     await ticket.acquire()
-                translation = await translate_question(query, llm=self.llm)
+                # The model is loaded (on first use) before the translation's timeout starts.
+                await asyncio.to_thread(self.llm.count_tokens, query)
+                translation = await translate_question(query, llm=self.llm, timeout_s=self.translate_timeout_s)
             sources, messages = await asyncio.to_thread(
                 self.prepare, question, principal=principal, history=history, query=query, translation=translation,
                 params=params, audit=audit,

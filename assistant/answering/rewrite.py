@@ -39,8 +39,8 @@ REWRITE_SYSTEM = (
 
 
 TRANSLATE_SYSTEM = (
-    "Translate the user's question into English. Keep names, numbers and technical terms as they are. "
-    "Reply with the translation only."
+    "You are a translator. Translate the Chinese text into English. Keep names, numbers and technical "
+    "terms as they are. A question stays a question: never answer it. Reply with the English translation only."
 )
 
 
@@ -72,19 +72,22 @@ def rules_rewrite(question: str, history: Sequence[ChatMessage]) -> str:
 
 def usable_translation(output: str, question: str) -> str | None:
     """The model's English translation if usable: one line of English of sane length, labels and
-    quotes stripped; None for an empty answer, a paragraph, or one mostly in Chinese."""
+    quotes stripped; None for an empty answer, a paragraph, one mostly in Chinese, or a statement where
+    the question asked (the model answered instead of translating)."""
     lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
     if not lines:
         return None
     text = re.sub(r"^(translation|english)\s*[:：]\s*", "", lines[0], flags=re.I).strip(" \"'“”")
     words = re.findall(r"[A-Za-z][A-Za-z'-]*", text)
+    if question.rstrip().endswith(("?", "？")) and not text.endswith("?"):
+        return None  # an answer, not the question translated ("The maximum length … is 64 characters.")
     # A Chinese word the model left untranslated is kept ("after值班"), an answer in Chinese is not.
     if len(words) < 2 or count_cjk(text) > len(words) or len(text) > max(400, 6 * len(question)):
         return None
     return text
 
 
-async def translate_question(question: str, *, llm: LLM, timeout_s: float = 10.0) -> str | None:
+async def translate_question(question: str, *, llm: LLM, timeout_s: float = 6.0) -> str | None:
     """The chat model's English translation of a Chinese retrieval query, to be searched with it.
 
     Why: multilingual-e5-small ranks the Chinese chunks of a mixed index, and often the wrong English
@@ -99,7 +102,8 @@ async def translate_question(question: str, *, llm: LLM, timeout_s: float = 10.0
     Args:
         question: the retrieval query (a standalone question), Chinese.
         llm: the chat model; asked with temperature 0 and at most `REWRITE_MAX_TOKENS` tokens.
-        timeout_s: longest wait for the translation, in seconds.
+        timeout_s: longest wait for the translation, in seconds (`ASSISTANT_QUESTION_TRANSLATION_TIMEOUT_S`):
+            it delays the answer's first token by as much; about 1-1.5 s on 2 idle cores.
 
     Returns:
         The English translation, or None when the model failed, was too slow or answered with
@@ -107,7 +111,7 @@ async def translate_question(question: str, *, llm: LLM, timeout_s: float = 10.0
     """
     messages: list[ChatMessage] = [
         {"role": "system", "content": TRANSLATE_SYSTEM},
-        {"role": "user", "content": question.strip()},
+        {"role": "user", "content": f"Chinese: {question.strip()}\nEnglish:"},
     ]
     try:
         output = await asyncio.wait_for(

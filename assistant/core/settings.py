@@ -164,6 +164,11 @@ class Settings(BaseSettings):
         "question is searched with its translation (finds English pages that the Chinese question alone "
         "misses; measured in docs/benchmarks.md, about 1 s of CPU time a Chinese question on the embedded default)",
     )
+    question_translation_timeout_s: float = Field(
+        default=6.0, gt=0,
+        description="longest wait for the translation, in seconds (it delays the answer's first token by as "
+        "much); a slower one is given up and the question searched alone",
+    )
     sse_heartbeat_s: float = Field(default=10.0, gt=0, description="seconds between ': ping' lines while waiting")
     sse_coalesce_ms: float = Field(default=25.0, ge=0, description="tokens arriving within this are sent in one write")
 

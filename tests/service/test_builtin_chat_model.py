@@ -94,8 +94,9 @@ def mixed_index(assembled: Path, tmp_path_factory):
         "departments/tech-ops/process/internal-security/passwords.md",
     ])
     copy_subset(DOCS_ZH, root / "docs" / "zh", ["password-management.md"])
+    # A generous timeout: the test suite's own load must not turn the translation off.
     res = open_resources(make_settings(root / "var", llm_model_path=assembled, llm_max_tokens=240, llm_temperature=0.0,
-                                       question_translation=True))
+                                       question_translation=True, question_translation_timeout_s=120.0))
     Ingestor(res).sync(root / "docs")
     yield res
     if res._llm is not None:
@@ -103,13 +104,33 @@ def mixed_index(assembled: Path, tmp_path_factory):
     res.close()
 
 
+class Retrievals:
+    """An audit sink that keeps what each retrieval searched for and found (`AuditSink`)."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+        self.chunk_ids: list[list[str]] = []
+
+    def retrieved(self, query, *, principal, chunk_ids, doc_ids=None) -> None:
+        self.queries.append(query)
+        self.chunk_ids.append(chunk_ids)
+
+    def served_from_cache(self, question, *, principal, chunk_ids, doc_ids=None) -> None:
+        pass
+
+
 def test_a_chinese_question_about_an_english_page_is_searched_with_its_translation(mixed_index):
     # Searched alone, the question ranks the Chinese TiDB password page first (e5 scores Chinese chunks
-    # higher); with the shipped model's English translation searched beside it, the page that
-    # answers (screens lock after 10 minutes) comes first.
+    # higher); searched with the shipped model's English translation, the page that answers
+    # (screens lock after 10 minutes) comes first.
     question = "笔记本电脑闲置多久后屏幕要自动锁定？"
     answerer = Assistant.build(mixed_index).answerer
     alone = answerer.retriever.search(question, principal=ANONYMOUS, top_k=5).chunks
     assert alone[0].source.endswith("password-management.md"), [c.source for c in alone]
-    answer = asyncio.run(answerer.answer(question, principal=ANONYMOUS))
-    assert answer.chunks[0].source.endswith("computer-standards.md"), [c.source for c in answer.chunks]
+    audit = Retrievals()
+    asyncio.run(answerer.answer(question, principal=ANONYMOUS, audit=audit))
+    searched = audit.queries[0]
+    assert searched.startswith(question) and re.search(r"\b(screen|lock)", searched[len(question):], re.I), searched
+    first = next(c for c in alone + answerer.retriever.search(question, principal=ANONYMOUS, top_k=20).chunks
+                 if c.chunk_id == audit.chunk_ids[0][0])
+    assert first.source.endswith("computer-standards.md"), searched

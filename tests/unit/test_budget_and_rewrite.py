@@ -64,6 +64,7 @@ def test_the_rule_prepends_the_previous_question_to_dependent_follow_ups(questio
         ("离开电脑时需要锁屏。", None),  # answered in Chinese: nothing to search with
         ("", None),
         ("Yes", None),
+        ("The screen locks after 10 minutes.", None),  # answered, not translated
     ],
 )
 def test_only_an_english_line_is_taken_as_the_translation(output, kept):
