@@ -177,6 +177,17 @@ class Answerer:
 
         return shape
 
+    def translates(self, query: str) -> bool:
+        """Whether `query` is searched with its translation (`translate_questions`, a Chinese query)."""
+        return self.translate_questions and question_language(query) == "zh"
+
+    async def translation(self, query: str) -> str | None:
+        """The chat model's English translation of the Chinese `query` (`rewrite.translate_question`),
+        None when it failed or took over `translate_timeout_s`. The model is loaded (on first use)
+        before the timeout starts."""
+        await asyncio.to_thread(self.llm.count_tokens, query)
+        return await translate_question(query, llm=self.llm, timeout_s=self.translate_timeout_s)
+
     def admit(self, principal: Principal) -> Ticket | None:
         """Admit one request of `principal` towards the model (before a response starts).
 
@@ -325,12 +336,10 @@ class Answerer:
                     await ticket.acquire()
                 query = await rewrite_query(question, history, llm=self.llm if use_llm else None)
             translation = None
-            if self.translate_questions and question_language(query) == "zh":
+            if self.translates(query):
                 if ticket is not None:
                     await ticket.acquire()
-                # The model is loaded (on first use) before the translation's timeout starts.
-                await asyncio.to_thread(self.llm.count_tokens, query)
-                translation = await translate_question(query, llm=self.llm, timeout_s=self.translate_timeout_s)
+                translation = await self.translation(query)
             sources, messages = await asyncio.to_thread(
                 self.prepare, question, principal=principal, history=history, query=query, translation=translation,
                 params=params, audit=audit,

@@ -144,14 +144,24 @@ def run_eval(
     first_of_language: dict[str, Question] = {}
     for q in questions:
         first_of_language.setdefault(q.lang, q)
+    # Questions the answerer searches with the chat model's translation (Chinese ones, when on) are
+    # scored as they are answered: translated once each, untimed (the latency is the search's).
+    translations = {
+        q.question: asyncio.run(answerer.translation(q.question))
+        for q in questions
+        if answerer.translates(q.question)
+    }
     for q in first_of_language.values():
-        retriever.search(q.question, principal=principal, top_k=answerer.top_k)
+        retriever.search(q.question, principal=principal, top_k=answerer.top_k, translation=translations.get(q.question))
     for q in questions:
+        translation = translations.get(q.question)
         # Timed: the retrieval an answer makes (top_k chunks, abstention evidence, embedding included).
         started = time.perf_counter()
-        retrieval = retriever.search(q.question, principal=principal, top_k=answerer.top_k)
+        retrieval = retriever.search(q.question, principal=principal, top_k=answerer.top_k, translation=translation)
         latency = time.perf_counter() - started
-        chunks = retriever.search(q.question, principal=principal, top_k=depth_chunks, evidence=False).chunks
+        chunks = retriever.search(
+            q.question, principal=principal, top_k=depth_chunks, evidence=False, translation=translation
+        ).chunks
         results.append(
             QuestionResult(
                 id=q.id, lang=q.lang, answerable=q.answerable,
@@ -185,6 +195,7 @@ def run_eval(
             # Interleaving applies to hybrid search only.
             "interleave_depth": getattr(retriever, "interleave_depth", 0) if retriever.mode == "hybrid" else 0,
             "prefetch_k": retriever.prefetch_k,
+            "question_translation": answerer.translate_questions,
             "reranker": retriever.reranker is not None,
             "abstention": asdict(answerer.abstention),
             "answers": answers,
