@@ -218,8 +218,9 @@ def drop_unknown_markers(answer: str, n_sources: int) -> str:
 class Verdict:
     """How one sentence fared: `source` is the 1-based number of the source that supports it (None when
     none does); `claim` is False for a sentence too short to state a checkable fact; `echo` is True for
-    a sentence that repeats the system prompt; `contradicts` is True when a source would have supported
-    it but restates it with the opposite polarity (`Grounder.restates_with_opposite_polarity`)."""
+    a sentence that repeats the system prompt or a source's header line; `contradicts` is True when a
+    source would have supported it but restates it with the opposite polarity
+    (`Grounder.restates_with_opposite_polarity`)."""
 
     sentence: Sentence
     source: int | None
@@ -311,6 +312,10 @@ class Grounder:
         # One shared term is no echo: "1. [" (an answer cut at its third token) shares only the "1" of
         # the system prompt's first rule.
         echo = len(terms) >= 2 and any(len(terms & e) / len(terms) >= MIN_ECHO_OVERLAP for e in self._echo_terms)
+        # A copy of a source's header line ("handbook/…/travel/index.md — General guidance …"): the
+        # prompt's label of a source, not a fact from it (fresh-user trial: "公司食堂几点开门？" got the
+        # header of a travel page twice, cited).
+        echo = echo or any(c.source and c.source in sentence.text for c in self.sources)
         claim = (
             len(terms) >= MIN_CLAIM_TERMS or bool(numbers_in(sentence.text)) or (as_claim and bool(terms))
         ) and not is_lead_in(sentence.text)

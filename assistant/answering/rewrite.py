@@ -12,11 +12,14 @@ user question to a follow-up that is short or starts with a pronoun or connector
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from typing import Sequence
 
 from assistant.core.language import count_cjk
 from assistant.core.llm import LLM, ChatMessage
+
+log = logging.getLogger(__name__)
 
 # A follow-up of at most this many words (or twice as many CJK characters) leans on the conversation.
 SHORT_FOLLOWUP_WORDS = 6
@@ -117,9 +120,19 @@ async def translate_question(question: str, *, llm: LLM, timeout_s: float = 6.0)
         output = await asyncio.wait_for(
             llm.complete(messages, max_tokens=REWRITE_MAX_TOKENS, temperature=0.0), timeout=timeout_s
         )
-    except Exception:  # a timeout or any failure: the question is still searched as asked
+    except TimeoutError:
+        log.warning(
+            "question translation took over %.1f s; searched without it (ASSISTANT_QUESTION_TRANSLATION_TIMEOUT_S)",
+            timeout_s,
+        )
         return None
-    return usable_translation(output, question)
+    except Exception as exc:  # any failure: the question is still searched as asked
+        log.warning("question translation failed (%s); searched without it", type(exc).__name__)
+        return None
+    translation = usable_translation(output, question)
+    if translation is None:
+        log.info("question translation unusable (not one English question); searched without it")
+    return translation
 
 
 def _clean(output: str, question: str) -> str | None:

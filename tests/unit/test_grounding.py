@@ -96,6 +96,14 @@ def test_an_echo_of_the_system_prompt_is_removed(grounder):
     assert result.text == "Create a new password for every system [1]."
 
 
+def test_a_copy_of_a_sources_header_line_is_removed(grounder, sources):
+    # Fresh-user trial: a question no page answers got the prompt's header of a source, cited.
+    header = f"{sources[0].source} — Passwords"
+    assert ground(f"{header} [1].", grounder).text == NO_ANSWER["en"]  # nothing left: declined
+    result = ground(f"{header} [1]. Create a new password for every system [1].", grounder)
+    assert result.text == "Create a new password for every system [1]."
+
+
 def test_language_check_by_script():
     assert cjk_share("使用 TiDB") == pytest.approx(2 / 3)
     assert answer_lang_matches("新员工入职第一天需要做什么？", "第一天需要领取电脑并设置 1Password。")
