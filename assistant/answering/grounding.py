@@ -267,6 +267,7 @@ class Grounder:
         self._embed_queries = embed_queries if embed_passages is not None else None
         self._embed_passages = embed_passages
         self._passage_vectors: np.ndarray | None = None
+        self._shown_vectors: dict[int, np.ndarray] = {}
         family = "e5" if "e5" in embedder_name.lower() else "default"
         self.min_cosine, self.min_cosine_across = MIN_COSINE[family], MIN_COSINE_ACROSS[family]
         self._statements = [
@@ -281,12 +282,25 @@ class Grounder:
         return len(terms & self._terms[n - 1]) / len(terms) if terms else 0.0
 
     def _cosines(self, text: str) -> np.ndarray | None:
+        """Cosine of `text` to each source: to its support text, or, for a source the prompt showed as
+        a focused passage, to that passage when higher. The floors (`MIN_COSINE`, `MIN_COSINE_ACROSS`)
+        were fitted on passages of a few sentences; a whole chunk on several topics embeds further from
+        a sentence about one of them (a right Chinese answer about a handbook chunk: 0.812 to the
+        976-character chunk)."""
         if self._embed_queries is None or not self.sources:
             return None
         if self._passage_vectors is None:
-            self._passage_vectors = np.asarray(self._embed_passages(self._texts))
+            shown = [without_instructions(c.text) for c in self.sources if c.full_text]
+            vectors = np.asarray(self._embed_passages(self._texts + shown))
+            self._passage_vectors = vectors[: len(self._texts)]
+            self._shown_vectors = {
+                i: vectors[len(self._texts) + k] for k, i in enumerate(i for i, c in enumerate(self.sources) if c.full_text)
+            }
         vector = np.asarray(self._embed_queries([text]))[0]
-        return self._passage_vectors @ vector
+        cosines = self._passage_vectors @ vector
+        for i, shown_vector in self._shown_vectors.items():
+            cosines[i] = max(cosines[i], float(shown_vector @ vector))
+        return cosines
 
     def restates_with_opposite_polarity(self, n: int, terms: set[str], negated: bool) -> bool:
         """True when the sentence of source `n` (1-based) that holds most of an answer sentence's
