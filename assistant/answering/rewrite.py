@@ -96,7 +96,7 @@ async def translate_question(question: str, *, llm: LLM, timeout_s: float = 6.0)
     Why: multilingual-e5-small ranks the Chinese chunks of a mixed index, and often the wrong English
     pages, above the English page that answers a Chinese question (recall@1 0.19 on the judged
     questions whose answer is on an English page); the question and its translation searched together
-    (`Retriever.search`'s `translation`) reach 0.81, with Chinese pages ranked as before
+    (`Retriever.search`'s `translation`) reach 0.76, with Chinese pages ranked about as before
     (docs/benchmarks.md, "Chinese questions about English pages"). Query translation by a machine
     translation system is the classic approach to cross-language retrieval (Oard, "A comparative study
     of query and document translation for cross-language information retrieval", AMTA 1998); here the

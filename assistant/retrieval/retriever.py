@@ -226,7 +226,7 @@ class Retriever:
             translation: the question translated into the other language (`rewrite.translate_question`),
                 searched with it: the keyword query holds the terms of both, and the dense query is
                 the normalised mean of both embeddings, which ranks pages of either language by what
-                the two say in common (Chinese questions about English pages: recall@1 0.19 -> 0.81 on the
+                the two say in common (Chinese questions about English pages: recall@1 0.19 -> 0.76 on the
                 judged questions, Chinese pages as before; docs/benchmarks.md). None: the question alone.
             evidence: also look up the question's terms that no returned chunk contains, one
                 ACL-filtered sparse query each (about 0.1-0.5 ms per term on Qdrant Edge); skipped
