@@ -57,6 +57,9 @@ CROSS_LINGUAL = [
     ("所有电脑都应安装杀毒软件。", 1),
     ("电脑需要安装最新的安全补丁和系统更新。", 1),
     ("如有问题，请在 #ask-it-tech-ops Slack 频道提问。", 1),
+    # Numbers the page states (the answers of 3 December's A/B that grounding removed were of this kind).
+    ("出差前把笔记本电脑的锁屏时间从 5 分钟改为 1 或 2 分钟。", 3),
+    ("密码至少要有 15 个字符。", 0),
 ]
 FRONT_MATTER = re.compile(r"^\s*[a-z_]+:\s")
 SHOW = bool(os.environ.get("SHOW"))

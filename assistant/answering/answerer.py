@@ -177,6 +177,23 @@ class Answerer:
 
         return shape
 
+    async def search(self, query: str, *, principal: Principal, top_k: int = 10) -> list[RetrievedChunk]:
+        """The `top_k` chunks `principal` may read that best match `query`, searched as a question is
+        answered: a Chinese query with the chat model's translation when `translate_questions` is on
+        (about a second on 2 cores, none after `translate_timeout_s`). For `POST /api/search` and
+        `assistant search`, so that search finds what the answer would.
+
+        Raises:
+            InvalidRequestError: `query` is blank, too long or not Unicode text (`check_query`).
+        """
+        check_query(query)
+        translation = await self.translation(query) if self.translates(query) else None
+        return await asyncio.to_thread(
+            lambda: self.retriever.search(
+                query, principal=principal, top_k=top_k, evidence=False, translation=translation
+            ).chunks
+        )
+
     def translates(self, query: str) -> bool:
         """Whether `query` is searched with its translation (`translate_questions`, a Chinese query)."""
         return self.translate_questions and question_language(query) == "zh"

@@ -107,6 +107,7 @@ SENTENCE_BOUNDARY = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])\s*|\s*\n\s*")
 _NOT_AN_END = re.compile(r"(?:^\s*(?:[-*]\s*)?(?:\d{1,2}|[a-zA-Z])\.|\b(?:e\.g|i\.e|etc|vs|cf|approx|Mr|Ms|Dr|No)\.)$")
 # A sentence that only announces what follows ("You can migrate it as follows:", "步骤如下：").
 _LEAD_IN = re.compile(r"[:：]\s*$")
+_QUESTION = re.compile(r"[?？][\s)）\]】\"”'’]*$")
 _ENUMERATOR = re.compile(r"^\s*(?:[-*]\s*)?\d{1,2}[.)、]\s*")
 _STOPWORDS = frozenset(
     """a an the and or but if then else of to in on at by for with from as is are was were be been being
@@ -148,6 +149,14 @@ def is_lead_in(text: str) -> bool:
     (`Renderer`). A model that writes a lead-in and stops (seen: "你可以通过以下方式将 Cassandra 的数据迁移到
     TiDB：" for a question the sources do not answer) has then said nothing, and the answer is declined."""
     return bool(_LEAD_IN.search(_ANY_MARKER.sub("", text)))
+
+
+def is_question(text: str) -> bool:
+    """True for a sentence that ends in a question mark (markers and closing brackets aside): an answer
+    that asks states nothing, and is no answer when it only repeats the question (seen: "入职第一天怎么激活
+    Okta 账号[1]？(How do you activate your Okta account on the first day of employment?) [1]", the
+    question and the translation the prompt showed, kept as supported: their words are the page's)."""
+    return bool(_QUESTION.search(_ANY_MARKER.sub("", text)))
 
 
 def numbers_in(text: str) -> set[str]:
@@ -330,6 +339,7 @@ class Grounder:
         # prompt's label of a source, not a fact from it (fresh-user trial: "公司食堂几点开门？" got the
         # header of a travel page twice, cited).
         echo = echo or any(c.source and c.source in sentence.text for c in self.sources)
+        echo = echo or is_question(sentence.text)  # a question asked back (or the reader's repeated)
         claim = (
             len(terms) >= MIN_CLAIM_TERMS or bool(numbers_in(sentence.text)) or (as_claim and bool(terms))
         ) and not is_lead_in(sentence.text)

@@ -174,7 +174,7 @@ def search(
     try:
         check_query(query)
         assistant, principal = _assistant_as(as_user)
-        chunks = assistant.retriever.retrieve(query, principal=principal, top_k=top_k)
+        chunks = asyncio.run(assistant.answerer.search(query, principal=principal, top_k=top_k))
     except AssistantError as exc:
         fail(exc, as_json=as_json)
     rows = [

@@ -134,3 +134,6 @@ def test_a_chinese_question_about_an_english_page_is_searched_with_its_translati
     first = next(c for c in alone + answerer.retriever.search(question, principal=ANONYMOUS, top_k=20).chunks
                  if c.chunk_id == audit.chunk_ids[0][0])
     assert first.source.endswith("computer-standards.md"), searched
+    # Search (POST /api/search, `assistant search`) finds what the answer found.
+    found = asyncio.run(answerer.search(question, principal=ANONYMOUS, top_k=5))
+    assert found[0].source.endswith("computer-standards.md"), [c.source for c in found]

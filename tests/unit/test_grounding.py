@@ -104,6 +104,15 @@ def test_a_copy_of_a_sources_header_line_is_removed(grounder, sources):
     assert result.text == "Create a new password for every system [1]."
 
 
+def test_a_question_in_the_answer_is_removed(grounder):
+    # A/B of the translation in the prompt: the model repeated the question and its translation, both
+    # made of the page's words; an answer that only asks is declined.
+    asked = "How long should my password be [1]? (How long must a password be?) [1]"
+    assert ground(asked, grounder).declined
+    result = ground("How long should my password be [1]? Create a new password for every system [1].", grounder)
+    assert result.text == "Create a new password for every system [1]."
+
+
 def test_language_check_by_script():
     assert cjk_share("使用 TiDB") == pytest.approx(2 / 3)
     assert answer_lang_matches("新员工入职第一天需要做什么？", "第一天需要领取电脑并设置 1Password。")

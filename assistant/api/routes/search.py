@@ -17,9 +17,10 @@ router = APIRouter(prefix="/api")
 async def search(
     body: SearchRequest, assistant: AssistantDep, principal: PrincipalDep, request: Request
 ) -> list[SearchHitPublic]:
-    """The `top_k` chunks best matching `query` among those the caller may read."""
+    """The `top_k` chunks best matching `query` among those the caller may read, searched as a chat
+    question would be (`Answerer.search`: a Chinese query with its translation)."""
     check_query(body.query)  # a blank query is a 400, as for chat
-    chunks = await run_in_threadpool(assistant.retriever.retrieve, body.query, principal=principal, top_k=body.top_k)
+    chunks = await assistant.answerer.search(body.query, principal=principal, top_k=body.top_k)
     await run_in_threadpool(
         record_event, assistant.resources.db, principal=principal, action="search", query=body.query,
         chunk_ids=[c.chunk_id for c in chunks], doc_ids=[c.doc_id for c in chunks],
