@@ -47,6 +47,25 @@ TRANSLATE_SYSTEM = (
 )
 
 
+# Two worked examples shown before the question (few-shot prompting): without them Qwen2.5-Coder-1.5B
+# answered 9 of 77 judged Chinese questions instead of translating them ("新生儿的父母可以享受多少周的全薪育儿假？"
+# got a number of weeks), docs/benchmarks.md. A yes/no question and a "which" question, the two kinds it
+# answered most; neither is a judged question.
+TRANSLATE_EXAMPLES: tuple[tuple[str, str], ...] = (
+    ("年假可以结转到下一年吗？", "Can annual leave be carried over to the next year?"),
+    ("报销差旅费需要提交哪些材料？", "Which documents must be submitted to claim travel expenses?"),
+)
+
+
+def translation_prompt(question: str) -> list[ChatMessage]:
+    """The messages that ask the chat model for `question`'s English translation: `TRANSLATE_SYSTEM`,
+    the `TRANSLATE_EXAMPLES` as earlier turns, then the question."""
+    messages: list[ChatMessage] = [{"role": "system", "content": TRANSLATE_SYSTEM}]
+    for chinese, english in TRANSLATE_EXAMPLES:
+        messages += [{"role": "user", "content": f"Chinese: {chinese}\nEnglish:"}, {"role": "assistant", "content": english}]
+    return [*messages, {"role": "user", "content": f"Chinese: {question.strip()}\nEnglish:"}]
+
+
 def _words(text: str) -> list[str]:
     return re.findall(r"[\w'-]+", text.lower())
 
@@ -112,13 +131,9 @@ async def translate_question(question: str, *, llm: LLM, timeout_s: float = 6.0)
         The English translation, or None when the model failed, was too slow or answered with
         something that is not an English line (`usable_translation`): the question is then searched alone.
     """
-    messages: list[ChatMessage] = [
-        {"role": "system", "content": TRANSLATE_SYSTEM},
-        {"role": "user", "content": f"Chinese: {question.strip()}\nEnglish:"},
-    ]
     try:
         output = await asyncio.wait_for(
-            llm.complete(messages, max_tokens=REWRITE_MAX_TOKENS, temperature=0.0), timeout=timeout_s
+            llm.complete(translation_prompt(question), max_tokens=REWRITE_MAX_TOKENS, temperature=0.0), timeout=timeout_s
         )
     except TimeoutError:
         log.warning(
