@@ -36,6 +36,7 @@ from assistant.answering.language_check import MIN_CJK_SHARE_ZH
 from assistant.core.language import cjk_share
 from assistant.answering.polarity import ListPolarity, source_statements
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT
+from assistant.answering.units import units_agree
 from assistant.retrieval import RetrievedChunk
 
 # --- thresholds (calibrated with bench/calibrate_grounding.py on the development questions' pages) ----
@@ -273,6 +274,7 @@ class Grounder:
         self._chinese = [cjk_share(t[:2000]) >= MIN_CJK_SHARE_ZH for t in self._texts]
         self._terms = [content_terms(f"{c.title} {c.heading} {t}") for c, t in zip(self.sources, self._texts)]
         self._numbers = [numbers_in(f"{c.title} {c.heading} {t}") for c, t in zip(self.sources, self._texts)]
+        self._unit_texts = [f"{c.title} {c.heading} {t}" for c, t in zip(self.sources, self._texts)]
         self._embed_queries = embed_queries if embed_passages is not None else None
         self._embed_passages = embed_passages
         self._passage_vectors: np.ndarray | None = None
@@ -362,8 +364,10 @@ class Grounder:
         # have their own rule above: "9点" is "9am" in the page, whose term is "9am"): across
         # languages, a source supports the sentence only when it holds every one of them.
         names = {t for t in terms if not _CJK_RUN.search(t) and not _NUMBER.fullmatch(t)} if chinese else set()
+        # And a number written with a unit keeps it ("每 15 天" is not the page's "15 characters").
         states_only_known = [
-            known and (not across[i] or names <= self._terms[i]) for i, known in enumerate(states_only_known)
+            known and (not across[i] or (names <= self._terms[i] and (not chinese or units_agree(sentence.text, self._unit_texts[i]))))
+            for i, known in enumerate(states_only_known)
         ]
         alone = [lexical[i] >= MIN_LEXICAL for i in range(len(self.sources))]
         # Lexical support needed before the embedding may decide.

@@ -1,0 +1,68 @@
+"""Across languages, a number must keep its unit: "每 15 天" (every 15 days) is not the page's "15 characters".
+
+Cross-lingual grounding (a Chinese answer sentence, an English source) checks that every number of the
+sentence is one the source states, and weighs the sentence's words through the dictionary and its
+embedding; neither sees which quantity a number counts. On `bench/calibrate_crosslingual.py` it kept 3 of
+5 invented statements that reuse a page's numbers with another unit ("密码必须每 15 天更换一次。" against
+"15 characters or more"; "出差时每 5 天要更换一次密码。" against "5 Minutes"). Here a number written with a
+unit in the Chinese sentence must appear with that unit in the English source, or the source does not
+support the sentence. Units are a short closed list; a number with any other counter ("15 个", "3 次")
+is not checked.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Chinese unit -> the English forms that may follow the number in the source (lower case, regex).
+_AFTER = {
+    "分钟": r"min(?:ute)?s?",
+    "小时": r"h(?:ou)?rs?|h",
+    "天": r"days?",
+    "个工作日": r"(?:business|working) days?|days?",
+    "工作日": r"(?:business|working) days?|days?",
+    "周": r"weeks?",
+    "个星期": r"weeks?",
+    "星期": r"weeks?",
+    "个月": r"months?",
+    "秒": r"sec(?:ond)?s?|s",
+    "个字符": r"(?:[\w-]+ ){0,3}char(?:acter)?s?",  # "15 or more characters"
+    "字符": r"(?:[\w-]+ ){0,3}char(?:acter)?s?",
+    "美元": r"usd|dollars?",
+    "欧元": r"eur|euros?",
+    "元": r"cny|rmb|yuan",
+    "点": r"am|pm|a\.m\.|p\.m\.|o'clock|:\d\d",
+}
+# Currency symbols written before the number in English ("$25", "€7", "EUR 7").
+_BEFORE = {"美元": r"\$|usd ?", "欧元": r"€|eur ?", "元": r"¥|cny ?|rmb ?"}
+_UNIT = "|".join(sorted(map(re.escape, _AFTER), key=len, reverse=True))
+_WITH_UNIT = re.compile(rf"(\d+(?:[.,]\d+)?)\s*({_UNIT})")
+
+
+def units_in(sentence: str) -> list[tuple[str, str]]:
+    """The (number, unit) pairs of a Chinese `sentence` whose unit is one of the checked units:
+    "闲置 10 分钟后锁定" -> [("10", "分钟")]. Full-width digits read as ASCII (NFKC)."""
+    return [(m.group(1), m.group(2)) for m in _WITH_UNIT.finditer(unicodedata.normalize("NFKC", sentence))]
+
+
+def units_agree(sentence: str, source: str) -> bool:
+    """True when every number that the Chinese `sentence` writes with a checked unit appears in the
+    English `source` with that unit: after it ("10 Minutes", "10-minute", "9am") or, for a currency,
+    before it ("$25", "EUR 7"). A sentence without such a number always agrees.
+
+    Args:
+        sentence: an answer sentence (Chinese).
+        source: the text of the source it is attributed to (English), as the prompt showed it or whole.
+    """
+    pairs = units_in(sentence)
+    if not pairs:
+        return True
+    text = unicodedata.normalize("NFKC", source).lower()
+    for number, unit in pairs:
+        value = re.escape(number)
+        after = rf"(?<![\d.,]){value}(?:\s|-)?(?:{_AFTER[unit]})\b"
+        before = rf"(?:{_BEFORE[unit]})\s?{value}(?![\d])" if unit in _BEFORE else None
+        if not re.search(after, text) and not (before and re.search(before, text)):
+            return False
+    return True

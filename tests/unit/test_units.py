@@ -1,0 +1,38 @@
+"""Across languages a number keeps its unit (`answering.units`): invented statements that reuse a page's
+numbers were kept by cross-lingual grounding (bench/calibrate_crosslingual.py)."""
+
+import pytest
+
+from assistant.answering.units import units_agree, units_in
+
+PAGE = (
+    "Change your laptop screen lock time from 5 Minutes (Sourcegraph standards) to 1 or 2 minutes. "
+    "Use passwords of 15 or more characters. After 9am it costs 7 EUR per day. "
+    "Itemized receipts must be included for any reimbursement requests over $25."
+)
+
+
+@pytest.mark.parametrize("sentence", [
+    "出差前把笔记本电脑的锁屏时间从 5 分钟改为 1 或 2 分钟。",
+    "密码至少要有 15 个字符。",
+    "密码最好有 15 个或更多字符。",  # "个或更多" between: not a checked unit
+    "停车场9点以后每天收费7欧元。",
+    "报销金额超过２５美元时需要提供明细收据。",  # full-width digits
+])
+def test_a_number_with_the_pages_unit_agrees(sentence):
+    assert units_agree(sentence, PAGE)
+
+
+@pytest.mark.parametrize("sentence", [
+    "密码必须每 15 天更换一次。",  # 15 characters, not days
+    "出差时每 5 天要更换一次密码。",  # 5 minutes
+    "报销时金额超过25元需要提供明细收据。",  # yuan, where the page says dollars
+    "停车场9点以后每天收费7美元。",
+])
+def test_a_number_with_another_unit_does_not(sentence):
+    assert not units_agree(sentence, PAGE)
+
+
+def test_units_are_read_from_the_sentence():
+    assert units_in("闲置 10 分钟后锁定，24小时内重置") == [("10", "分钟"), ("24", "小时")]
+    assert units_in("最多 3 次") == []
