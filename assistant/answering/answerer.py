@@ -101,7 +101,7 @@ class Answerer:
         rewrite: str = "rules",
         source_tokens: int | None = None,
         translate_questions: bool = False,
-        translate_timeout_s: float = 6.0,
+        translate_timeout_s: float = 15.0,
     ):
         self.retriever = retriever
         self.llm = llm

@@ -109,7 +109,7 @@ def usable_translation(output: str, question: str) -> str | None:
     return text
 
 
-async def translate_question(question: str, *, llm: LLM, timeout_s: float = 6.0) -> str | None:
+async def translate_question(question: str, *, llm: LLM, timeout_s: float = 15.0) -> str | None:
     """The chat model's English translation of a Chinese retrieval query, to be searched with it.
 
     Why: multilingual-e5-small ranks the Chinese chunks of a mixed index, and often the wrong English

@@ -169,6 +169,7 @@ def search(
     as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
 ) -> None:
     """Search the chunks the caller may read, best first."""
+    from assistant.answering.injection import without_instructions
     from assistant.core.questions import check_query
 
     try:
@@ -179,7 +180,7 @@ def search(
         fail(exc, as_json=as_json)
     rows = [
         {"source": c.source, "uri": c.uri, "chunk_id": c.chunk_id, "doc_id": c.doc_id, "title": c.title,
-         "heading": c.heading, "page": c.page, "score": c.score, "text": c.text}
+         "heading": c.heading, "page": c.page, "score": c.score, "text": without_instructions(c.text)}
         for c in chunks
     ]
     if as_json:

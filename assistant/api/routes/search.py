@@ -6,6 +6,7 @@ from starlette.concurrency import run_in_threadpool
 from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.answering.citations import document_route
+from assistant.answering.injection import without_instructions
 from assistant.api.schemas import SearchHitPublic, SearchRequest
 from assistant.core.auth.audit import record_event
 from assistant.core.questions import check_query
@@ -29,7 +30,7 @@ async def search(
     return [
         SearchHitPublic(
             source=c.source, route=document_route(c.doc_id), chunk_id=c.chunk_id, doc_id=c.doc_id, title=c.title,
-            heading=c.heading, page=c.page, score=c.score, text=c.text,
+            heading=c.heading, page=c.page, score=c.score, text=without_instructions(c.text),
         )
         for c in chunks
     ]
