@@ -6,7 +6,9 @@ Sources: the opening passage (`calibrate_grounding.PASSAGE_CHARS`) of each page 
 `CROSS_LINGUAL` (11 faithful Chinese renderings of sentences of those pages) and `UNSUPPORTED` below
 (Chinese sentences on the same topics that no page states: invented rules, wrong names, the kind a
 1.5B model writes when its sources do not answer). For each sentence: the grounder's verdict, its
-dictionary coverage and cosine for the closest page, and the runner-up cosine.
+dictionary coverage and cosine for the closest page, and the runner-up cosine. `FAITHFUL_LATER` and
+`UNSUPPORTED_LATER` were written later (3 December, third session), after the thresholds were set: a
+second sample of the same kinds.
 
 Run: PYTHONPATH=. python bench/calibrate_crosslingual.py
 """
@@ -46,6 +48,33 @@ UNSUPPORTED = [
     ("出差时最多只能带 2 台电脑。", 3),
 ]
 
+# Written after the thresholds above were set (page index as above).
+FAITHFUL_LATER = [
+    ("垃圾邮件会被自动移到用户的垃圾邮件文件夹。", 2),
+    ("公司使用 Google Workspace 管理所有收发邮件。", 2),
+    ("出差前要在笔记本电脑上安装所有软件更新。", 3),
+    ("出差前请提高所有设备的密码复杂度。", 3),
+    ("回购流程应在收到新设备后两周内完成。", 5),
+    ("回购时 Tech Ops 会对设备进行出厂重置。", 5),
+    ("所有应用访问申请都应发到 #ask-it-tech-ops 频道。", 4),
+    ("密码最好是随机生成的。", 0),
+    ("应用访问申请由 Jira Service Desk 跟踪。", 4),
+]
+UNSUPPORTED_LATER = [
+    ("垃圾邮件会被自动删除。", 2),
+    ("公司使用 Microsoft Outlook 管理所有邮件。", 2),
+    ("出差前要把所有数据备份到个人硬盘。", 3),
+    ("出差时请关闭笔记本电脑的防火墙。", 3),
+    ("回购流程应在收到新设备后两个月内完成。", 5),
+    ("员工可以自己对设备进行出厂重置。", 5),
+    ("应用访问申请应通过电子邮件发送给经理。", 4),
+    ("经理必须批准所有应用访问申请。", 4),
+    ("密码应该每个月更换一次。", 0),
+    ("可以在多个系统中使用同一个密码。", 0),
+    ("公司会读取员工的私人邮件以确保安全。", 6),
+    ("笔记本电脑在闲置 10 分钟后会自动注销用户。", 1),
+]
+
 
 class _Retriever:
     def __init__(self, embedder):
@@ -58,9 +87,11 @@ def main() -> None:
     root = ROOTS["en"]
     sources = [chunk(passages((root / p).read_text(encoding="utf-8"))[0], p, i) for i, p in enumerate(CROSS_LINGUAL_PAGES)]
     grounder = grounder_for(_Retriever(Embedder(BUILTIN_E5)), sources)
-    kept = {"faithful": 0, "unsupported": 0}
+    sets = {"faithful": CROSS_LINGUAL, "unsupported": UNSUPPORTED, "faithful, written later": FAITHFUL_LATER,
+            "unsupported, written later": UNSUPPORTED_LATER}
+    kept = dict.fromkeys(sets, 0)
     right = 0
-    for kind, rows in (("faithful", CROSS_LINGUAL), ("unsupported", UNSUPPORTED)):
+    for kind, rows in sets.items():
         print(f"\n{kind}: verdict [source], page (for unsupported ones about no page: the best covered), "
               "its coverage and cosine, the best cosine of the other pages")
         for sentence, page in rows:
@@ -69,13 +100,14 @@ def main() -> None:
             translation = translate(sentence)
             coverage = [translation.coverage(s.text) if translation else 0.0 for s in sources]
             kept[kind] += verdict.source is not None
-            right += kind == "faithful" and verdict.source == (page + 1 if page is not None else None)
+            right += kind.startswith("faithful") and verdict.source == (page + 1 if page is not None else None)
             target = page if page is not None else max(range(len(sources)), key=lambda i: coverage[i])
             others = max(c for i, c in enumerate(cosines) if i != target)
             print(f"  {'kept [' + str(verdict.source) + ']' if verdict.source else 'removed':9} page {target + 1} "
                   f"cov {coverage[target]:.2f} cos {cosines[target]:.3f} best other {others:.3f}  {sentence}")
-    print(f"\nfaithful kept {kept['faithful']}/{len(CROSS_LINGUAL)} (right page {right}); "
-          f"unsupported kept {kept['unsupported']}/{len(UNSUPPORTED)}")
+    print(f"\nright page for {right} of the faithful ones kept")
+    for kind, rows in sets.items():
+        print(f"{kind}: kept {kept[kind]}/{len(rows)}")
 
 
 if __name__ == "__main__":

@@ -59,12 +59,15 @@ class Answer:
         }
 
 
-# Room of a focused source in the other language than the question's, in multiples of `source_tokens`:
-# the 1.5B model echoed a Chinese question given 100 tokens of an English page chosen by the dictionary
-# translation, and answered from the whole chunk (fresh-user trial); but a chunk kept whole (976 characters,
-# 223 tokens) did not fit the 194 tokens that the 768-token window leaves for sources, and the page that
-# answered was left out of the prompt.
-CROSS_LINGUAL_SOURCE_FACTOR = 1.5
+# Room of a focused source in the other language than the question's, in multiples of `source_tokens`.
+# It was 1.5 when such a source was focused around the words of the dictionary translation (the 1.5B model
+# echoed a Chinese question given 100 tokens of an English page chosen that way, fresh-user trial). It is
+# focused around the words of the chat model's translation of the question now, and at 1.5 the 194 tokens
+# that the 768-token window leaves for sources held one English source: the answering page, second or
+# third for 5 of the 9 declined Chinese questions about English pages, never reached the model. At 1.0
+# (two sources): key fact 9 -> 12 of 21, cited answering page 12 -> 15, declined 9 -> 6, Chinese pages
+# unchanged (bench/bench_crosslingual_answers.py, docs/benchmarks.md).
+CROSS_LINGUAL_SOURCE_FACTOR = 1.0
 
 
 class Answerer:

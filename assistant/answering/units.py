@@ -7,7 +7,9 @@ embedding; neither sees which quantity a number counts. On `bench/calibrate_cros
 "15 characters or more"; "出差时每 5 天要更换一次密码。" against "5 Minutes"). Here a number written with a
 unit in the Chinese sentence must appear with that unit in the English source, or the source does not
 support the sentence. Units are a short closed list; a number with any other counter ("15 个", "3 次")
-is not checked.
+is not checked. A number may be written in Chinese numerals ("两周", "十五天"); the source may then write
+it in digits or in English words ("two weeks"): "回购流程应在收到新设备后两个月内完成。" is not the page's
+"within two weeks".
 """
 
 from __future__ import annotations
@@ -38,18 +40,46 @@ _AFTER = {
 _BEFORE = {"美元": r"\$|usd ?", "欧元": r"€|eur ?", "元": r"¥|cny ?|rmb ?"}
 _UNIT = "|".join(sorted(map(re.escape, _AFTER), key=len, reverse=True))
 _WITH_UNIT = re.compile(rf"(\d+(?:[.,]\d+)?)\s*({_UNIT})")
+# Chinese numerals up to 99 before a unit; not after 第 ("第一天" is "the first day"), and not before 点
+# ("一点" is "a little").
+_CN_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_CN_UNIT = "|".join(sorted((re.escape(u) for u in _AFTER if u != "点"), key=len, reverse=True))
+_CN_WITH_UNIT = re.compile(rf"(?<![第\d零一二两三四五六七八九十几])([零一二两三四五六七八九十]+)({_CN_UNIT})")
+# English number words a source may use for the same numbers.
+_WORDS = dict(enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split()
+)) | {30: "thirty", 40: "forty", 45: "forty-five", 60: "sixty", 90: "ninety"}
+
+
+def chinese_number(numeral: str) -> int | None:
+    """The value of a Chinese numeral below 100 ("两" 2, "十五" 15, "三十" 30), None for other forms."""
+    if "十" not in numeral:
+        return _CN_DIGITS.get(numeral) if len(numeral) == 1 else None
+    tens, _, ones = numeral.partition("十")
+    if len(tens) > 1 or len(ones) > 1 or (tens and tens not in _CN_DIGITS) or (ones and ones not in _CN_DIGITS):
+        return None
+    return (_CN_DIGITS[tens] if tens else 1) * 10 + (_CN_DIGITS[ones] if ones else 0)
 
 
 def units_in(sentence: str) -> list[tuple[str, str]]:
     """The (number, unit) pairs of a Chinese `sentence` whose unit is one of the checked units:
-    "闲置 10 分钟后锁定" -> [("10", "分钟")]. Full-width digits read as ASCII (NFKC)."""
-    return [(m.group(1), m.group(2)) for m in _WITH_UNIT.finditer(unicodedata.normalize("NFKC", sentence))]
+    "闲置 10 分钟后锁定" -> [("10", "分钟")], "两周内" -> [("2", "周")]. Full-width digits read as ASCII
+    (NFKC); Chinese numerals as their value (`chinese_number`)."""
+    text = unicodedata.normalize("NFKC", sentence)
+    pairs = [(m.group(1), m.group(2)) for m in _WITH_UNIT.finditer(text)]
+    for m in _CN_WITH_UNIT.finditer(text):
+        value = chinese_number(m.group(1))
+        if value is not None:
+            pairs.append((str(value), m.group(2)))
+    return pairs
 
 
 def units_agree(sentence: str, source: str) -> bool:
     """True when every number that the Chinese `sentence` writes with a checked unit appears in the
     English `source` with that unit: after it ("10 Minutes", "10-minute", "9am") or, for a currency,
-    before it ("$25", "EUR 7"). A sentence without such a number always agrees.
+    before it ("$25", "EUR 7"), in digits or, up to twenty and for a few round numbers, in English
+    words ("two weeks"). A sentence without such a number always agrees.
 
     Args:
         sentence: an answer sentence (Chinese).
@@ -61,7 +91,9 @@ def units_agree(sentence: str, source: str) -> bool:
     text = unicodedata.normalize("NFKC", source).lower()
     for number, unit in pairs:
         value = re.escape(number)
-        after = rf"(?<![\d.,]){value}(?:\s|-)?(?:{_AFTER[unit]})\b"
+        word = _WORDS.get(int(number)) if number.isdigit() else None
+        written = rf"(?:(?<![\d.,]){value}|\b{word})" if word else rf"(?<![\d.,]){value}"
+        after = rf"{written}(?:\s|-)?(?:{_AFTER[unit]})\b"
         before = rf"(?:{_BEFORE[unit]})\s?{value}(?![\d])" if unit in _BEFORE else None
         if not re.search(after, text) and not (before and re.search(before, text)):
             return False

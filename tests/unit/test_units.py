@@ -36,3 +36,16 @@ def test_a_number_with_another_unit_does_not(sentence):
 def test_units_are_read_from_the_sentence():
     assert units_in("闲置 10 分钟后锁定，24小时内重置") == [("10", "分钟"), ("24", "小时")]
     assert units_in("最多 3 次") == []
+
+
+BUYBACK = "The entire buyback process, including a full wipe, should be completed within two weeks of receiving a new device."
+
+
+def test_a_number_in_chinese_numerals_is_checked_against_digits_and_english_words():
+    # bench/calibrate_crosslingual.py: "两个月" was rescued by its rendering against "within two weeks".
+    assert units_in("回购流程应在收到新设备后两个月内完成。") == [("2", "个月")]
+    assert not units_agree("回购流程应在收到新设备后两个月内完成。", BUYBACK)
+    assert units_agree("回购流程应在收到新设备后两周内完成。", BUYBACK)
+    assert units_agree("密码至少要有十五个字符。", PAGE) and not units_agree("密码至少要有十二个字符。", PAGE)
+    # Not quantities: an ordinal, and 一点 ("a little").
+    assert units_in("入职第一天要做什么？") == [] and units_in("请早一点到。") == []
