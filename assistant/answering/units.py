@@ -45,11 +45,11 @@ _WITH_UNIT = re.compile(rf"(\d+(?:[.,]\d+)?)\s*({_UNIT})")
 _CN_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _CN_UNIT = "|".join(sorted((re.escape(u) for u in _AFTER if u != "点"), key=len, reverse=True))
 _CN_WITH_UNIT = re.compile(rf"(?<![第\d零一二两三四五六七八九十几])([零一二两三四五六七八九十]+)({_CN_UNIT})")
-# English number words a source may use for the same numbers.
+# English number words a source may use for the same numbers ("一周内" is "within a week").
 _WORDS = dict(enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split()
-)) | {30: "thirty", 40: "forty", 45: "forty-five", 60: "sixty", 90: "ninety"}
+)) | {1: "(?:one|an?)", 30: "thirty", 40: "forty", 45: "forty-five", 60: "sixty", 90: "ninety"}
 
 
 def chinese_number(numeral: str) -> int | None:

@@ -46,6 +46,8 @@ def test_a_number_in_chinese_numerals_is_checked_against_digits_and_english_word
     assert units_in("回购流程应在收到新设备后两个月内完成。") == [("2", "个月")]
     assert not units_agree("回购流程应在收到新设备后两个月内完成。", BUYBACK)
     assert units_agree("回购流程应在收到新设备后两周内完成。", BUYBACK)
+    assert units_agree("一周内提交报销。", "Submit expenses within a week.")
+    assert not units_agree("一周内提交报销。", "Submit expenses within a month.")
     assert units_agree("密码至少要有十五个字符。", PAGE) and not units_agree("密码至少要有十二个字符。", PAGE)
     # Not quantities: an ordinal, and 一点 ("a little").
     assert units_in("入职第一天要做什么？") == [] and units_in("请早一点到。") == []
