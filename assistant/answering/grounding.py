@@ -459,6 +459,12 @@ def supported_share(verdicts: Sequence[Verdict]) -> float:
     return sum(len(v.sentence.text) for v in claims if v.source is not None) / total
 
 
+def is_enumerator(text: str) -> bool:
+    """True for a sentence that is only a list number ("1.", "2)", "3、"): kept to lay a list out, never
+    an answer on its own (fresh-user trial: "1." alone was judged as a short answer and cited, "1 [1].")."""
+    return bool(_ENUMERATOR.fullmatch(text))
+
+
 def is_fence(text: str) -> bool:
     """True for a line that opens or closes a fenced code block (three backticks)."""
     return text.lstrip().startswith("```")
@@ -522,9 +528,12 @@ def judged_as_claims(verdicts: Sequence[Verdict], grounder: Grounder) -> list[Ve
     """For an answer that states no claim (every sentence too short: "SG-Staff", "不可以。"), its kept
     sentences judged again as claims (`Grounder.judge(as_claim=True)`), so that a short answer is cited
     or, unsupported, declined like any other; None when the answer has a claim or nothing to judge."""
-    if any(v.claim and not v.echo for v in verdicts) or not any(v.kept and content_terms(v.sentence.text) for v in verdicts):
+    def judged(v: Verdict) -> bool:
+        return v.kept and bool(content_terms(v.sentence.text)) and not is_enumerator(v.sentence.text)
+
+    if any(v.claim and not v.echo for v in verdicts) or not any(judged(v) for v in verdicts):
         return None
-    return [grounder.judge(v.sentence, as_claim=True) if v.kept else v for v in verdicts]
+    return [grounder.judge(v.sentence, as_claim=True) if judged(v) else v for v in verdicts]
 
 
 def ground(answer: str, grounder: Grounder, *, lang: str = "en", cut: bool = False) -> Grounded:
@@ -545,7 +554,8 @@ def declines(verdicts: Sequence[Verdict], text: str) -> bool:
     """True when an answer whose sentences got `verdicts` and whose grounded `text` is this must be
     declined: it states facts and less than `MIN_SUPPORTED_SHARE` of them is supported, or nothing is
     left (an empty answer, or only echoes and code fences). An answer cut before its first fact (a
-    few tokens at `max_tokens`) is kept as it is: nothing in it is unsupported."""
+    few tokens at `max_tokens`) is kept as it is: nothing in it is unsupported. Code fences and bare
+    list numbers alone are nothing."""
     if any(v.claim and not v.echo for v in verdicts):
         return supported_share(verdicts) < MIN_SUPPORTED_SHARE
-    return not "".join(line for line in text.splitlines() if not is_fence(line)).strip()
+    return not "".join(line for line in text.splitlines() if not is_fence(line) and not is_enumerator(line.strip())).strip()

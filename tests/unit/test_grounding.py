@@ -308,3 +308,17 @@ def test_a_short_streamed_answer_is_replaced_by_its_cited_form(grounder):
     stream = GroundedStream("What makes a password easy to remember?", grounder, judge_in_thread=False)
     events = _run(stream, generate)
     assert [e["type"] for e in events] == ["token", "replace"] and events[-1]["text"] == stream.text == "A passphrase [1]."
+
+
+def test_a_bare_list_number_is_no_answer(grounder):
+    # Fresh-user trial (third session): the model wrote "1." and stopped; judged as a short answer, the
+    # "1" was found in a source and "1 [1]." was sent, cited, and cached.
+    result = ground("1.", grounder, lang="zh")
+    assert result.declined and result.text == NO_ANSWER["zh"]
+    generate, _ = _scripted("1.")
+    stream = GroundedStream("申请开通新应用程序账号怎么做？", grounder, judge_in_thread=False)
+    events = _run(stream, generate)
+    assert stream.declined and events[-1]["text"] == NO_ANSWER["zh"]
+    # A list number before its item stays part of the list.
+    listed = ground("1. Create a new password for every system.", grounder)
+    assert not listed.declined and "Create a new password for every system" in listed.text
