@@ -528,8 +528,9 @@ def judged_as_claims(verdicts: Sequence[Verdict], grounder: Grounder) -> list[Ve
     """For an answer that states no claim (every sentence too short: "SG-Staff", "不可以。"), its kept
     sentences judged again as claims (`Grounder.judge(as_claim=True)`), so that a short answer is cited
     or, unsupported, declined like any other; None when the answer has a claim or nothing to judge."""
-    def judged(v: Verdict) -> bool:
-        return v.kept and bool(content_terms(v.sentence.text)) and not is_enumerator(v.sentence.text)
+    def judged(v: Verdict) -> bool:  # a fence line ("```sql") or a list number alone is no short answer
+        text = v.sentence.text
+        return v.kept and bool(content_terms(text)) and not is_enumerator(text) and not is_fence(text)
 
     if any(v.claim and not v.echo for v in verdicts) or not any(judged(v) for v in verdicts):
         return None

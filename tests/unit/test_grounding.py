@@ -322,3 +322,18 @@ def test_a_bare_list_number_is_no_answer(grounder):
     # A list number before its item stays part of the list.
     listed = ground("1. Create a new password for every system.", grounder)
     assert not listed.declined and "Create a new password for every system" in listed.text
+
+
+def test_a_code_fence_line_is_no_short_answer(grounder):
+    # Fresh-user trial (third session), reproduced: two lead-ins and an empty code block. Judged as a short
+    # answer, the fence line "```sql …" was found in a source and released the lead-ins: an answer with
+    # no marker and no citation.
+    answer = (
+        "密码复杂度策略相关的系统变量的配置方式如下：\n\n开启密码复杂度策略检查： 设置密码中至少含有 2 个数字，"
+        "至少含有 1 个大写和小写字符，至少含有 1 个特殊字符：\n\n```sql …\n```"
+    )
+    assert ground(answer, grounder, lang="zh").declined
+    generate, _ = _scripted(answer)
+    stream = GroundedStream("我的密码应该至少多长？", grounder, judge_in_thread=False)
+    _run(stream, generate)
+    assert stream.declined and stream.text == NO_ANSWER["zh"]
