@@ -44,6 +44,14 @@ if TYPE_CHECKING:
     from assistant.retrieval.crosslingual import Translation
     from assistant.retrieval.reranker import Reranker
 
+# Position (1-based) that the best chunk in the translation's language takes when a question is searched
+# with its translation and one page in the question's language fills every place up to it
+# (`other_language_at`); 0 turns it off. Measured in docs/benchmarks.md, "Chinese questions in an index
+# of both languages".
+DEFAULT_OTHER_LANGUAGE_AT = 2
+# Extra hits fetched for that choice: the other language's best chunk is usually among the next ten.
+OTHER_LANGUAGE_CANDIDATES = 10
+
 # Weight of a translated term in the keyword query against the question's own terms (1.0 each);
 # each source word's translations share it (`Translation.weights`).
 DEFAULT_TRANSLATION_WEIGHT = 1.5
@@ -170,6 +178,9 @@ class Retriever:
             then the best chunks of the keyword and dense rankings whose documents are not yet among
             them, in turns keyword, dense, keyword (`interleave`); the fused order follows. 0: fused
             order only.
+        other_language_at: when a question is searched with its translation (`search(translation=…)`)
+            and one page in its own language fills the first places, the best chunk in another
+            language takes this position (1-based; `other_language_at`); 0: the fused order only.
     """
 
     def __init__(
@@ -187,6 +198,7 @@ class Retriever:
         translate: "Callable[[str], Translation] | None" = None,
         translation_weight: float = DEFAULT_TRANSLATION_WEIGHT,
         interleave_depth: int = DEFAULT_INTERLEAVE_DEPTH,
+        other_language_at: int = DEFAULT_OTHER_LANGUAGE_AT,
     ):
         self.store = store
         self.embedder = embedder
@@ -200,6 +212,7 @@ class Retriever:
         self.translate = translate
         self.translation_weight = translation_weight
         self.interleave_depth = interleave_depth
+        self.other_language_at = other_language_at
         self._size: tuple[float, int] | None = None  # (monotonic time, chunks in the collection)
 
     def retrieve(self, query: str, *, principal: Principal, top_k: int = 5) -> list[RetrievedChunk]:
@@ -227,7 +240,10 @@ class Retriever:
                 searched with it: the keyword query holds the terms of both, and the dense query is
                 the normalised mean of both embeddings, which ranks pages of either language by what
                 the two say in common (Chinese questions about English pages: recall@1 0.19 -> 0.76 on the
-                judged questions, Chinese pages as before; docs/benchmarks.md). None: the question alone.
+                judged questions, Chinese pages as before; docs/benchmarks.md). When one page in the
+                question's language fills the first places, the best chunk in another language is moved
+                up to `other_language_at`: in an index of both languages, a page in the question's
+                language on the same words otherwise takes them all. None: the question alone.
             evidence: also look up the question's terms that no returned chunk contains, one
                 ACL-filtered sparse query each (about 0.1-0.5 ms per term on Qdrant Edge); skipped
                 for collections under `unknown_terms_min_chunks` chunks.
@@ -243,7 +259,7 @@ class Retriever:
         pending = [submit(text) for text in texts] if submit else None
         if translation:
             query = f"{query} {translation}"
-        plan = self._plan(query, top_k)
+        plan = self._plan(query, top_k, crosslingual=bool(translation))
         request = self._store_request(plan, principal)
         # The keyword ranking needs no embedding, so it is asked while the question is still being
         # embedded; the dense ranking after the fused query (`_ranked_hits`).
@@ -254,6 +270,8 @@ class Retriever:
         chunks = [self._retrieved_chunk(hit, plan, dense) for hit in hits]
         if self.reranker and chunks:
             chunks = self.reranker.rerank(query, chunks)
+        if translation and self.other_language_at:
+            chunks = other_language_at(chunks, self.other_language_at, plan.lang)
         chunks = chunks[:top_k]
         unknown = (
             self._unknown_terms(query, plan.terms, chunks, principal, plan.translation)
@@ -264,9 +282,10 @@ class Retriever:
             chunks=chunks, semantic=plan.semantic, unknown_terms=unknown, query_terms=len(plan.terms), lang=plan.lang
         )
 
-    def _plan(self, query: str, top_k: int) -> "QueryPlan":
+    def _plan(self, query: str, top_k: int, *, crosslingual: bool = False) -> "QueryPlan":
         """How `query` is searched: its language and terms, the mode, the keyword query (with the
-        translation's terms), the number of hits to fetch, whether to interleave."""
+        translation's terms), the number of hits to fetch (more for the reranker, and for
+        `other_language_at` when `crosslingual`), whether to interleave."""
         terms = set(sparse.terms(query))
         mode = self.mode
         languages = getattr(self.embedder, "languages", None)
@@ -286,7 +305,8 @@ class Retriever:
             semantic=semantic,
             languages=languages,
             mode=mode,
-            limit=max(top_k, self.prefetch_k // 2) if self.reranker else top_k,
+            limit=(max(top_k, self.prefetch_k // 2) if self.reranker else top_k)
+            + (OTHER_LANGUAGE_CANDIDATES if crosslingual and self.other_language_at else 0),
             translation=translation,
             keywords=sparse.encode_query(query, extra=extra),
             # Fusion buries a page that only one ranking finds (a paraphrase that shares no words with
@@ -410,6 +430,39 @@ def mean_direction(vectors: Sequence[np.ndarray]) -> np.ndarray:
         return vectors[0]
     mean = np.sum(np.asarray(vectors, dtype=np.float32), axis=0)
     return mean / max(float(np.linalg.norm(mean)), 1e-12)
+
+
+def other_language_at(chunks: list[RetrievedChunk], position: int, lang: str) -> list[RetrievedChunk]:
+    """`chunks` with the best chunk in another language than `lang` (the question's) moved up to
+    `position` (1-based) when the chunks before and at it are all from one document in `lang`;
+    unchanged otherwise.
+
+    A Chinese question searched with its English translation matches Chinese pages on its own words and
+    English pages on the translation's; in an index of both languages, one Chinese page that shares the
+    words (a database's password settings for "我的密码应该至少多长？") took the first six places and the
+    handbook page that answers was not among the five retrieved (fresh-user trial, 3 December 2026). One
+    place near the top for the translation's language lets the CPU prompt, which holds about two sources,
+    hold both; the page's next chunk still joins its first when they are neighbours (`packing`).
+    Narrower conditions measured better on the development set (docs/benchmarks.md): moving a chunk
+    of the other language up whenever the question's language led cost a Chinese page that was second
+    behind another Chinese page, and moving up a Chinese chunk behind an English leader pushed English
+    answering pages down. Scores stay those of the positions.
+
+    Args:
+        chunks: ranked chunks, best first ("" as `lang` of a chunk reads as "en").
+        position: the place to give, at least 2 (the first chunk keeps its place).
+        lang: the question's language, `en` or `zh`.
+    """
+    if position < 2 or len(chunks) <= position:
+        return chunks
+    head = chunks[:position]
+    if any((c.lang or "en") != lang for c in head) or len({c.doc_id for c in head}) > 1:
+        return chunks
+    other = next((c for c in chunks[position:] if (c.lang or "en") != lang), None)
+    if other is None:
+        return chunks
+    moved = chunks[: position - 1] + [other] + [c for c in chunks[position - 1 :] if c is not other]
+    return [replace(chunk, score=chunks[n].score) for n, chunk in enumerate(moved)]
 
 
 def interleave(

@@ -7,6 +7,7 @@ The other answering tests run on SmolLM2-135M (tests/conftest.py); this one load
 from __future__ import annotations
 
 import asyncio
+import copy
 import re
 from pathlib import Path
 
@@ -138,6 +139,21 @@ def test_a_chinese_question_about_an_english_page_is_searched_with_its_translati
     found = asyncio.run(answerer.search(question, principal=ANONYMOUS, top_k=5))
     assert found[0].source.endswith("computer-standards.md"), [c.source for c in found]
 
+
+
+def test_chinese_pages_on_the_same_words_leave_the_second_place_to_an_english_one(mixed_index):
+    # Fresh-user trial (3 December): in an index of both languages, 我的密码应该至少多长？ found five chunks
+    # of a Chinese database page on passwords, and the handbook page that answers reached no place.
+    question = "我的密码应该至少多长？"
+    translation = "How long should my password be at least?"
+    retriever = Assistant.build(mixed_index).answerer.retriever
+    fused_order = copy.copy(retriever)
+    fused_order.other_language_at = 0
+    fused = fused_order.search(question, principal=ANONYMOUS, translation=translation)
+    assert [c.lang for c in fused.chunks[:2]] == ["zh", "zh"], [c.source for c in fused.chunks]
+    chunks = retriever.search(question, principal=ANONYMOUS, translation=translation).chunks
+    assert chunks[1].source.endswith("passwords.md"), [c.source for c in chunks]
+    assert [c.chunk_id for c in chunks[2:]] == [c.chunk_id for c in fused.chunks[1:4]]
 
 
 def test_an_english_source_of_a_chinese_question_gets_the_room_of_any_source(mixed_index):

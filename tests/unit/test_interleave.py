@@ -39,3 +39,34 @@ def test_a_ranking_that_runs_out_passes_its_turns_to_the_other():
 def test_depth_one_is_the_fused_order():
     fused = _hits("a1 b1 c1", 2.0)
     assert _ids(interleave(fused, [_hits("z1", 9.0)], depth=1)) == ["a1", "b1", "c1"]
+
+
+def _chunks(spec: str):
+    # "zh:a en:b": chunks in order, language then document.
+    from assistant.retrieval.retriever import RetrievedChunk
+
+    return [
+        RetrievedChunk(chunk_id=f"{doc}{n}", doc_id=doc, chunk_index=n, text="", source=f"{doc}.md", uri="", title="",
+                       heading="", page=None, lang=lang, score=1.0 - n * 0.1, relevance=0.5)
+        for n, (lang, doc) in enumerate(item.split(":") for item in spec.split())
+    ]
+
+
+def test_the_best_chunk_in_the_translations_language_takes_the_second_place_from_a_crowding_page():
+    from assistant.retrieval.retriever import other_language_at
+
+    chunks = _chunks("zh:a zh:a zh:c en:d zh:e en:f")
+    out = other_language_at(chunks, 2, "zh")
+    assert [c.doc_id for c in out] == ["a", "d", "a", "c", "e", "f"]
+    assert [c.score for c in out] == [c.score for c in chunks]  # scores stay those of the positions
+    # An English chunk already there or ahead, no other language, or the first place asked: unchanged.
+    assert [c.doc_id for c in other_language_at(_chunks("zh:a en:b zh:c"), 2, "zh")] == ["a", "b", "c"]
+    assert [c.doc_id for c in other_language_at(_chunks("zh:a zh:a zh:c"), 2, "zh")] == ["a", "a", "c"]
+    assert [c.doc_id for c in other_language_at(chunks, 1, "zh")] == [c.doc_id for c in chunks]
+    # Two Chinese pages lead: the second may be the answer, and keeps its place.
+    assert [c.doc_id for c in other_language_at(_chunks("zh:a zh:b en:c"), 2, "zh")] == ["a", "b", "c"]
+    # Only the question's own language gives up a place: an English leader keeps the Chinese question's
+    # English second.
+    assert [c.doc_id for c in other_language_at(_chunks("en:a en:a zh:c"), 2, "zh")] == ["a", "a", "c"]
+    # An English question's page makes room for a Chinese one; an unset language reads as English.
+    assert [c.doc_id for c in other_language_at(_chunks("en:a :a en:a zh:d"), 3, "en")] == ["a", "a", "d", "a"]
