@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -36,7 +36,7 @@ from assistant.answering.language_check import MIN_CJK_SHARE_ZH
 from assistant.core.language import cjk_share
 from assistant.answering.polarity import ListPolarity, source_statements
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT
-from assistant.answering.units import units_agree
+from assistant.answering.units import currency_as_in_sources, units_agree
 from assistant.retrieval import RetrievedChunk
 
 # --- thresholds (calibrated with bench/calibrate_grounding.py on the development questions' pages) ----
@@ -331,7 +331,13 @@ class Grounder:
         """The verdict on one sentence (embeds it when an embedder was given and lexical support alone
         does not decide). Sentences of one answer are judged in order: a list item takes the polarity
         of its lead-in ("Do not:"). `as_claim`: judge a short sentence with any content term as a
-        claim (`judged_as_claims`)."""
+        claim (`judged_as_claims`). An amount that a Chinese sentence writes in yuan and its English
+        sources in dollars or euros is first rewritten in their currency (`currency_as_in_sources`);
+        the verdict holds the sentence as rewritten."""
+        english = [t for t, zh in zip(self._unit_texts, self._chinese) if not zh]
+        if english and cjk_share(sentence.text) >= MIN_CJK_SHARE_ZH:
+            text = currency_as_in_sources(sentence.text, english)
+            sentence = replace(sentence, text=text) if text != sentence.text else sentence
         terms = content_terms(sentence.text)
         negated = self._answer_lists.polarity(sentence.text)
         # One shared term is no echo: "1. [" (an answer cut at its third token) shares only the "1" of

@@ -10,6 +10,10 @@ support the sentence. Units are a short closed list; a number with any other cou
 is not checked. A number may be written in Chinese numerals ("两周", "十五天"); the source may then write
 it in digits or in English words ("two weeks"): "回购流程应在收到新设备后两个月内完成。" is not the page's
 "within two weeks".
+
+One slip is corrected rather than judged: the model writes a page's "$50" as "50元" (yuan) in a Chinese
+answer. `currency_as_in_sources` gives such an amount the currency that the English sources write it
+in, so that the reader is not told yuan where the page says dollars and the sentence is kept.
 """
 
 from __future__ import annotations
@@ -98,3 +102,44 @@ def units_agree(sentence: str, source: str) -> bool:
         if not re.search(after, text) and not (before and re.search(before, text)):
             return False
     return True
+
+
+# An amount in yuan as the model writes it: digits then 元 (not 美元, 欧元: a letter between them).
+_YUAN = re.compile(r"(?<![\d.,])(\d+(?:[.,]\d+)?)(\s*)元")
+# The currencies an English source may state an amount in, and their Chinese names.
+_SOURCE_CURRENCIES = {"美元": "美元", "欧元": "欧元"}
+
+
+def currency_as_in_sources(sentence: str, sources: list[str]) -> str:
+    """`sentence` (Chinese) with each amount written in yuan ("50元") given the currency that the English
+    `sources` state that amount in ("$50" -> "50美元"), when they state it in exactly one currency and
+    never in yuan; other amounts unchanged.
+
+    Qwen2.5-Coder-1.5B wrote the allowances of a page that says "internet ($50)" and "mobile phone
+    ($75)" as 50元 and 75元 (bench/bench_crosslingual_answers.py): right amounts in the wrong
+    currency, which the unit check (`units_agree`) then removed, declining a right answer.
+
+    Args:
+        sentence: an answer sentence.
+        sources: the texts of the answer's English sources (title and heading included).
+
+    Returns:
+        The sentence, amounts in yuan that the sources state in dollars or euros rewritten as such.
+    """
+    if "元" not in sentence or not sources:
+        return sentence
+    text = unicodedata.normalize("NFKC", " ".join(sources)).lower()
+
+    def stated_in(amount: str, unit: str) -> bool:
+        value = re.escape(amount)
+        after = rf"(?<![\d.,]){value}\s?(?:{_AFTER[unit]})\b"
+        return bool(re.search(after, text) or re.search(rf"(?:{_BEFORE[unit]})\s?{value}(?![\d])", text))
+
+    def fix(m: re.Match) -> str:
+        amount = unicodedata.normalize("NFKC", m.group(1))
+        if stated_in(amount, "元"):
+            return m.group(0)
+        currencies = [name for name in _SOURCE_CURRENCIES if stated_in(amount, name)]
+        return f"{m.group(1)}{m.group(2)}{currencies[0]}" if len(currencies) == 1 else m.group(0)
+
+    return _YUAN.sub(fix, sentence)

@@ -209,6 +209,23 @@ def test_a_chinese_sentence_with_the_pages_number_needs_less_dictionary_coverage
     assert source_of(grounder, "笔记本电脑闲置30分钟后屏幕要自动锁定。") is None
 
 
+def test_an_amount_written_in_yuan_takes_the_currency_of_the_english_page():
+    # bench_crosslingual_answers: the model wrote the page's "internet ($50)" and "mobile phone ($75)" as
+    # 50元 and 75元, and the unit check removed the sentence: a right answer declined, or, kept, the
+    # reader told yuan. The amount now takes the page's currency, and the sentence is judged as such.
+    from assistant.answering.grounding import ground
+
+    invoices = "benefits-pay-perks/pay-expenses/invoices.md"
+    text = (HANDBOOK / invoices).read_text(encoding="utf-8")
+    start = text.index("entitled to entire monthly benefit")
+    grounder = e5_grounder([chunk_of(HANDBOOK, invoices, text[max(0, start - 600) : start + 400], 0)])
+    grounded = ground("公司每月的网络补贴为50元，手机补贴为75元。", grounder, lang="zh")
+    assert not grounded.declined and "50美元" in grounded.text and "75美元" in grounded.text, grounded.text
+    assert grounded.cited == [1]
+    # An amount the page does not state stays in yuan, and is removed as before.
+    assert ground("公司每月的网络补贴为60元。", grounder, lang="zh").declined
+
+
 SQL_FAQ = "faq/sql-faq.md"
 
 

@@ -3,7 +3,7 @@ numbers were kept by cross-lingual grounding (bench/calibrate_crosslingual.py)."
 
 import pytest
 
-from assistant.answering.units import units_agree, units_in
+from assistant.answering.units import currency_as_in_sources, units_agree, units_in
 
 PAGE = (
     "Change your laptop screen lock time from 5 Minutes (Sourcegraph standards) to 1 or 2 minutes. "
@@ -51,3 +51,16 @@ def test_a_number_in_chinese_numerals_is_checked_against_digits_and_english_word
     assert units_agree("密码至少要有十五个字符。", PAGE) and not units_agree("密码至少要有十二个字符。", PAGE)
     # Not quantities: an ordinal, and 一点 ("a little").
     assert units_in("入职第一天要做什么？") == [] and units_in("请早一点到。") == []
+
+
+def test_an_amount_in_yuan_takes_the_currency_that_the_english_sources_state_it_in():
+    allowances = "entitled to the monthly benefit for mobile phone ($75), internet ($50), wellness ($100)"
+    assert currency_as_in_sources("网络补贴为50元，手机补贴为 75 元。", [allowances]) == "网络补贴为50美元，手机补贴为 75 美元。"
+    assert currency_as_in_sources("停车费每天7元。", [PAGE]) == "停车费每天7欧元。"  # "7 EUR per day"
+    # An amount the sources do not state, or state in yuan too, or in two currencies: unchanged.
+    assert currency_as_in_sources("网络补贴为60元。", [allowances]) == "网络补贴为60元。"
+    assert currency_as_in_sources("补贴为50元。", [allowances, "or 50 RMB in China"]) == "补贴为50元。"
+    assert currency_as_in_sources("补贴为50元。", [allowances, "EUR 50 in Europe"]) == "补贴为50元。"
+    # Already in dollars, or no English source: unchanged.
+    assert currency_as_in_sources("网络补贴为50美元。", [allowances]) == "网络补贴为50美元。"
+    assert currency_as_in_sources("网络补贴为50元。", []) == "网络补贴为50元。"
