@@ -7,12 +7,17 @@ reports no usage when streaming: the counts checked here are the backend's own."
 
 from __future__ import annotations
 
+import dataclasses
+
 import httpx
 import openai
 import pytest
 
 from assistant.answering.citations import cited_numbers
-from tests.api.live_server import new_key, serving  # noqa: F401
+from assistant.answering.prompt import NO_ANSWER
+from assistant.api.routes.openai_compat import WITHDRAWN
+from tests.api.live_server import LiveServer, new_key, serving  # noqa: F401
+from tests.standin_openai import ScriptedOpenAIServer
 
 MODEL = "assistant-rag"
 QUESTION = "How long should my password be?"
@@ -184,3 +189,30 @@ def test_v1_needs_an_api_key(serving):
     assert r.status_code == 401
     assert set(r.json()["error"]) == {"message", "type", "code"}
     assert r.json()["error"]["type"] == "authentication_error"
+
+
+def test_a_streamed_answer_declined_after_its_first_sentence_says_so_to_a_standard_client(serving):
+    # The first sentence is supported and streamed; the rest is invented, so the answer is declined at
+    # its end. The official client appends every delta and ignores the `replace` field: the withdrawal
+    # must be in the content itself (fresh-user trial: "可以。" stayed on screen).
+    _server, res, *_ = serving
+    _, headers = new_key(res, "secops")
+    script = (
+        "Create a new password for every system [1]. "
+        "The finance team reviews every password each quarter and rejects passwords shorter than twenty letters. "
+        "Employees who forget their passwords three times must attend a security training in the Berlin office."
+    )
+    with ScriptedOpenAIServer(script, usage=None) as model:
+        settings = res.settings.model_copy(update={"openai_base_url": model.base_url, "answer_cache_entries": 0})
+        app = LiveServer(settings, dataclasses.replace(res, settings=settings, _llm=None)).start()
+        try:
+            chunks = list(client_for(app, headers).chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "How do I choose passwords?"}], stream=True,
+            ))
+        finally:
+            app.stop()
+    content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert content.startswith("Create a new password for every system"), content
+    assert content.endswith(f"\n\n{WITHDRAWN['en']} {NO_ANSWER['en']}"), content
+    last = next(c for c in chunks if c.choices and c.choices[0].finish_reason)
+    assert last.model_extra["replace"] == NO_ANSWER["en"] and last.model_extra["abstained"] is True

@@ -7,7 +7,9 @@ and a client cannot talk the model out of citing. Citations come in the non-stan
 field: of the completion, or of the last streamed chunk (the one with `finish_reason`). When an answer
 is declined after part of it was streamed (too little of it was supported by the sources), that last
 chunk also carries a non-standard `replace` field: the whole answer to show instead of the content
-streamed before it. Errors use
+streamed before it; for clients that ignore it (a standard OpenAI client appends every delta), a last
+content delta before that chunk says that the sentences above are withdrawn and gives the answer
+(`WITHDRAWN`). Errors use
 OpenAI's shape `{"error": {"message", "type", "code"}}` (see `assistant.api.errors`).
 
 `finish_reason` is "length" when the answer was cut at `max_tokens` (the request's, capped at the
@@ -46,11 +48,19 @@ from assistant.api.errors import openai_error_body
 from assistant.api.routes.chat import request_audit
 from assistant.api.sse import SSE_HEADERS, paced_stream
 from assistant.answering.request import GenerationParams
+from assistant.core.language import question_language
 from assistant.core.questions import check_query
 from assistant.core.errors import AssistantError, AuthenticationError, InvalidRequestError, NotFoundError
 
 RAG_MODEL = "assistant-rag"
 log = logging.getLogger(__name__)
+
+# The content delta that follows sentences streamed before a decline, in the question's language, for
+# clients that do not honour `replace` (the answer to show then follows it).
+WITHDRAWN = {
+    "en": "(Withdrawn: the documents do not support the sentences above.)",
+    "zh": "（以上内容已撤回：文档不支持这些说法。）",
+}
 
 
 def require_api_key(request: Request, _principal: PrincipalDep) -> None:
@@ -277,6 +287,9 @@ async def chat_completions(
                     citations = event["citations"]
                 elif event["type"] == "done":
                     request.state.usage_tokens = event["usage"]["total_tokens"]  # charged after the stream
+                    if replaced and event["abstained"]:
+                        note = WITHDRAWN.get(question_language(question), WITHDRAWN["en"])
+                        yield _chunk(base, {"content": f"\n\n{note} {replaced['replace']}"})
                     yield _chunk(
                         base, {}, event["finish_reason"], citations=citations, abstained=event["abstained"], **replaced
                     )
