@@ -100,6 +100,12 @@ MIN_ECHO_OVERLAP = 0.6
 _MARKER = re.compile(r"\s*\[(\d+(?:\s*[,，]\s*\d+)*)\]")
 _SPACED_MARKER = re.compile(r"([ \t]*)\[(\d+(?:\s*[,，]\s*\d+)*)\]")
 _ANY_MARKER = re.compile(r"\[(\d+(?:\s*[,，]\s*\d+)*)\]")
+# A source cited by its file name in brackets ("[Yubikey-faq.md]", "[source: passwords.md]"): the model's
+# own form of a citation, which names no numbered source and is never checked.
+_FILE_CITATION = re.compile(
+    r"[ \t]*\[[^\[\]\n]{0,200}\.(?:md|mdx|markdown|txt|rst|html?|pdf|docx?|xlsx?|pptx?|csv|eml|msg|json|ya?ml)\]",
+    re.IGNORECASE,
+)
 _WORD = re.compile(r"[a-z0-9][a-z0-9_\-.]*[a-z0-9]|[a-z0-9]", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
@@ -215,13 +221,14 @@ def split_sentences(answer: str) -> list[Sentence]:
 
 def drop_unknown_markers(answer: str, n_sources: int) -> str:
     """`answer` without the marker numbers that name no source (1..`n_sources`); a marker left empty
-    is removed with the space before it."""
+    is removed with the space before it, and so is a file name in brackets ("[Yubikey-faq.md]", seen
+    after a cited sentence on bench/bench_crosslingual_answers.py)."""
 
     def keep(m: re.Match) -> str:
         numbers = [n for n in re.findall(r"\d+", m.group(2)) if 1 <= int(n) <= n_sources]
         return f"{m.group(1)}[{', '.join(numbers)}]" if numbers else ""
 
-    return _SPACED_MARKER.sub(keep, answer)
+    return _SPACED_MARKER.sub(keep, _FILE_CITATION.sub("", answer))
 
 
 @dataclass

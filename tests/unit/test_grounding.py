@@ -54,6 +54,14 @@ def test_a_marker_that_names_no_source_is_dropped():
     assert drop_unknown_markers("Passwords [7] need 15 characters [1, 9].", 5) == "Passwords need 15 characters [1]."
 
 
+def test_a_file_name_in_brackets_is_no_citation_and_is_dropped(grounder):
+    assert drop_unknown_markers("它们使用 FIDO U2F [1]。[Yubikey-faq.md]", 2) == "它们使用 FIDO U2F [1]。"
+    assert drop_unknown_markers("Use 15 characters [source: handbook/passwords.md].", 2) == "Use 15 characters."
+    assert drop_unknown_markers("Run `ls [a-z].txt`? See [1] and [the FAQ].", 2) == "Run `ls [a-z].txt`? See [1] and [the FAQ]."
+    grounded = ground("Passwords need at least 15 characters [1]. [passwords.md]", grounder)
+    assert "passwords.md" not in grounded.text and "[1]" in grounded.text, grounded.text
+
+
 def test_supported_sentences_get_their_source_marker_and_unsupported_ones_are_removed(grounder):
     answer = (
         "Create a password that is ideally 15 characters or longer [7]. "
