@@ -7,7 +7,9 @@ reports no usage when streaming: the counts checked here are the backend's own."
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from typing import Iterator
 
 import httpx
 import openai
@@ -16,6 +18,7 @@ import pytest
 from assistant.answering.citations import cited_numbers
 from assistant.answering.prompt import NO_ANSWER
 from assistant.api.routes.openai_compat import WITHDRAWN
+from tests.api.conftest import parse_sse
 from tests.api.live_server import LiveServer, new_key, serving  # noqa: F401
 from tests.standin_openai import ScriptedOpenAIServer
 
@@ -191,28 +194,49 @@ def test_v1_needs_an_api_key(serving):
     assert r.json()["error"]["type"] == "authentication_error"
 
 
-def test_a_streamed_answer_declined_after_its_first_sentence_says_so_to_a_standard_client(serving):
-    # The first sentence is supported and streamed; the rest is invented, so the answer is declined at
-    # its end. The official client appends every delta and ignores the `replace` field: the withdrawal
-    # must be in the content itself (fresh-user trial: "可以。" stayed on screen).
-    _server, res, *_ = serving
-    _, headers = new_key(res, "secops")
-    script = (
-        "Create a new password for every system [1]. "
-        "The finance team reviews every password each quarter and rejects passwords shorter than twenty letters. "
-        "Employees who forget their passwords three times must attend a security training in the Berlin office."
-    )
+# The first sentence is supported (passwords.md, read by `secops`); the rest is invented.
+HALF_INVENTED = (
+    "Create a new password for every system [1]. "
+    "The finance team reviews every password each quarter and rejects passwords shorter than twenty letters. "
+    "Employees who forget their passwords three times must attend a security training in the Berlin office."
+)
+
+
+@contextlib.contextmanager
+def scripted_app(res, script: str) -> Iterator[LiveServer]:
+    """The app over `res`'s index whose model writes `script` (answer cache off)."""
     with ScriptedOpenAIServer(script, usage=None) as model:
         settings = res.settings.model_copy(update={"openai_base_url": model.base_url, "answer_cache_entries": 0})
         app = LiveServer(settings, dataclasses.replace(res, settings=settings, _llm=None)).start()
         try:
-            chunks = list(client_for(app, headers).chat.completions.create(
-                model=MODEL, messages=[{"role": "user", "content": "How do I choose passwords?"}], stream=True,
-            ))
+            yield app
         finally:
             app.stop()
+
+
+def test_a_streamed_answer_declined_after_its_first_sentence_says_so_to_a_standard_client(serving):
+    # The answer is declined at its end. The official client appends every delta and ignores the
+    # `replace` field: the withdrawal must be in the content itself (fresh-user trial: "可以。" stayed).
+    _server, res, *_ = serving
+    _, headers = new_key(res, "secops")
+    with scripted_app(res, HALF_INVENTED) as app:
+        chunks = list(client_for(app, headers).chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "How do I choose passwords?"}], stream=True,
+        ))
     content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert content.startswith("Create a new password for every system"), content
     assert content.endswith(f"\n\n{WITHDRAWN['en']} {NO_ANSWER['en']}"), content
     last = next(c for c in chunks if c.choices and c.choices[0].finish_reason)
     assert last.model_extra["replace"] == NO_ANSWER["en"] and last.model_extra["abstained"] is True
+
+
+def test_sentences_that_grounding_removed_never_reach_the_chat_client(serving):
+    # Fresh-user trial: `done.grounding.unsupported` carried the model's invented sentences to /api/chat.
+    _server, res, *_ = serving
+    _, headers = new_key(res, "secops")
+    with scripted_app(res, HALF_INVENTED) as app:
+        r = httpx.post(f"{app.url}/api/chat", json={"question": "How do I choose passwords?"}, headers=headers, timeout=300)
+    assert r.status_code == 200 and "Create a new password" in r.text
+    assert "finance team" not in r.text and "Berlin" not in r.text, r.text
+    done = next(data for name, data in parse_sse(r.text) if name == "done")
+    assert done["grounding"]["removed"] == 2 and "unsupported" not in done["grounding"], done

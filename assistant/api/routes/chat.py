@@ -75,6 +75,18 @@ def request_audit(assistant: Assistant, request: Request, **details) -> ChatAudi
     )
 
 
+def without_removed_sentences(done: dict) -> dict:
+    """The `done` event as a reader's client gets it: grounding's figures (`supported_share`,
+    `sentences`, and `removed`, how many sentences it removed) without the removed sentences themselves,
+    which are the model's unsupported text (fresh-user trial: an invented canteen timetable reached the
+    client in `done.grounding.unsupported`). The helpdesk keeps them for its agents (`helpdesk.tickets`)."""
+    grounding = done.get("grounding")
+    if not grounding:
+        return done
+    public = {k: v for k, v in grounding.items() if k != "unsupported"}
+    return {**done, "grounding": {**public, "removed": len(grounding.get("unsupported", []))}}
+
+
 @router.post("/chat")
 async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalDep, request: Request) -> StreamingResponse:
     """Answer `question` from the documents the caller may read, as server-sent events; audited.
@@ -119,7 +131,9 @@ async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalD
                 kind = event.pop("type")
                 if kind == "citations":
                     citations = event["citations"]
-                elif kind == "done" and conversation_id is not None:
+                elif kind == "done":
+                    event = without_removed_sentences(event)
+                if kind == "done" and conversation_id is not None:
                     stored = await run_in_threadpool(
                         add_answer, db, conversation_id, user_id=principal.user_id, answer=event["answer"],
                         citations=citations, abstained=event["abstained"],
