@@ -376,7 +376,7 @@ class Answerer:
                 await ticket.acquire()
             # --- grounding hook (assistant/answering/grounded_stream.py): sentences checked against the
             # sources before they are sent; a `replace` event when the answer is declined afterwards.
-            grounded = GroundedStream(question, grounder_for(self.retriever, sources))
+            grounded = GroundedStream(question, grounder_for(self.retriever, sources, question))
             attempts: list[StreamResult] = []
 
             def generate(prompt: list[ChatMessage]) -> AsyncIterator[str]:

@@ -206,7 +206,7 @@ class GroundedStream:
         return text
 
 
-def grounder_for(retriever, sources) -> Grounder:
+def grounder_for(retriever, sources, question: str = "") -> Grounder:
     """A `Grounder` for `sources` that uses `retriever`'s embedding model when it has one and its query
     translation (`translate`, None when `ASSISTANT_QUERY_TRANSLATION` is off).
 
@@ -214,7 +214,8 @@ def grounder_for(retriever, sources) -> Grounder:
     embeds the answer's sentences and the sources here. Without an embedding model (a retriever without
     `embedder`, or one that cannot embed passages) grounding is lexical alone: then a paraphrase under
     `MIN_LEXICAL` and every sentence in the other language than its source are unsupported, so that,
-    for instance, every Chinese answer about English pages is declined."""
+    for instance, every Chinese answer about English pages is declined. `question`: the reader's
+    (`Grounder`'s polarity check of a yes or no that restates it)."""
     embedder = getattr(retriever, "embedder", None)
     if not hasattr(embedder, "embed_passages"):
         embedder = getattr(embedder, "embedder", embedder)  # the model behind a `QueryBatcher`
@@ -222,7 +223,7 @@ def grounder_for(retriever, sources) -> Grounder:
     passages = getattr(embedder, "embed_passages", None)
     return Grounder(
         sources, embed_queries=queries, embed_passages=passages, embedder_name=str(getattr(embedder, "name", "")),
-        translate=getattr(retriever, "translate", None),
+        translate=getattr(retriever, "translate", None), question=question,
     )
 
 

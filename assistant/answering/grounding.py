@@ -102,6 +102,7 @@ _SPACED_MARKER = re.compile(r"([ \t]*)\[(\d+(?:\s*[,，]\s*\d+)*)\]")
 _ANY_MARKER = re.compile(r"\[(\d+(?:\s*[,，]\s*\d+)*)\]")
 # A source cited by its file name in brackets ("[Yubikey-faq.md]", "[source: passwords.md]"): the model's
 # own form of a citation, which names no numbered source and is never checked.
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_+-]*")
 _FILE_CITATION = re.compile(
     r"[ \t]*\[[^\[\]\n]{0,200}\.(?:md|mdx|markdown|txt|rst|html?|pdf|docx?|xlsx?|pptx?|csv|eml|msg|json|ya?ml)\]",
     re.IGNORECASE,
@@ -264,6 +265,9 @@ class Grounder:
             `crosslingual.translate`): a Chinese sentence about an English source (or the reverse) is
             then scored by the share of its words found in the source in either language
             (`Translation.coverage`); None = such a sentence can only be supported by an embedding.
+        question: the reader's question; an answer sentence that only restates it ("Yes, you should use
+            public WiFi when travelling" for "Should I use public WiFi when travelling?") must agree
+            in polarity with the source statement closest to it (`opposes_the_source`). "": not checked.
     """
 
     def __init__(
@@ -274,8 +278,10 @@ class Grounder:
         embed_passages: Callable[[Sequence[str]], np.ndarray] | None = None,
         embedder_name: str = "",
         translate: Callable[[str], object] | None = None,
+        question: str = "",
     ):
         self.sources = list(sources)
+        self._question_terms = content_terms(question) if question else set()
         self.translate = translate
         self._texts = [support_text(c) for c in self.sources]
         self._chinese = [cjk_share(t[:2000]) >= MIN_CJK_SHARE_ZH for t in self._texts]
@@ -288,10 +294,9 @@ class Grounder:
         self._shown_vectors: dict[int, np.ndarray] = {}
         family = "e5" if "e5" in embedder_name.lower() else "default"
         self.min_cosine, self.min_cosine_across = MIN_COSINE[family], MIN_COSINE_ACROSS[family]
-        self._statements = [
-            [(content_terms(text), negated) for text, negated in source_statements(t, split_sentences)]
-            for t in self._texts
-        ]
+        statements = [source_statements(t, split_sentences) for t in self._texts]
+        self._statements = [[(content_terms(text), negated) for text, negated in page] for page in statements]
+        self._statement_texts = [[text for text, _ in page] for page in statements]
         self._answer_lists = ListPolarity()
         self._echo_terms = [t for t in (content_terms(s) for s in re.split(r"(?<=[.:])\s+|\n", SYSTEM_PROMPT)) if t]
 
@@ -334,6 +339,51 @@ class Grounder:
                     best, polarity = score, source_negated
         return best[0] >= MIN_RESTATEMENT and polarity != negated
 
+    def restates_the_question(self, terms: set[str]) -> bool:
+        """True when an answer sentence's content `terms` are the question's, but for at most one: a
+        yes or no in the question's words, whose only information is its polarity."""
+        return bool(self._question_terms) and len(terms & self._question_terms) >= 2 and len(terms - self._question_terms) <= 1
+
+    def opposes_the_source(self, n: int, text: str, terms: set[str], negated: bool, translation=None) -> bool:
+        """True when the statements of source `n` (1-based) that share the most of an answer sentence's
+        (`text`) content `terms` (at least 2, weighed by rarity), or, across languages, the most of its
+        words through its dictionary `translation` and of its Latin-script names (at least 2), all have
+        the other polarity than `negated`.
+
+        For a sentence that restates the question (`restates_the_question`), where the restatement
+        test of `restates_with_opposite_polarity` is too strict: the answer adds the question's words
+        ("when travelling with your work laptop") that the source statement does not repeat. Fresh-user
+        trial: "Yes, you should use public WiFi when travelling with your work laptop [1]." against
+        "Avoid public WiFi networks, and use a VPN if you must connect to one."; "需要把密码发给IT验证[2]。"
+        against "IT will never ask you for your password."
+        """
+        statements = self._statements[n - 1]
+        if translation is not None:
+            # The sentence's words found through the dictionary, and its Latin-script names ("IT") as
+            # written, in each statement; at least two of them.
+            groups = sum(1 for g in translation.groups if g.source or g.translations)
+            names = {w.lower() for w in _LATIN_WORD.findall(text)}
+            scores = [
+                round(translation.coverage(statement) * groups) + len(names & {w.lower() for w in _LATIN_WORD.findall(statement)})
+                for statement in self._statement_texts[n - 1]
+            ]
+            near = [score >= 2 for score in scores]
+        else:
+            # Shared terms weighed by their rarity among the page's statements: "wifi" says more about
+            # which statement is meant than "use" or "laptop" ("use a privacy screen filter on your laptop
+            # screen in public" shares as many terms as the WiFi rule).
+            frequency: dict[str, int] = {}
+            for source_terms, _ in statements:
+                for term in source_terms & terms:
+                    frequency[term] = frequency.get(term, 0) + 1
+            scores = [sum(1 / frequency[t] for t in terms & source_terms) for source_terms, _ in statements]
+            near = [len(terms & source_terms) >= 2 for source_terms, _ in statements]
+        candidates = [score for score, ok in zip(scores, near) if ok]
+        if not candidates:
+            return False
+        best = max(candidates)
+        return all(statements[i][1] != negated for i, score in enumerate(scores) if near[i] and score == best)
+
     def judge(self, sentence: Sentence, *, as_claim: bool = False) -> Verdict:
         """The verdict on one sentence (embeds it when an embedder was given and lexical support alone
         does not decide). Sentences of one answer are judged in order: a list item takes the polarity
@@ -367,6 +417,7 @@ class Grounder:
         chinese = cjk_share(sentence.text) >= MIN_CJK_SHARE_ZH
         across = [zh != chinese for zh in self._chinese]
         coverage = [0.0] * len(self.sources)  # of the sentence's words, through the translation
+        translation = None
         if self.translate is not None and any(across):
             translation = self.translate(sentence.text)
             if translation:
@@ -414,6 +465,11 @@ class Grounder:
         supporting = [i for i in range(len(self.sources)) if claim and supports(i)]
         # Same words, opposite meaning ("Use a password that is the same …" under the page's "Do not:").
         opposite = [i for i in supporting if not across[i] and self.restates_with_opposite_polarity(i + 1, terms, negated)]
+        if self.restates_the_question(terms):  # a yes or no in the question's words: its polarity is its claim
+            opposite += [
+                i for i in supporting if i not in opposite
+                and self.opposes_the_source(i + 1, sentence.text, terms, negated, translation if across[i] else None)
+            ]
         supporting = [i for i in supporting if i not in opposite]
         own = [n - 1 for n in sentence.markers if 1 <= n <= len(self.sources) and (n - 1) in supporting]
         best = own[0] if own else (max(supporting, key=strength) if supporting else None)
@@ -488,8 +544,10 @@ class Renderer:
     it would break the command: the block's lines are still checked, and removed when unsupported),
     separated by the separators of the sentences dropped before it (see `join_sep`).
 
-    A lead-in (`is_lead_in`) is held back, with the unsupported sentences kept after it (fences, short
-    list labels), until a supported sentence follows; an answer that ends before one never shows it."""
+    A lead-in (`is_lead_in`) or a bare list number (`is_enumerator`: "1." streamed, then the answer
+    withdrawn, in the fresh-user trial) is held back, with the unsupported sentences kept after it
+    (fences, short list labels), until a supported sentence follows; an answer that ends before one
+    never shows it."""
 
     def __init__(self) -> None:
         self.parts: list[str] = []
@@ -499,7 +557,8 @@ class Renderer:
 
     def add(self, verdict: Verdict) -> str:
         """The text to append for `verdict` ("" when the sentence is dropped or held back)."""
-        if self._held or (verdict.kept and is_lead_in(verdict.sentence.text)):
+        text = verdict.sentence.text
+        if self._held or (verdict.kept and (is_lead_in(text) or is_enumerator(text.strip()))):
             self._held.append(verdict)
             if not (verdict.kept and verdict.source is not None):
                 return ""

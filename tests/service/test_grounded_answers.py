@@ -141,8 +141,9 @@ def test_the_embedded_model_answers_a_chinese_question_in_chinese_with_valid_cit
     assert_no_server_path(answer, settings)
 
 
-def e5_grounder(sources):
-    """The product's grounder for `sources`, with the default embedder (e5 int8) and query translation."""
+def e5_grounder(sources, question: str = ""):
+    """The product's grounder for `sources` (answering `question`), with the default embedder (e5 int8)
+    and query translation."""
     from assistant.answering.grounded_stream import grounder_for
     from assistant.core.embedder import BUILTIN_E5
     from assistant.retrieval.crosslingual import translate
@@ -152,7 +153,7 @@ def e5_grounder(sources):
         embedder = shared_embedder(BUILTIN_E5)
 
     Retriever.translate = staticmethod(translate)
-    return grounder_for(Retriever(), sources)
+    return grounder_for(Retriever(), sources, question)
 
 
 def chunk_of(root, path: str, text: str, n: int, full_text: str | None = None) -> RetrievedChunk:
@@ -207,6 +208,29 @@ def test_a_chinese_sentence_with_the_pages_number_needs_less_dictionary_coverage
     grounder = e5_grounder(sources)
     assert source_of(grounder, "笔记本电脑闲置10分钟后屏幕要自动锁定。") == 1
     assert source_of(grounder, "笔记本电脑闲置30分钟后屏幕要自动锁定。") is None
+
+
+def test_a_yes_or_no_in_the_questions_words_must_agree_with_the_page():
+    """Fresh-user trial: two answers restated the question with the opposite of the page, cited. Such a
+    sentence's only information is its polarity; the page's statement closest to it must agree."""
+    from assistant.answering.grounding import ground
+
+    traveling = "departments/tech-ops/process/internal-security/traveling.md"
+    page = chunk_of(HANDBOOK, traveling, (HANDBOOK / traveling).read_text(encoding="utf-8"), 0)
+    question = "Should I use public WiFi when travelling with my work laptop?"
+    wrong = ground("Yes, you should use public WiFi when travelling with your work laptop [1].", e5_grounder([page], question))
+    assert wrong.declined and wrong.verdicts[0].contradicts, wrong.text  # the page: "Avoid public WiFi networks"
+    right = ground("No, you should not use public WiFi when travelling with your work laptop [1].", e5_grounder([page], question))
+    assert not right.declined and right.cited == [1], right.text
+    # Across languages, through the dictionary: a planted page says "IT will never ask you for your password."
+    it_page = chunk_of(HANDBOOK, "it/accounts.md", (
+        "# Account help\n\nIf you cannot sign in, reset your password with Okta's self-service reset link.\n"
+        "IT will never ask you for your password.\n"), 0)
+    question = "我的账户登录不了，需要把密码发给IT验证吗？"
+    wrong = ground("需要把密码发给IT验证[1]。", e5_grounder([it_page], question), lang="zh")
+    assert wrong.declined, wrong.text
+    right = ground("不需要，IT 不会要求你提供密码[1]。", e5_grounder([it_page], question), lang="zh")
+    assert right.declined or right.cited == [1], right.text  # kept when supported; never the opposite
 
 
 def test_an_amount_written_in_yuan_takes_the_currency_of_the_english_page():

@@ -327,6 +327,14 @@ def test_a_bare_list_number_is_no_answer(grounder):
     stream = GroundedStream("申请开通新应用程序账号怎么做？", grounder, judge_in_thread=False)
     events = _run(stream, generate)
     assert stream.declined and events[-1]["text"] == NO_ANSWER["zh"]
+    # Streamed before an invented sentence, a bare "1." is never sent (fourth session's trial: "1." went out,
+    # then the answer was withdrawn); before a supported one it is sent with it.
+    generate, _ = _scripted("1.\nThe finance team reviews every password each quarter and rejects passwords shorter than twenty letters.")
+    events = _run(GroundedStream("How do I choose passwords?", grounder, judge_in_thread=False), generate)
+    assert [e["type"] for e in events] == ["token"] and events[0]["text"] == NO_ANSWER["en"], events
+    generate, _ = _scripted("1.\nCreate a new password for every system.")
+    events = _run(GroundedStream("How do I choose passwords?", grounder, judge_in_thread=False), generate)
+    assert "".join(e["text"] for e in events if e["type"] == "token").startswith("1.\nCreate a new password"), events
     # A list number before its item stays part of the list.
     listed = ground("1. Create a new password for every system.", grounder)
     assert not listed.declined and "Create a new password for every system" in listed.text
