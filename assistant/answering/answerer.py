@@ -302,6 +302,13 @@ class Answerer:
             translate_timeout_s=self.translate_timeout_s,
         )
 
+    def forget_answer(self, question: str, *, principal: Principal) -> None:
+        """Drop the cached answer to `question` in `principal`'s ACL scope (from the adapter that answers
+        them now), so that it is generated again: called when a reader rates an answer down (fresh-user
+        trial: a wrong answer, rated down, kept being served from the cache in 0.05 s). No-op without a cache."""
+        if self.cache is not None:
+            self.cache.forget(question, principal=principal, adapter=self.serving_adapter(principal))
+
     def serving_adapter(self, principal: Principal) -> str | None:
         """The name of the LoRA adapter that answers `principal` now (`AdapterRouter.choose`; None: the
         base model, or a model without adapter routing). The answer cache keys its entries by it, so

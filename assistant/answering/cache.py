@@ -183,6 +183,11 @@ class AnswerCache:
         self.hits += 1
         return entry
 
+    def forget(self, question: str, *, principal: Principal, adapter: str | None = None) -> None:
+        """Delete the cached answer to `question` for `principal`'s scope written by `adapter` (None: the
+        base model), if any: a reader rated it down, so the next asker of that scope gets a new one."""
+        self.store.delete(self.key(question, principal, adapter))
+
     def put(
         self, question: str, *, principal: Principal, answer: str, citations: list[dict], doc_ids: Iterable[str],
         finish_reason: str = "stop", adapter: str | None = None,

@@ -8,6 +8,7 @@ indexed page, so that grounding keeps it and cites it), which also records what 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 
 import pytest
@@ -202,3 +203,31 @@ def test_feedback_is_stored_with_question_answer_chunks_and_principal_for_admins
     delta = {k: after[k] - before[k] for k in ("questions", "answered", "not_found", "thumbs_up", "thumbs_down")}
     assert delta == {"questions": 2, "answered": 1, "not_found": 1, "thumbs_up": 1, "thumbs_down": 1}
     assert 0 < after["positive_ratio"] < 1
+
+
+def test_an_answer_rated_down_leaves_the_answer_cache(app_env):
+    # Fresh-user trial: a wrong answer, rated down, was served again from the cache in 0.05 s.
+    app, llm, res, _ = app_env
+    settings = res.settings.model_copy(update={"answer_cache_entries": 64})
+    cached_app = create_app(settings, resources=dataclasses.replace(res, settings=settings, _llm=None))
+    with TestClient(cached_app):  # runs the lifespan
+        def signed_in_here() -> TestClient:
+            name = f"reader-{uuid.uuid4().hex[:8]}"
+            create_user(res.db, name, password=PASSWORD)
+            client = TestClient(cached_app)
+            me = client.post("/api/auth/login", json={"username": name, "password": PASSWORD})
+            client.headers["X-CSRF-Token"] = me.json()["csrf_token"]
+            return client
+
+        alice = signed_in_here()
+        question = "How long should a password be?"
+
+        def asked(client):
+            conversation = client.post("/api/conversations", json={}).json()["id"]
+            return next(d for n, d in ask(client, question, conversation_id=conversation) if n == "done")
+
+        first = asked(alice)
+        assert not first["cached"] and asked(alice)["cached"]  # asked again: served from the cache
+        assert alice.put(f"/api/messages/{first['message_id']}/feedback", json={"rating": -1}).status_code == 200
+        assert not asked(alice)["cached"]  # generated again after the rating down
+        assert asked(alice)["cached"]  # and the new answer is cached in its turn

@@ -8,7 +8,7 @@ from dataclasses import replace
 from fastapi import APIRouter, Query, Response
 from starlette.concurrency import run_in_threadpool
 
-from assistant.api.deps import DatabaseDep, PrincipalDep
+from assistant.api.deps import AssistantDep, DatabaseDep, PrincipalDep
 from assistant.api.schemas import ConversationCreate, ConversationUpdate, FeedbackCreate
 from assistant.core.auth.access import readable_sources
 from assistant.core.db.conversations import (
@@ -103,14 +103,21 @@ async def messages(conversation_id: str, principal: PrincipalDep, db: DatabaseDe
 
 
 @router.put("/messages/{message_id}/feedback", response_model=FeedbackPublic)
-async def rate(message_id: int, body: FeedbackCreate, principal: PrincipalDep, db: DatabaseDep) -> FeedbackPublic:
-    """Rate an answer of one of the caller's conversations (again: replaces the earlier rating).
+async def rate(
+    message_id: int, body: FeedbackCreate, principal: PrincipalDep, db: DatabaseDep, assistant: AssistantDep
+) -> FeedbackPublic:
+    """Rate an answer of one of the caller's conversations (again: replaces the earlier rating). An
+    answer rated down leaves the answer cache: the next reader of the same scope who asks the same
+    question gets a new answer instead of it.
 
     Raises:
         InvalidRequestError: `rating` is not 1 or -1.
         NotFoundError: no such answer, or not the caller's.
     """
-    return await run_in_threadpool(
+    rated = await run_in_threadpool(
         rate_answer, db, message_id, principal=principal, rating=body.rating, comment=body.comment,
         corrected_answer=body.corrected_answer,
     )
+    if rated.rating == -1 and rated.question:
+        assistant.answerer.forget_answer(rated.question, principal=principal)
+    return rated
