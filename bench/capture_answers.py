@@ -1,8 +1,8 @@
 """Capture the embedded chat model's raw answers on development questions, for grounding calibration.
 
-The product's own path up to generation (retrieval as an anonymous reader over a small index of the
-questions' answer files and their neighbours, abstention, packing, the product's prompt), then the
-model's raw text, before any grounding. Each line of the output JSONL holds the question, its
+The product's own path up to generation (a Chinese question's translation by the chat model, retrieval
+as an anonymous reader over a small index of the questions' answer files and their neighbours,
+abstention, packing, the product's prompt), then the model's raw text, before any grounding. Each line of the output JSONL holds the question, its
 judgments, the numbered sources the model was given, the raw answer, and the time to first delta and
 tokens per second of the generation.
 
@@ -80,7 +80,9 @@ def build_folder(questions, dst: Path, seed: int) -> int:
 async def capture(answerer, question: str) -> dict:
     """The sources and the raw answer to `question`, with generation timings."""
     params = answerer.defaults
-    sources, messages = answerer.prepare(question, principal=ANONYMOUS, params=params)
+    # The product's translation of a Chinese question (`Answerer.translation`), searched with it.
+    translation = await answerer.translation(question) if answerer.translates(question) else None
+    sources, messages = answerer.prepare(question, principal=ANONYMOUS, params=params, translation=translation)
     if messages is None:
         return {"gate_abstained": True, "sources": [asdict(s) for s in sources], "raw": ""}
     started = time.perf_counter()
@@ -95,7 +97,7 @@ async def capture(answerer, question: str) -> dict:
     raw = "".join(parts)
     tokens = answerer.llm.count_tokens(raw)
     return {
-        "gate_abstained": False, "sources": [asdict(s) for s in sources], "raw": raw,
+        "gate_abstained": False, "sources": [asdict(s) for s in sources], "raw": raw, "translation": translation,
         "prompt_tokens": sum(answerer.llm.count_tokens(m["content"]) for m in messages),
         "ttft_s": round(first or total, 2), "total_s": round(total, 2),
         "tokens_per_s": round(tokens / max(total - (first or 0), 1e-6), 1),

@@ -116,6 +116,14 @@ _NOT_AN_END = re.compile(r"(?:^\s*(?:[-*]\s*)?(?:\d{1,2}|[a-zA-Z])\.|\b(?:e\.g|i
 # A sentence that only announces what follows ("You can migrate it as follows:", "步骤如下：").
 _LEAD_IN = re.compile(r"[:：]\s*$")
 _QUESTION = re.compile(r"[?？][\s)）\]】\"”'’]*$")
+# A sentence left pointing at nothing once its marker or bracketed file name is taken off ("This is
+# detailed in [passwords.md].", "For more details, see [2].", "详见[1]。"): it ends in a verb of referring.
+_DANGLING = re.compile(
+    r"(?:\b(?:(?:detailed|described|explained|outlined|documented|covered|mentioned|listed|found|available|shown|"
+    r"specified|stated|provided|included|contained|given)\s+(?:in|at|on|under|from)|see|refer\s+to)"
+    r"|详见|参见|参考|参阅|请见)\s*[.。:：]?\s*$",
+    re.IGNORECASE,
+)
 _ENUMERATOR = re.compile(r"^\s*(?:[-*]\s*)?\d{1,2}[.)、]\s*")
 _STOPWORDS = frozenset(
     """a an the and or but if then else of to in on at by for with from as is are was were be been being
@@ -165,6 +173,16 @@ def is_question(text: str) -> bool:
     Okta 账号[1]？(How do you activate your Okta account on the first day of employment?) [1]", the
     question and the translation the prompt showed, kept as supported: their words are the page's)."""
     return bool(_QUESTION.search(_ANY_MARKER.sub("", text)))
+
+
+def is_dangling(text: str) -> bool:
+    """True for a sentence that, without its markers, ends in a verb of referring ("see", "refer to",
+    "详见") or a participle of one with its preposition ("detailed in", "found at"): "This is detailed
+    in.", "For more details, see.", "详见。". `Grounder.judge` removes one with fewer than
+    `MIN_CLAIM_TERMS` content terms: it only pointed at a source, which the citations list shows
+    anyway, and as no claim it gets no marker, so that it reads as a fragment (fresh-user trial: "This
+    is detailed in." after "[Yubikey-faq.md]" was removed)."""
+    return bool(_DANGLING.search(_ANY_MARKER.sub("", text)))
 
 
 def numbers_in(text: str) -> set[str]:
@@ -403,8 +421,11 @@ class Grounder:
         # A copy of a source's header line ("handbook/…/travel/index.md — General guidance …"): the
         # prompt's label of a source, not a fact from it (fresh-user trial: "公司食堂几点开门？" got the
         # header of a travel page twice, cited).
-        echo = echo or any(c.source and c.source in sentence.text for c in self.sources)
+        # Compared without case: the model capitalises a path that opens a list item ("1. Sourcegraph-handbook/…").
+        echo = echo or any(c.source and c.source.lower() in sentence.text.lower() for c in self.sources)
         echo = echo or is_question(sentence.text)  # a question asked back (or the reader's repeated)
+        # A pointer at a source and nothing else ("This is detailed in."), a fragment without its marker.
+        echo = echo or (len(terms) < MIN_CLAIM_TERMS and is_dangling(sentence.text))
         claim = (
             len(terms) >= MIN_CLAIM_TERMS or bool(numbers_in(sentence.text)) or (as_claim and bool(terms))
         ) and not is_lead_in(sentence.text)

@@ -26,6 +26,12 @@ _NEGATION_EN = re.compile(
 _NEGATION_ZH = re.compile(
     r"不(?![同仅但过断少久论管如然久错])|没有|没|(?<![无])无(?![论缝限])|勿|禁止|严禁|避免|未(?![来])|非(?![常])|别(?![的人处名])"
 )
+# "Not required", "optional": a list that is allowed but not asked for ("Suggested but not required:" over
+# "Also assign the PR to yourself", pull-requests.md), which is no prohibition.
+_NOT_OBLIGED = re.compile(
+    r"\bnot\s+(?:required|mandatory|necessary|needed|compulsory|obligatory)\b|非必[须需要]|不(?:是)?(?:必须|必需|强制)",
+    re.IGNORECASE,
+)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)、])\s+")
 _LEAD_IN = re.compile(r"[:：]\s*(?:\*\*|__)?\s*$")
 
@@ -49,10 +55,11 @@ def is_negating_heading(line: str) -> bool:
     """True for a short lead-in line that negates the list under it: it ends in a colon, holds a
     negation cue, and is at most 5 words or 8 Chinese characters long ("**Do not:**", "Never do this:",
     "请勿："). A longer lead-in ("While we are not prescriptive …, we do have some ground rules:",
-    "要避免该问题，需注意以下两个要点：") introduces a list of its own polarity."""
+    "要避免该问题，需注意以下两个要点：") introduces a list of its own polarity, and so does one whose
+    negation only says its items are optional ("Suggested but not required:", "非必需：")."""
     if not is_lead_in_line(line):
         return False
-    bare = re.sub(r"[*_#>:：\s]+", " ", line).strip()
+    bare = _NOT_OBLIGED.sub(" ", re.sub(r"[*_#>:：\s]+", " ", line)).strip()
     short = len(bare.split()) <= 5 and len(re.findall(r"[\u3400-\u9fff]", bare)) <= 8
     return short and is_negated(bare)
 

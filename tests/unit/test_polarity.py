@@ -36,3 +36,13 @@ def test_an_answers_list_keeps_its_lead_in_polarity_until_another_line():
     assert [reader.polarity(line) for line in ("Do not:", "- Use auto-fill.", "- Reuse passwords.", "Then sign in.", "- Open Okta.")] == [
         True, True, True, False, False,
     ]
+
+
+def test_a_list_said_to_be_optional_is_no_prohibition():
+    # pull-requests.md: "Suggested but not required:" over "- Also assign the PR to yourself …"; read as
+    # "Do not:", it made the answer "2. Also assign the PR to yourself …" the opposite of its source.
+    page = "departments/engineering/dev/process/pull-requests.md"
+    assert not polarity_of(HANDBOOK, page, "Also assign the PR to yourself")
+    reader = ListPolarity()
+    lines = ("非必需：", "- 附上截图。", "Not required:", "- Add a video.")
+    assert [reader.polarity(line) for line in lines][1::2] == [False, False]
