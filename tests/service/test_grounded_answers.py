@@ -5,6 +5,7 @@ Chinese question, whose answer must come back in Chinese, cited, with no server 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
@@ -208,6 +209,34 @@ def test_a_chinese_sentence_with_the_pages_number_needs_less_dictionary_coverage
     grounder = e5_grounder(sources)
     assert source_of(grounder, "笔记本电脑闲置10分钟后屏幕要自动锁定。") == 1
     assert source_of(grounder, "笔记本电脑闲置30分钟后屏幕要自动锁定。") is None
+
+
+def test_a_chinese_sentence_about_a_table_of_english_labels_is_supported_through_the_dictionary():
+    # Development capture: "TiDB 中数据库名和表名最长可以有 64 个字符。" against tidb-limitations.md's
+    # "| Database | 64 |" under "标识符长度限制" shares 0.19 of its bigrams and was removed.
+    text = (DOCS_ZH / "tidb-limitations.md").read_text(encoding="utf-8")
+    start = text.index("## 标识符长度限制")
+    grounder = e5_grounder([chunk_of(DOCS_ZH, "tidb-limitations.md", text[start : text.index("\n## ", start + 5)], 0)])
+    assert source_of(grounder, "TiDB 中数据库名和表名最长可以有 64 个字符。") == 1
+    assert source_of(grounder, "TiDB 中数据库名和表名最长可以有 128 个字符。") is None  # not the table's figure
+
+
+def test_a_sentence_is_judged_among_the_sources_that_share_its_words():
+    # Development capture: two chunks of pd-recover.md; the closer one by embedding (0.945) shares 0.43 of
+    # "可以使用 PD Recover 工具进行恢复", under the floor for the embedding to decide, and the other one
+    # (lexical 0.52, cosine 0.929) was not allowed to support it since it was not the closest.
+    text = (DOCS_ZH / "pd-recover.md").read_text(encoding="utf-8")
+    title = text.index("# PD Recover")
+    method = text.index("## 方式一")
+    page = "PD Recover 使用文档"  # the chunks' title, and the heading path of each (as the index stores them)
+    sources = [
+        replace(chunk_of(DOCS_ZH, "pd-recover.md", text[method : text.index("具体操作步骤如下", method) + 9], 0),
+                title=page, heading=f"{page} > 方式一：从存活的 PD 节点重建集群"),
+        replace(chunk_of(DOCS_ZH, "pd-recover.md", text[title : text.index("\n", text.index("PD Recover 是", title))], 1),
+                title=page, heading=page),
+    ]
+    grounder = e5_grounder(sources)
+    assert source_of(grounder, "PD 集群多数节点故障、无法启动时，可以使用 PD Recover 工具进行恢复。") == 1
 
 
 def test_a_yes_or_no_in_the_questions_words_must_agree_with_the_page():

@@ -366,3 +366,4 @@ def test_a_code_fence_line_is_no_short_answer(grounder):
     stream = GroundedStream("我的密码应该至少多长？", grounder, judge_in_thread=False)
     _run(stream, generate)
     assert stream.declined and stream.text == NO_ANSWER["zh"]
+
