@@ -102,6 +102,9 @@ _SPACED_MARKER = re.compile(r"([ \t]*)\[(\d+(?:\s*[,，]\s*\d+)*)\]")
 _ANY_MARKER = re.compile(r"\[(\d+(?:\s*[,，]\s*\d+)*)\]")
 # A source cited by its file name in brackets ("[Yubikey-faq.md]", "[source: passwords.md]"): the model's
 # own form of a citation, which names no numbered source and is never checked.
+# The placeholder of the prompt's reminder ("with [n] after each sentence"), copied as it is (fresh-user
+# trial, fifth session: an answer ended with "6. [n]").
+_PLACEHOLDER_MARKER = re.compile(r"[ \t]*\[n\]")
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_+-]*")
 _FILE_CITATION = re.compile(
     r"[ \t]*\[[^\[\]\n]{0,200}\.(?:md|mdx|markdown|txt|rst|html?|pdf|docx?|xlsx?|pptx?|csv|eml|msg|json|ya?ml)\]",
@@ -240,14 +243,14 @@ def split_sentences(answer: str) -> list[Sentence]:
 
 def drop_unknown_markers(answer: str, n_sources: int) -> str:
     """`answer` without the marker numbers that name no source (1..`n_sources`); a marker left empty
-    is removed with the space before it, and so is a file name in brackets ("[Yubikey-faq.md]", seen
-    after a cited sentence on bench/bench_crosslingual_answers.py)."""
+    is removed with the space before it, and so are a file name in brackets ("[Yubikey-faq.md]", seen
+    after a cited sentence on bench/bench_crosslingual_answers.py) and the prompt's placeholder "[n]"."""
 
     def keep(m: re.Match) -> str:
         numbers = [n for n in re.findall(r"\d+", m.group(2)) if 1 <= int(n) <= n_sources]
         return f"{m.group(1)}[{', '.join(numbers)}]" if numbers else ""
 
-    return _SPACED_MARKER.sub(keep, _FILE_CITATION.sub("", answer))
+    return _SPACED_MARKER.sub(keep, _PLACEHOLDER_MARKER.sub("", _FILE_CITATION.sub("", answer)))
 
 
 @dataclass

@@ -52,6 +52,8 @@ def test_sentences_split_in_both_languages_and_markers_after_a_sentence_stay_wit
 
 def test_a_marker_that_names_no_source_is_dropped():
     assert drop_unknown_markers("Passwords [7] need 15 characters [1, 9].", 5) == "Passwords need 15 characters [1]."
+    # The prompt's placeholder, copied (fresh-user trial, fifth session: "6. [n]" ended an answer).
+    assert drop_unknown_markers("Lock it after 10 minutes [1].\n6. [n]", 2) == "Lock it after 10 minutes [1].\n6."
 
 
 def test_a_file_name_in_brackets_is_no_citation_and_is_dropped(grounder):
