@@ -19,7 +19,7 @@ class ChatRequest(BaseModel):
     (the caller's own) and its stored turns are the history (`history` is then ignored); `regenerate`
     replaces the conversation's last question and answer by this question and a new answer."""
 
-    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    question: str = Field(max_length=MAX_QUERY_CHARS)  # blank or empty: 400 from `check_query`, as on every route
     history: list[ChatTurn] = Field(default_factory=list, max_length=50)
     conversation_id: str | None = Field(default=None, max_length=36)
     regenerate: bool = False
@@ -44,7 +44,7 @@ class FeedbackCreate(BaseModel):
 
 
 class SearchRequest(BaseModel):
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    query: str = Field(max_length=MAX_QUERY_CHARS)  # blank or empty: 400 from `check_query`
     top_k: int = Field(default=10, ge=1, le=50)
 
 

@@ -39,7 +39,7 @@ def test_chat_streams_tokens_then_citations_then_done(client):
 
 
 def test_errors_are_json_with_a_stable_code(client):
-    r = client.post("/api/search", json={"query": ""})
+    r = client.post("/api/search", json={"top_k": 5})  # no query: a validation error (an empty one is a 400)
     assert r.status_code == 422
     assert r.json()["error"]["code"] == "invalid_request"
     r = client.get("/api/nothing-here")
@@ -75,8 +75,9 @@ def test_a_body_over_the_limit_is_refused_with_413(client):
     assert client.post("/api/search", json={"query": "password"}).status_code == 200  # still serving
 
 
-def test_a_blank_question_or_query_is_refused_before_any_work(client):
+def test_a_blank_or_empty_question_or_query_is_refused_before_any_work(client):
     for path, body in (("/api/chat", {"question": "   "}), ("/api/search", {"query": " \t "}),
+                       ("/api/chat", {"question": ""}), ("/api/search", {"query": ""}),
                        ("/v1/chat/completions", {"model": "assistant-rag", "stream": True, "messages": [{"role": "user", "content": " \n "}]})):
         r = client.post(path, json=body)
         assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", (path, r.text)
