@@ -53,7 +53,7 @@ def main() -> None:
             outcome = {"declined": True, "raw_fact": False, "fact": False, "cites_file": False}
         else:
             sources = [RetrievedChunk(**s) for s in row["sources"]]
-            grounded = ground(row["raw"], grounder_for(retriever, sources, row["question"]), lang=question_language(row["question"]))
+            grounded = ground(row["raw"], grounder_for(retriever, sources, row["question"], topic=" ".join(filter(None, (row["question"], row.get("translation"))))), lang=question_language(row["question"]))
             cited = {c.source for c in make_citations(grounded.text, sources)}
             keys = row["must_contain_any"]
             outcome = {

@@ -383,7 +383,8 @@ class Answerer:
                 await ticket.acquire()
             # --- grounding hook (assistant/answering/grounded_stream.py): sentences checked against the
             # sources before they are sent; a `replace` event when the answer is declined afterwards.
-            grounded = GroundedStream(question, grounder_for(self.retriever, sources, question))
+            topic = " ".join(dict.fromkeys(t for t in (question, query, translation) if t))
+            grounded = GroundedStream(question, grounder_for(self.retriever, sources, question, topic=topic))
             attempts: list[StreamResult] = []
 
             def generate(prompt: list[ChatMessage]) -> AsyncIterator[str]:

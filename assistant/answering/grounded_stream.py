@@ -10,8 +10,8 @@ prompt are never shown. Meanwhile:
   before anything was sent, the generation is restarted once with a firmer instruction; if the retry
   is in the wrong language too, the answer is kept with a short note saying so.
 
-When the supported sentences hold too little of the answer (`grounding.declines`), the answer is
-declined: `NO_ANSWER` is sent as a token when nothing was sent before, else as a `replace` event whose
+When the supported sentences hold too little of the answer (`grounding.declines`), or share no word
+with the question (`Grounder.off_the_question`), the answer is declined: `NO_ANSWER` is sent as a token when nothing was sent before, else as a `replace` event whose
 `text` replaces everything sent so far.
 """
 
@@ -132,7 +132,7 @@ class GroundedStream:
         if rejudged is not None:  # a short answer: now cited, or declined below
             self.verdicts = rejudged
             self.text = render(rejudged)
-        if declines(self.verdicts, self.text):
+        if declines(self.verdicts, self.text, cut=was_cut) or self.grounder.off_the_question(self.verdicts):
             self.declined = True
             self.text = NO_ANSWER[self.lang]
             yield {"type": "replace" if self._sent else "token", "text": self.text}
@@ -206,7 +206,7 @@ class GroundedStream:
         return text
 
 
-def grounder_for(retriever, sources, question: str = "") -> Grounder:
+def grounder_for(retriever, sources, question: str = "", *, topic: str = "") -> Grounder:
     """A `Grounder` for `sources` that uses `retriever`'s embedding model when it has one and its query
     translation (`translate`, None when `ASSISTANT_QUERY_TRANSLATION` is off).
 
@@ -215,7 +215,8 @@ def grounder_for(retriever, sources, question: str = "") -> Grounder:
     `embedder`, or one that cannot embed passages) grounding is lexical alone: then a paraphrase under
     `MIN_LEXICAL` and every sentence in the other language than its source are unsupported, so that,
     for instance, every Chinese answer about English pages is declined. `question`: the reader's
-    (`Grounder`'s polarity check of a yes or no that restates it)."""
+    (`Grounder`'s polarity check of a yes or no that restates it); `topic`: what the answer must be
+    about (`Grounder.off_the_question`), default `question`."""
     embedder = getattr(retriever, "embedder", None)
     if not hasattr(embedder, "embed_passages"):
         embedder = getattr(embedder, "embedder", embedder)  # the model behind a `QueryBatcher`
@@ -223,7 +224,7 @@ def grounder_for(retriever, sources, question: str = "") -> Grounder:
     passages = getattr(embedder, "embed_passages", None)
     return Grounder(
         sources, embed_queries=queries, embed_passages=passages, embedder_name=str(getattr(embedder, "name", "")),
-        translate=getattr(retriever, "translate", None), question=question,
+        translate=getattr(retriever, "translate", None), question=question, topic=topic,
     )
 
 

@@ -16,7 +16,8 @@ model:
    source's marker (the model's own marker is kept when the source it names also supports the
    sentence). Sentences no source supports are removed, as are echoes of the system prompt.
 4. When the supported sentences hold less than `MIN_SUPPORTED_SHARE` of the answer's claim
-   characters, the whole answer is declined with the product's `NO_ANSWER` text.
+   characters, or none of them shares a word with the question (`Grounder.off_the_question`: supported,
+   but about something else), the whole answer is declined with the product's `NO_ANSWER` text.
 
 `GroundedStream` applies this to a token stream sentence by sentence (the current sentence is held back
 until it ends), stops a looping model, and checks the answer's language on its first sentence.
@@ -37,6 +38,7 @@ from assistant.core.language import cjk_share
 from assistant.answering.polarity import ListPolarity, source_statements
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT
 from assistant.answering.units import currency_as_in_sources, units_agree
+from assistant.core import sparse
 from assistant.retrieval import RetrievedChunk
 
 # --- thresholds (calibrated with bench/calibrate_grounding.py on the development questions' pages) ----
@@ -94,6 +96,10 @@ MIN_SUPPORTED_SHARE = 0.5
 # An answer sentence restates the source sentence that holds at least this share of its terms; then
 # their polarity must agree (`polarity.py`).
 MIN_RESTATEMENT = 0.6
+# Question words that say what is asked, not what about: a supported sentence that shares only these with
+# the question is not about it (`Grounder.off_the_question`). Single Chinese characters (会, 能, 个) are
+# left out as well.
+_INTERROGATIVE_TERMS = frozenset("多少 哪个 几个 怎样 是否 多长 多久 多大 哪里 哪儿 怎么样".split())
 # A sentence that shares this much of its terms with one sentence of the system prompt is an echo.
 MIN_ECHO_OVERLAP = 0.6
 
@@ -289,6 +295,9 @@ class Grounder:
         question: the reader's question; an answer sentence that only restates it ("Yes, you should use
             public WiFi when travelling" for "Should I use public WiFi when travelling?") must agree
             in polarity with the source statement closest to it (`opposes_the_source`). "": not checked.
+        topic: the words the answer must share at least one of (`off_the_question`): the standalone
+            retrieval query of a follow-up ("and for contractors?" with its earlier question) and the
+            question's English translation; default `question`.
     """
 
     def __init__(
@@ -300,9 +309,14 @@ class Grounder:
         embedder_name: str = "",
         translate: Callable[[str], object] | None = None,
         question: str = "",
+        topic: str = "",
     ):
         self.sources = list(sources)
         self._question_terms = content_terms(question) if question else set()
+        self._topic_terms = {
+            t for t in sparse.terms(topic or question)
+            if t not in _INTERROGATIVE_TERMS and not (len(t) == 1 and cjk_share(t))
+        }
         self.translate = translate
         self._texts = [support_text(c) for c in self.sources]
         self._chinese = [cjk_share(t[:2000]) >= MIN_CJK_SHARE_ZH for t in self._texts]
@@ -360,6 +374,23 @@ class Grounder:
                 if score > best:
                     best, polarity = score, source_negated
         return best[0] >= MIN_RESTATEMENT and polarity != negated
+
+    def off_the_question(self, verdicts: Sequence[Verdict]) -> bool:
+        """True when the answer's supported claims (`verdicts` of its sentences) share no index term
+        (`sparse.terms`: stemmed English words, jieba's Chinese words) with the question (`topic`): they are
+        supported by the sources, and about something else. "How do I apply for a company car?", which
+        no page answers, was answered with two sentences of the hiring page ("We carefully consider every
+        application, …"): supported, irrelevant, cited. An answer without supported claims, or a
+        grounder without a question, is never off the question.
+
+        Query-term overlap is the crudest answer-relevance signal (the embedding one, the question's
+        cosine to the answer, did not separate this case: 0.853-0.854 for the irrelevant answers,
+        0.855 and up for the right ones, docs/benchmarks.md); it only catches an answer that shares
+        nothing with its question."""
+        if not self._topic_terms:
+            return False
+        claims = [v.sentence.text for v in verdicts if v.claim and not v.echo and v.source is not None]
+        return bool(claims) and not any(self._topic_terms & set(sparse.terms(text)) for text in claims)
 
     def restates_the_question(self, terms: set[str]) -> bool:
         """True when an answer sentence's content `terms` are the question's, but for at most one: a
@@ -662,17 +693,19 @@ def ground(answer: str, grounder: Grounder, *, lang: str = "en", cut: bool = Fal
     if not cut:
         verdicts = judged_as_claims(verdicts, grounder) or verdicts
     text = render(verdicts)
-    if declines(verdicts, text):
+    if declines(verdicts, text, cut=cut) or grounder.off_the_question(verdicts):
         return Grounded(NO_ANSWER[lang], True, verdicts)
     return Grounded(text, False, verdicts)
 
 
-def declines(verdicts: Sequence[Verdict], text: str) -> bool:
+def declines(verdicts: Sequence[Verdict], text: str, *, cut: bool = False) -> bool:
     """True when an answer whose sentences got `verdicts` and whose grounded `text` is this must be
     declined: it states facts and less than `MIN_SUPPORTED_SHARE` of them is supported, or nothing is
-    left (an empty answer, or only echoes and code fences). An answer cut before its first fact (a
-    few tokens at `max_tokens`) is kept as it is: nothing in it is unsupported. Code fences and bare
-    list numbers alone are nothing."""
+    left (an empty answer, or only echoes and code fences). An answer `cut` before its first fact (a
+    few tokens at `max_tokens`) is kept as it is: nothing in it is unsupported. Code fences, bare list
+    numbers and words without content ("No.", which the model wrote alone to "Am I allowed to bring my dog
+    to the office?": neither citable nor checkable) alone are nothing."""
     if any(v.claim and not v.echo for v in verdicts):
         return supported_share(verdicts) < MIN_SUPPORTED_SHARE
-    return not "".join(line for line in text.splitlines() if not is_fence(line) and not is_enumerator(line.strip())).strip()
+    rest = "\n".join(line for line in text.splitlines() if not is_fence(line) and not is_enumerator(line.strip()))
+    return not (rest.strip() if cut else content_terms(rest))

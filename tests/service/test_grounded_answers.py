@@ -262,6 +262,35 @@ def test_a_yes_or_no_in_the_questions_words_must_agree_with_the_page():
     assert right.declined or right.cited == [1], right.text  # kept when supported; never the opposite
 
 
+def test_a_supported_answer_about_something_else_is_declined():
+    # Development capture: "How do I apply for a company car?" (no page answers it) got sentences of the
+    # hiring page, supported and cited, sharing no word with the question but "apply" -> "application".
+    from assistant.answering.grounding import ground
+
+    page = "departments/people-talent/resources_for_candidates.md"
+    text = (HANDBOOK / page).read_text(encoding="utf-8")
+    start = text.index("We want to build a diverse")
+    sources = [chunk_of(HANDBOOK, page, text[start : text.index("\n", start)], 0)]
+    answer = (
+        "We carefully consider every application, and will either move forward with you, find another team that "
+        "might be a better fit, keep in touch for future opportunities, or thank you for your time [1]."
+    )
+    off = ground(answer, e5_grounder(sources, "How do I apply for a company car?"))
+    assert off.declined and off.supported_share == 1.0, off.text  # supported, and not about the question
+    on = ground(answer, e5_grounder(sources, "What happens after I send my job application?"))
+    assert not on.declined and on.cited == [1], on.text
+    # In Chinese: a TiDB page's faithful sentence is no answer to a question about company cars.
+    zh_page = "tidb-limitations.md"
+    zh_text = (DOCS_ZH / zh_page).read_text(encoding="utf-8")
+    zh_start = zh_text.index("## 标识符长度限制")
+    zh_sources = [chunk_of(DOCS_ZH, zh_page, zh_text[zh_start : zh_text.index("\n## ", zh_start + 5)], 0)]
+    zh_answer = "TiDB 中数据库名和表名最长可以有 64 个字符[1]。"
+    off = ground(zh_answer, e5_grounder(zh_sources, "申请公司配车的流程是什么？"), lang="zh")
+    assert off.declined and off.supported_share == 1.0, off.text
+    on = ground(zh_answer, e5_grounder(zh_sources, "TiDB 的表名最长可以有多少个字符？"), lang="zh")
+    assert not on.declined and on.cited == [1], on.text
+
+
 def test_an_amount_written_in_yuan_takes_the_currency_of_the_english_page():
     # bench_crosslingual_answers: the model wrote the page's "internet ($50)" and "mobile phone ($75)" as
     # 50元 and 75元, and the unit check removed the sentence: a right answer declined, or, kept, the

@@ -324,6 +324,14 @@ def test_a_short_answer_is_judged_as_a_claim_cited_when_supported_and_declined_w
     assert supported.text == "A passphrase [1]." and not supported.declined
     assert ground("不可以。", grounder, lang="zh").declined
     assert ground("Bananas.", grounder).declined
+    # Development capture: "No." alone, to "Am I allowed to bring my dog to the office?" (no page says),
+    # has nothing to cite or check; it was shown as the answer. Cut at the token limit, it is kept as cut.
+    assert ground("No.", grounder).declined and ground("Yes!", grounder).declined
+    assert not ground("No.", grounder, cut=True).declined
+    generate, _ = _scripted("No.")
+    stream = GroundedStream("Am I allowed to bring my dog to the office?", grounder, judge_in_thread=False)
+    events = _run(stream, generate)
+    assert stream.declined and events[-1]["text"] == NO_ANSWER["en"], events
 
 
 def test_a_short_streamed_answer_is_replaced_by_its_cited_form(grounder):
