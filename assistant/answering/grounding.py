@@ -100,6 +100,9 @@ MIN_RESTATEMENT = 0.6
 # the question is not about it (`Grounder.off_the_question`). Single Chinese characters (会, 能, 个) are
 # left out as well.
 _INTERROGATIVE_TERMS = frozenset("多少 哪个 几个 怎样 是否 多长 多久 多大 哪里 哪儿 怎么样".split())
+# A supported answer with fewer index terms than this is never judged off the question: a bare value
+# ("5分钟", "Airbase", "$50") answers a question without repeating its words.
+MIN_TOPIC_TERMS = 5
 # A sentence that shares this much of its terms with one sentence of the system prompt is an echo.
 MIN_ECHO_OVERLAP = 0.6
 
@@ -381,7 +384,8 @@ class Grounder:
         supported by the sources, and about something else. "How do I apply for a company car?", which
         no page answers, was answered with two sentences of the hiring page ("We carefully consider every
         application, …"): supported, irrelevant, cited. An answer without supported claims, or a
-        grounder without a question, is never off the question.
+        grounder without a question, is never off the question, nor is one of fewer than `MIN_TOPIC_TERMS`
+        terms (a bare value).
 
         Query-term overlap is the crudest answer-relevance signal (the embedding one, the question's
         cosine to the answer, did not separate this case: 0.853-0.854 for the irrelevant answers,
@@ -389,8 +393,8 @@ class Grounder:
         nothing with its question."""
         if not self._topic_terms:
             return False
-        claims = [v.sentence.text for v in verdicts if v.claim and not v.echo and v.source is not None]
-        return bool(claims) and not any(self._topic_terms & set(sparse.terms(text)) for text in claims)
+        terms = set().union(*(sparse.terms(v.sentence.text) for v in verdicts if v.claim and not v.echo and v.source is not None))
+        return len(terms) >= MIN_TOPIC_TERMS and not self._topic_terms & terms
 
     def restates_the_question(self, terms: set[str]) -> bool:
         """True when an answer sentence's content `terms` are the question's, but for at most one: a

@@ -279,6 +279,9 @@ def test_a_supported_answer_about_something_else_is_declined():
     assert off.declined and off.supported_share == 1.0, off.text  # supported, and not about the question
     on = ground(answer, e5_grounder(sources, "What happens after I send my job application?"))
     assert not on.declined and on.cited == [1], on.text
+    # A bare value answers without repeating the question's words: never judged off the question.
+    bare = ground("Every application [1].", e5_grounder(sources, "What do you carefully consider?"))
+    assert not bare.declined and bare.cited == [1], bare.text
     # In Chinese: a TiDB page's faithful sentence is no answer to a question about company cars.
     zh_page = "tidb-limitations.md"
     zh_text = (DOCS_ZH / zh_page).read_text(encoding="utf-8")
