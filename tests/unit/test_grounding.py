@@ -74,6 +74,16 @@ def test_a_sentence_that_only_points_at_a_source_is_no_fragment(grounder):
     assert kept.text.endswith("Then log in."), kept.text
 
 
+def test_a_sentence_with_the_marker_in_place_of_its_fact_is_removed(grounder):
+    # Development capture: "The minimum TLS version for confidential web traffic over the public internet
+    # is [1]." was kept, cited, and stated nothing.
+    assert ground("The minimum length of a password is [1].", grounder).declined
+    kept = ground("Create a password that is ideally 15 characters or longer [1]. The best password manager is [1].", grounder)
+    assert not kept.declined and kept.text == "Create a password that is ideally 15 characters or longer [1].", kept.text
+    assert ground("密码的最小长度是[1]。", grounder, lang="zh").declined
+    assert not ground("Use a passphrase, which is easier to remember [1].", grounder).declined
+
+
 def test_supported_sentences_get_their_source_marker_and_unsupported_ones_are_removed(grounder):
     answer = (
         "Create a password that is ideally 15 characters or longer [7]. "
