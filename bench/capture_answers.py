@@ -11,10 +11,11 @@ on a real model's writing without generating again (generation is the slow part:
 answer for Qwen2.5-1.5B on 2 cores).
 
 With `--folder DIR` the index is DIR as it is (e.g. the product's own docs/, which `make run` serves)
-and every question of `--questions` is asked; their `answer_files` are paths relative to DIR.
+and every question of `--questions` is asked; their `answer_files` are paths relative to DIR. With
+`--data-dir VAR` the index is kept in VAR and only synced by the next run (a whole corpus is embedded once).
 
 Run: PYTHONPATH=. python bench/capture_answers.py OUT.jsonl [--questions FILE] [--per-lang N] [--no-answer N]
-        [--source-tokens N] [--window N] [--model NAME] [--folder DIR]
+        [--source-tokens N] [--window N] [--model NAME] [--folder DIR [--data-dir VAR]]
 """
 
 from __future__ import annotations
@@ -117,6 +118,8 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="ASSISTANT_LLM_MODEL (default: the setting)")
     parser.add_argument("--folder", type=Path, default=None,
                         help="index this folder as it is and ask every question of --questions")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="keep the index in this data folder (synced, so a second run re-embeds nothing)")
     args = parser.parse_args()
     questions = load_questions(args.questions)
     if args.folder is None:
@@ -130,7 +133,8 @@ def main() -> None:
             folder = args.folder.resolve()
             n_files = sum(1 for p in folder.rglob("*") if p.is_file())
         chosen = {"llm_cpu_source_tokens": args.source_tokens, "llm_cpu_window_tokens": args.window, "llm_model": args.model}
-        res = Resources.open(Settings(_env_file=None, data_dir=Path(tmp) / "var", model_cache_dir=REPO / "var" / "models",
+        data_dir = args.data_dir.resolve() if args.data_dir else Path(tmp) / "var"
+        res = Resources.open(Settings(_env_file=None, data_dir=data_dir, model_cache_dir=REPO / "var" / "models",
                                       **{k: v for k, v in chosen.items() if v is not None}))
         try:
             started = time.perf_counter()
