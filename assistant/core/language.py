@@ -27,6 +27,16 @@ DOCUMENT_SAMPLE_CHARS = 4000
 # docs-zh median 0.82, 94.3% above 0.3 (those below are lists of option names); handbook-en none above.
 CHINESE_MIN_CJK_SHARE = 0.3
 # Spans of an answer that are not prose: code, Markdown link targets, URLs, paths and `[n]` markers.
+# Chinese question words: they say what is asked, not what about ("number" for 多少, "kind" for 怎样),
+# so they are neither translated for the keyword query (`crosslingual.translate`), nor a question's
+# subject that no document holds (`Retriever`'s unknown terms), nor a topic an answer must share
+# (`Grounder.off_the_question`). The position words 里, 时, 后 are as empty in a question.
+QUESTION_WORDS_ZH = frozenset(
+    "怎样 怎么样 怎么办 多少 多久 多长 多大 几个 哪个 哪里 哪儿 什么样 为何 是否 能否 可否 里 时 后".split()
+)
+# Characters that ask or only join ("几" weeks, "有" in 育儿假有几周): a two-character term that holds one and
+# is no dictionary word is jieba's cut across a word boundary (`crosslingual.is_segmentation_artefact`).
+FUNCTION_CHARS_ZH = frozenset("几 多 哪 吗 呢 吧 么 有 是 的 了 在 时 后 里 会 要 能 就 都 还 也")
 _NOT_PROSE = re.compile(
     r"```.*?```|`[^`\n]*`|\]\([^)]*\)|https?://[\x21-\x7e]+|[\w.~-]+(?:/[\w.~-]+)+|\[\d+\]", re.DOTALL | re.ASCII
 )

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import jieba
 
 from assistant.core import sparse
-from assistant.core.language import has_cjk
+from assistant.core.language import FUNCTION_CHARS_ZH, QUESTION_WORDS_ZH, has_cjk
 
 # Translations kept per source word: the first senses of an entry are its common ones, and each
 # extra translation dilutes the query with the rarer senses.
@@ -41,8 +41,6 @@ _NOT_A_TRANSLATION = re.compile(
     r"^(?:(?:old |archaic |japanese |erhua )?variant of|see |see also|abbr\.|cl:|surname |used in |"
     r"classifier for|also written|also pr\.|taiwan pr\.|\(?coll|\(?dialect|\(?literary|\(?old\))"
 )
-# Question words whose translations ("kind" for 怎样, "number" for 多少) say nothing about the topic.
-_QUESTION_WORDS_ZH = frozenset("怎样 怎么样 怎么办 多少 多久 哪个 哪里 哪儿 什么样 为何 是否 能否 可否 里 时 后".split())
 _EN_LEADING = re.compile(r"^(?:to be |to |a |an |the )")
 # English words that carry no topic: the index's stop words and a few verbs of any question.
 _STOP_EN = sparse.STOP_EN | {"whom", "get", "got", "make", "one"}
@@ -161,6 +159,18 @@ def translate(question: str) -> Translation:
     return _en_to_zh(question)
 
 
+def says_nothing_of_the_topic(term: str) -> bool:
+    """True for a Chinese index term that cannot be a question's subject: a question word
+    (`QUESTION_WORDS_ZH`: 多少, 多长) or jieba's cut across a word boundary, a two-character term that CC-CEDICT
+    lacks and that holds a function character (`FUNCTION_CHARS_ZH`: 假有 in 育儿假|有几周, 职时 in 入职|时,
+    几周). `Retriever` never reports such a term as unknown to the corpus: "带薪育儿假有几周？" was refused before
+    any generation, its 假有 and 几周 found in no English page (fresh-user trial, docs/benchmarks.md). A word
+    the dictionary lacks without such a character (配车, a product's name) is still looked up as it is."""
+    if not has_cjk(term) or term in QUESTION_WORDS_ZH:
+        return term in QUESTION_WORDS_ZH
+    return len(term) == 2 and bool(FUNCTION_CHARS_ZH.intersection(term)) and not dictionary().english_senses(term)
+
+
 def _zh_to_en(question: str) -> Translation:
     d = dictionary()
     groups = []
@@ -168,7 +178,7 @@ def _zh_to_en(question: str) -> Translation:
         source = tuple(dict.fromkeys(sparse.terms(word)))
         if not source:
             continue  # punctuation, stop words
-        senses = d.english_senses(word) if has_cjk(word) and word not in _QUESTION_WORDS_ZH else []
+        senses = d.english_senses(word) if has_cjk(word) and word not in QUESTION_WORDS_ZH else []
         if not senses and has_cjk(word) and len(word) > 2:
             # A compound the dictionary lacks ("育儿假"): its jieba sub-words are entries.
             senses = [s for part in jieba.cut_for_search(word) if part != word for s in d.english_senses(part)]

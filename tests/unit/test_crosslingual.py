@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from assistant.core import sparse
-from assistant.retrieval.crosslingual import translate
+from assistant.retrieval.crosslingual import says_nothing_of_the_topic, translate
 
 
 def _translations(question: str) -> set[str]:
@@ -43,3 +43,12 @@ def test_coverage_counts_a_word_found_in_either_language():
     assert translation.coverage(chinese_page) >= 2 / 3  # root, 密码 (password), 重置 (reset)
     assert translation.coverage(english_page) == 0.0
     assert not translate("TiDB 3.0")  # nothing to translate is falsy
+
+
+def test_question_words_and_cuts_across_word_boundaries_are_no_subject():
+    # jieba cuts 带薪育儿假有几周 into 带薪/育儿/假有/几周 and 入职时 into 入/职时: neither 假有, 几周 nor 职时 is a word.
+    for term in ("多少", "多长", "假有", "几周", "职时"):
+        assert says_nothing_of_the_topic(term), term
+    # Words (in the dictionary, or without a function character) and names stay the question's subject.
+    for term in ("食堂", "停车位", "配车", "育儿", "tidb", "mongodb"):
+        assert not says_nothing_of_the_topic(term), term
