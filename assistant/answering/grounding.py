@@ -123,6 +123,15 @@ _FILE_CITATION = re.compile(
 )
 _WORD = re.compile(r"[a-z0-9][a-z0-9_\-.]*[a-z0-9]|[a-z0-9]", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_VALUE = re.compile(r"[\d.,/:+()-]+")
+_NUMBER_WITH_UNIT = re.compile(r"(\d+(?:[.,]\d+)*)([a-z]+)")
+# Abbreviated units as handbooks write them after a number, and their words as `content_terms` keeps them
+# (a plural's "s" is taken off afterwards: "years" is "year").
+_UNIT_ABBREVIATIONS = {
+    "yr": "year", "yrs": "year", "mos": "month", "wk": "week", "wks": "week", "hrs": "hour", "mins": "minute",
+    "secs": "second",
+}  # not "hr" (HR), "min" (minimum), "sec" (security), "mo"
+_UNITS = frozenset(_UNIT_ABBREVIATIONS) | {f"{u}{s}" for u in ("year", "month", "week", "day", "hour", "minute") for s in ("", "s")}
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 # Sentence ends: English terminal punctuation before white space, Chinese terminal punctuation, lines.
 SENTENCE_BOUNDARY = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])\s*|\s*\n\s*")
@@ -141,7 +150,7 @@ _DANGLING = re.compile(
 # A sentence whose verb "to be" ends it once its marker is taken off: the model put the source's number
 # where the fact belongs ("The minimum TLS version for … the public internet is [1]."; "…的密码是[1]。").
 _HOLLOW = re.compile(r"(?:\b(?:is|are|was|were|be)|(?<![不就])是|为)\s*([.。:：]?)\s*$", re.IGNORECASE)
-_ENUMERATOR = re.compile(r"^\s*(?:[-*]\s*)?\d{1,2}[.)、]\s*")
+_ENUMERATOR = re.compile(r"^\s*(?:[-*]\s*)?\d{1,2}[.)、](?!\d)\s*")  # "2." of a list, not of "2.5 years"
 _STOPWORDS = frozenset(
     """a an the and or but if then else of to in on at by for with from as is are was were be been being
     it its this that these those there here you your we our they their he she his her i me my do does did
@@ -155,10 +164,17 @@ def content_terms(text: str) -> set[str]:
     words, and the character bigrams of each Chinese run (a single ideograph when the run has one).
     The text is NFKC-normalised first, so that full-width digits and letters (`５０００`, `ＴｉＤＢ`), which
     Chinese text often uses, are the same terms as their ASCII forms. A hyphenated word also counts
-    without its hyphens ("auto-fill", "autofill")."""
+    without its hyphens ("auto-fill", "autofill"). A number written with its unit ("2.5yrs", "10min") is
+    also the number and the unit, and a unit's abbreviation is its word (yrs: year), so that "2.5 years"
+    finds the page's "Engineering and Product : 2.5yrs" (fresh-user trial: that right answer was removed)."""
     text = _ANY_MARKER.sub(" ", unicodedata.normalize("NFKC", text))
     terms = {w.lower().rstrip(".") for w in _WORD.findall(text)}
     terms |= {t.replace("-", "") for t in terms if "-" in t}  # "auto-fill" is also "autofill"
+    for term in list(terms):  # "2.5yrs" is also "2.5" and "year"
+        glued = _NUMBER_WITH_UNIT.fullmatch(term)
+        if glued and glued.group(2) in _UNITS:
+            terms |= set(glued.groups())
+    terms = {_UNIT_ABBREVIATIONS.get(t, t) for t in terms}
     terms = {t[:-1] if len(t) > 3 and t.endswith("s") else t for t in terms if t not in _STOPWORDS}
     for run in _CJK_RUN.findall(text):
         terms.update([run] if len(run) == 1 else (run[i : i + 2] for i in range(len(run) - 1)))
@@ -409,7 +425,10 @@ class Grounder:
         if not self._topic_terms:
             return False
         terms = set().union(*(sparse.terms(v.sentence.text) for v in verdicts if v.claim and not v.echo and v.source is not None))
-        return len(terms) >= MIN_TOPIC_TERMS and not self._topic_terms & terms
+        # Numbers are values, not topic: "+1 (650) 273-5591 [1]" (5 index terms, all numbers) answered
+        # a question about a phone number and was withdrawn (fresh-user trial).
+        words = {t for t in terms if not _VALUE.fullmatch(t)}
+        return len(words) >= MIN_TOPIC_TERMS and not self._topic_terms & terms
 
     def restates_the_question(self, terms: set[str]) -> bool:
         """True when an answer sentence's content `terms` are the question's, but for at most one that is

@@ -387,3 +387,25 @@ def test_a_code_fence_line_is_no_short_answer(grounder):
     _run(stream, generate)
     assert stream.declined and stream.text == NO_ANSWER["zh"]
 
+
+
+def test_a_value_with_an_abbreviated_unit_or_a_decimal_point_is_the_pages_value():
+    """Fresh-user trial: "2.5 years." answered "And how long for engineering?" from "Engineering and
+    Product : 2.5yrs" and was removed: "2." was read as a list number (leaving "5 years") and "2.5yrs" was
+    one term."""
+    page = source(HANDBOOK, "benefits-pay-perks/benefits-perks/spending-company-money.md", "money")
+    grounder = Grounder([page], question="And how long for engineering?")
+    for answer in ("2.5 years.", "Engineering laptops are refreshed every 2.5 years."):
+        grounded = ground(answer, grounder)
+        assert not grounded.declined and grounded.cited == [1], (answer, grounded.text)
+    assert ground("3.5 years.", grounder).declined  # not the page's figure
+
+
+def test_an_answer_of_numbers_alone_is_never_off_the_question():
+    """Fresh-user trial: "+1 (650) 273-5591 [1]" answered which phone number a mortgage lender should call,
+    was streamed, then withdrawn: its five index terms (1, 650, 273-5591, 273, 5591) shared none with
+    the question. Numbers are values, not a topic."""
+    page = source(HANDBOOK, "departments/people-talent/people-ops/process/employment_verification.md", "ev")
+    question = "What phone number should I give a mortgage lender who wants to verify my employment by phone?"
+    grounded = ground("+1 (650) 273-5591 [1]", Grounder([page], question=question))
+    assert not grounded.declined and grounded.cited == [1], grounded.text
