@@ -37,7 +37,7 @@ from assistant.answering.language_check import MIN_CJK_SHARE_ZH
 from assistant.core.language import QUESTION_WORDS_ZH, cjk_share
 from assistant.answering.polarity import ListPolarity, source_statements
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT
-from assistant.answering.units import currency_as_in_sources, units_agree
+from assistant.answering.units import currency_as_in_sources, english_time_units_agree, units_agree
 from assistant.core import sparse
 from assistant.retrieval import RetrievedChunk
 
@@ -557,6 +557,8 @@ class Grounder:
         # And a number written with a unit keeps it ("每 15 天" is not the page's "15 characters").
         states_only_known = [
             known and (not across[i] or (names <= self._terms[i] and (not chinese or units_agree(sentence.text, self._unit_texts[i]))))
+            # Within English, a span of time keeps its unit too ("every 3 months" is not the page's "3yrs").
+            and (chinese or self._chinese[i] or english_time_units_agree(sentence.text, self._unit_texts[i]))
             for i, known in enumerate(states_only_known)
         ]
         alone = [lexical[i] >= MIN_LEXICAL for i in range(len(self.sources))]

@@ -104,6 +104,41 @@ def units_agree(sentence: str, source: str) -> bool:
     return True
 
 
+# English units of time as an English answer writes them after a number, and the forms an English source
+# may give the same quantity in ("3 years", "3yrs", "3-year", "three (3) years").
+_EN_TIME_UNITS = {
+    "minute": r"min(?:ute)?s?", "hour": r"h(?:ou)?rs?", "day": r"days?", "week": r"w(?:ee)?ks?",
+    "month": r"mo(?:nth)?s?", "year": r"y(?:ea)?rs?",
+}
+_EN_WITH_UNIT = re.compile(
+    r"(?<![\d.,])(\d+(?:\.\d+)?)[\s-]*(minutes?|mins?|hours?|hrs?|days?|weeks?|wks?|months?|mos?|years?|yrs?)\b",
+    re.IGNORECASE,
+)
+
+
+def english_time_units_agree(sentence: str, source: str) -> bool:
+    """True when every number that the English `sentence` writes with a unit of time (minutes to years)
+    appears in the English `source` with that unit: after it, with at most two words between ("10
+    Minutes", "3yrs", "30 calendar days", "seven (7) years"), in digits or, up to twenty, in words. A
+    sentence without such a number always agrees.
+
+    Fresh-user trial: "The laptops for the Technical Success team are refreshed every 3 months [1]." was kept
+    against "Technical Success: 3yrs": every word and the number are the page's, the unit is not.
+    """
+    pairs = [(m.group(1), m.group(2).lower()) for m in _EN_WITH_UNIT.finditer(unicodedata.normalize("NFKC", sentence))]
+    if not pairs:
+        return True
+    text = unicodedata.normalize("NFKC", source).lower()
+    for number, unit in pairs:
+        family = next(name for name, pattern in _EN_TIME_UNITS.items() if re.fullmatch(pattern, unit))
+        word = _WORDS.get(int(number)) if number.isdigit() else None
+        value = re.escape(number)
+        written = rf"(?:(?<![\d.,]){value}|\b{word})" if word else rf"(?<![\d.,]){value}"
+        if not re.search(rf"{written}\)?(?:[\s-]+[a-z]+){{0,2}}?[\s-]*(?:{_EN_TIME_UNITS[family]})\b", text):
+            return False
+    return True
+
+
 # An amount in yuan as the model writes it: digits then 元 (not 美元, 欧元: a letter between them).
 _YUAN = re.compile(r"(?<![\d.,])(\d+(?:[.,]\d+)?)(\s*)元")
 # The currencies an English source may state an amount in, and their Chinese names.

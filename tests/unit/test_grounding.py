@@ -409,3 +409,13 @@ def test_an_answer_of_numbers_alone_is_never_off_the_question():
     question = "What phone number should I give a mortgage lender who wants to verify my employment by phone?"
     grounded = ground("+1 (650) 273-5591 [1]", Grounder([page], question=question))
     assert not grounded.declined and grounded.cited == [1], grounded.text
+
+
+def test_a_span_of_time_keeps_the_pages_unit():
+    """Fresh-user trial: "… refreshed every 3 months [1]." was kept against "Technical Success: 3yrs": every
+    word and the number are the page's, the unit is not."""
+    page = source(HANDBOOK, "benefits-pay-perks/benefits-perks/spending-company-money.md", "money")
+    grounder = Grounder([page], question="How often are laptops refreshed for the Technical Success team?")
+    assert ground("The laptops for the Technical Success team are refreshed every 3 months [1].", grounder).declined
+    kept = ground("The laptops for the Technical Success team are refreshed every 3 years [1].", grounder)
+    assert not kept.declined and kept.cited == [1], kept.text
