@@ -123,6 +123,22 @@ _FILE_CITATION = re.compile(
 )
 _WORD = re.compile(r"[a-z0-9][a-z0-9_\-.]*[a-z0-9]|[a-z0-9]", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+# Yes/no questions: an English one opens with an auxiliary verb ("Should I use public WiFi when …?", whose
+# "when" asks nothing); a Chinese one holds no interrogative (多少, 什么, 哪, 几, …).
+_YES_NO_EN = re.compile(
+    r"^\W*(?:do|does|did|is|are|was|were|am|can|could|should|would|will|shall|may|might|must|have|has|had)\b",
+    re.IGNORECASE,
+)
+_INTERROGATIVE_ZH = re.compile(r"什么|哪|谁|几|多少|多久|多长|多大|怎么|怎样|如何|为什么|为何")
+
+
+def is_yes_no_question(question: str) -> bool:
+    """True for a question that asks yes or no (`_YES_NO_EN`, `_INTERROGATIVE_ZH`), not which value."""
+    if cjk_share(question) >= MIN_CJK_SHARE_ZH:
+        return not _INTERROGATIVE_ZH.search(question)
+    return bool(_YES_NO_EN.search(question))
+
+
 _VALUE = re.compile(r"[\d.,/:+()-]+")
 _NUMBER_WITH_UNIT = re.compile(r"(\d+(?:[.,]\d+)*)([a-z]+)")
 # Abbreviated units as handbooks write them after a number, and their words as `content_terms` keeps them
@@ -347,6 +363,7 @@ class Grounder:
     ):
         self.sources = list(sources)
         self._question_terms = content_terms(question) if question else set()
+        self._yes_no = bool(question) and is_yes_no_question(question)
         self._topic_terms = {
             t for t in sparse.terms(topic or question)
             if t not in QUESTION_WORDS_ZH and not (len(t) == 1 and cjk_share(t))
@@ -435,10 +452,13 @@ class Grounder:
         no number: a yes or no in the question's words, whose only information is its polarity. A number
         added is the answer to a "how many" ("背景调查会追溯7年的犯罪记录。" for "背景调查会追溯多少年的犯罪记录？"),
         whose source sentence may well be negated ("no inquiry regarding any criminal offense that is
-        more than seven (7) years old"): it was declined as the opposite of its source (fresh-user trial)."""
+        more than seven (7) years old"): it was declined as the opposite of its source (fresh-user trial).
+        Only the answer to a yes/no question is one: asked which value something has, "The default value of
+        TiDB's `time_zone` variable is `SYSTEM`." adds one word to the question's and is its answer, and was
+        removed as the opposite of its page (`is_yes_no_question`)."""
         added = terms - self._question_terms
         return (
-            bool(self._question_terms) and len(terms & self._question_terms) >= 2 and len(added) <= 1
+            self._yes_no and len(terms & self._question_terms) >= 2 and len(added) <= 1
             and not any(_NUMBER.fullmatch(t) for t in added)
         )
 

@@ -299,6 +299,18 @@ def test_a_number_that_answers_a_how_many_question_is_no_yes_or_no():
     assert ground("背景调查会追溯9年的犯罪记录。", e5_grounder([page], question), lang="zh").declined  # not the page's
 
 
+def test_the_value_a_which_question_asks_for_is_no_yes_or_no():
+    """Fresh-user trial, replayed: "The default value of TiDB's `time_zone` variable is `SYSTEM`." adds one word
+    to the question's and was removed as the opposite of its (Chinese) page, judged as a yes or no. Only a
+    yes/no question has such answers; the yes in the question's words is still checked."""
+    from assistant.answering.grounding import ground
+
+    page = page_between(DOCS_ZH, "configure-time-zone.md", "# 时区支持", "作为系统时区。")
+    question = "What is the default value of TiDB's time_zone variable?"
+    kept = ground("The default value of TiDB's `time_zone` variable is `SYSTEM` [1].", e5_grounder([page], question))
+    assert not kept.declined and kept.cited == [1], kept.text
+
+
 def test_a_chinese_sentence_naming_what_the_page_names_needs_less_dictionary_coverage():
     """Fresh-user trial: "…需要通过 #ask-it-tech-ops 频道提交请求。" was right and removed: the dictionary found 0.47 of
     its words in the page (< 0.5). The channel's name, which the question did not give, is evidence as a
