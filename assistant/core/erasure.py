@@ -18,6 +18,7 @@ from assistant.core.db.user_data import UploadFile, erase_user_rows, find_user, 
 from assistant.core.errors import ConflictError
 from assistant.core.principals import Principal
 from assistant.core.vectorstore.base import VectorStore
+from assistant.core.visibility import Visibility
 
 
 @dataclass
@@ -32,10 +33,12 @@ class ErasureReport:
         return {"user": self.user, "deleted": dict(self.deleted)}
 
 
-def export_user(db: Database, name: str, target: Path) -> dict[str, int]:
+def export_user(db: Database, name: str, target: Path, *, visibility: Visibility | None = None) -> dict[str, int]:
     """Write user `name`'s data to the zip file `target`: `account.json`, `conversations.json` (with
     their messages), `feedback.json`, `api_keys.json`, `uploads.json` and each uploaded file, as it is
-    on disk, under `uploads/<id>/<filename>`.
+    on disk, under `uploads/<id>/<filename>`. With `visibility` (an admin's export through the API),
+    text the rule withholds from its reader is left out (`user_data.user_records`), and so are the
+    files of uploads whose name is withheld.
 
     Returns:
         How many items of each kind the zip holds.
@@ -43,14 +46,14 @@ def export_user(db: Database, name: str, target: Path) -> dict[str, int]:
     Raises:
         NotFoundError: no such user.
     """
-    records = user_records(db, name)
+    records = user_records(db, name, visibility=visibility)
     target.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for kind, value in records.items():
             archive.writestr(f"{kind}.json", json.dumps(value, ensure_ascii=False, indent=1))
         for upload in records["uploads"]:
-            path = Path(upload["path"])
-            if path.is_file():
+            path = Path(upload["path"]) if upload["path"] else None
+            if path is not None and path.is_file():
                 archive.write(path, f"uploads/{upload['id']}/{Path(upload['filename']).name}")
     return {kind: (len(value) if isinstance(value, list) else 1) for kind, value in records.items()}
 

@@ -22,6 +22,7 @@ from assistant.core.db.feedback import list_feedback, quality_report, rate_answe
 from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError, NotFoundError
 from assistant.core.identity import load_principal
+from assistant.core.visibility import Visibility
 
 CITATION = {"n": 1, "source": "a.md", "route": "/api/documents/d1/content", "doc_id": "d1", "chunk_id": "c1",
             "title": "A", "heading": "", "page": None, "score": 1.0, "snippet": "text", "inline": True}
@@ -81,7 +82,7 @@ def test_history_pairs_answered_questions_and_regenerate_replaces_the_last_excha
     add_answer(db, conv.id, user_id=alice.user_id, answer="A3 better", citations=[], abstained=False)
     assert [(m.role, m.content) for m in conversation_messages(db, conv.id, user_id=alice.user_id)] == [
         ("user", "Q1"), ("assistant", "A1 [1]."), ("user", "Q2 stopped"), ("user", "Q3"), ("assistant", "A3 better")]
-    kept = [f for f in list_feedback(db) if f.principal == alice.name]
+    kept = [f for f in list_feedback(db, visibility=Visibility(db, alice)) if f.principal == alice.name]
     assert [(f.answer, f.message_id, f.comment) for f in kept] == [("A3", None, "wrong")]  # the rating stays
 
 
@@ -102,8 +103,11 @@ def test_a_rating_keeps_question_answer_and_chunks_and_outlives_the_conversation
         -1, "too vague", "How long must passwords be?", "At least 15 characters [1].", ["c1"], alice.name)
     assert conversation_messages(db, conv.id, user_id=alice.user_id)[1].rating == -1
     delete_conversation(db, conv.id, user_id=alice.user_id)
-    mine = [f for f in list_feedback(db) if f.principal == alice.name]
+    mine = [f for f in list_feedback(db, visibility=Visibility(db, alice)) if f.principal == alice.name]
     assert len(mine) == 1 and mine[0].message_id is None and mine[0].answer == rated.answer
+    # Its cited document is gone from the database: only the one who asked still sees the text.
+    [seen_by_bob] = [f for f in list_feedback(db, visibility=Visibility(db, bob)) if f.principal == alice.name]
+    assert seen_by_bob.withheld and seen_by_bob.answer is seen_by_bob.question is None and seen_by_bob.rating == -1
     assert list_conversations(db, user_id=alice.user_id) == []
 
 

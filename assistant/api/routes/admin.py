@@ -1,5 +1,6 @@
 """The admin pages' API (admins only): accounts and group membership, API keys, sources with their
-last sync and file errors (and a sync now), and the model and adapter in use."""
+last sync and file errors (and a sync now), everyone's uploads (owner, audience, size, state; a file's
+name only where the admin may read it), and the model and adapter in use."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from assistant.core.auth.api_keys import create_api_key, list_api_keys, revoke_a
 from assistant.core.db.adapters import serving_adapters
 from assistant.core.db.jobs import JobRecord, queue_sync_job
 from assistant.core.db.source_status import SourceStatusPublic, source_statuses
+from assistant.core.db.uploads import UploadAdminPublic, all_uploads
 from assistant.core.errors import NotFoundError
 from assistant.core.jobs import JOB_TASKS
+from assistant.core.visibility import Visibility
 
 router = APIRouter(prefix="/api/admin", tags=["admin"])
 
@@ -171,9 +174,17 @@ async def revoke_key(name: str, _admin: AdminDep, db: DatabaseDep) -> Response:
 
 
 @router.get("/sources", response_model=list[SourceStatusPublic])
-async def sources(_admin: AdminDep, db: DatabaseDep) -> list[SourceStatusPublic]:
-    """Every source with its counts, last sync, latest job and that job's file errors."""
-    return await run_in_threadpool(source_statuses, db)
+async def sources(admin: AdminDep, db: DatabaseDep) -> list[SourceStatusPublic]:
+    """Every source with its counts, last sync, latest job and that job's file errors. An upload's
+    source names its owner and audience; its path only where the admin may read the upload."""
+    return await run_in_threadpool(lambda: source_statuses(db, visibility=Visibility(db, admin)))
+
+
+@router.get("/uploads", response_model=list[UploadAdminPublic])
+async def uploads(admin: AdminDep, db: DatabaseDep) -> list[UploadAdminPublic]:
+    """Everyone's uploads, newest first: owner, audience, size, state and chunks; the file name only
+    where the admin may read the upload (a private upload's: its owner only)."""
+    return await run_in_threadpool(lambda: all_uploads(db, visibility=Visibility(db, admin)))
 
 
 @router.post("/sources/{source_id}/sync", response_model=JobRecord, status_code=202)

@@ -23,6 +23,7 @@ from assistant.core.erasure import erase_user, export_user
 from assistant.core.errors import PermissionDeniedError
 from assistant.core.principals import Principal
 from assistant.core.retention import apply_retention
+from assistant.core.visibility import Cited, Visibility, withheld_audit_row
 
 router = APIRouter(prefix="/api", tags=["compliance"])
 
@@ -60,9 +61,21 @@ async def audit_trail(
     limit: int = Query(100, ge=1, le=1000),
 ) -> list[dict[str, Any]]:
     """Audit rows matching the filters, oldest first; page on with `after_id` = the last row's id.
-    Reading the trail is itself recorded (`audit.read`)."""
+    Reading the trail is itself recorded (`audit.read`).
+
+    An auditor reads every row in full (the role's purpose). An admin who is not an auditor reads a
+    row's query text and details only where they may read every document the row names; otherwise the
+    row shows who, when, what and which documents, with `query` None and `withheld: true`."""
     query = AuditQuery(user=user, action=action, doc_id=doc_id, since=since, until=until, after_id=after_id, limit=limit)
-    rows = await run_in_threadpool(list_events, db, query)
+
+    def shown() -> list[dict[str, Any]]:
+        visibility = Visibility(db, reader, full=reader.is_auditor)
+        return [
+            row if visibility.may_see(Cited(doc_ids=tuple(row["doc_ids"])), asked_by=row["principal"]) else withheld_audit_row(row)
+            for row in list_events(db, query)
+        ]
+
+    rows = await run_in_threadpool(shown)
     filters = {k: v for k, v in {"user": user, "action": action, "doc_id": doc_id}.items() if v}
     await run_in_threadpool(
         record_event, db, principal=reader, action="audit.read", details={"filters": filters, "rows": len(rows)},
@@ -110,12 +123,17 @@ async def update_user_flags(name: str, body: UserFlagsUpdate, admin: AdminDep, d
 async def export_user_data(name: str, admin: AdminDep, db: DatabaseDep, request: Request) -> FileResponse:
     """User `name`'s conversations, feedback, keys and uploads (with the files) as a zip of JSON.
 
+    The admin's own reading rights apply (`assistant.core.visibility`): a question, answer or rating
+    whose answer cited a document the admin may not read is in the zip with its text withheld, and an
+    upload the admin may not read without its file name and file. `assistant users export` on the
+    server (the operator) writes the complete export.
+
     Raises:
         NotFoundError: no such user.
     """
     folder = Path(tempfile.mkdtemp(prefix="assistant-export-"))
     target = folder / f"{name}.zip"
-    counts = await run_in_threadpool(export_user, db, name, target)
+    counts = await run_in_threadpool(lambda: export_user(db, name, target, visibility=Visibility(db, admin)))
     await run_in_threadpool(
         record_event, db, principal=admin, action="admin.export", details={"target": name, "counts": counts},
         **request_origin(request),

@@ -1,6 +1,7 @@
 """The admins' quality view: every rating with its question, answer and cited chunks, the daily
 figures (questions, answered against "not found", ratings), the slowest answers, and the knowledge
-gaps (unserved questions grouped by meaning: the documents to write)."""
+gaps (unserved questions grouped by meaning: the documents to write). Stored text goes through
+`assistant.core.visibility`: an admin sees the text of what cited only documents they may read."""
 
 from __future__ import annotations
 
@@ -13,43 +14,54 @@ from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep
 from assistant.core.db.feedback import FeedbackPublic, QualityReport, list_feedback, quality_report
 from assistant.core.db.quality import SlowAnswer, gap_questions, slowest_answers
 from assistant.core.knowledge_gaps import DEFAULT_SIMILARITY, KnowledgeGap, group_gaps
+from assistant.core.visibility import Visibility
 
 router = APIRouter(prefix="/api/admin", tags=["admin"])
 
 
 @dataclass(frozen=True)
 class QualityView(QualityReport):
-    """The quality report with the slowest answers (slowest first) and the knowledge gaps (largest first)."""
+    """The quality report with the slowest answers (slowest first) and the knowledge gaps (largest
+    first); `gaps_withheld` counts the unserved questions left out of the gaps because their answer
+    cited a document the viewer may not read."""
 
     slowest: list[SlowAnswer] = field(default_factory=list)
     gaps: list[KnowledgeGap] = field(default_factory=list)
+    gaps_withheld: int = 0
 
 
 @router.get("/feedback", response_model=list[FeedbackPublic])
 async def feedback(
-    _admin: AdminDep,
+    admin: AdminDep,
     db: DatabaseDep,
     rating: int | None = Query(None, ge=-1, le=1, description="1: thumbs up only; -1: thumbs down only"),
     limit: int = Query(100, ge=1, le=1000),
 ) -> list[FeedbackPublic]:
-    """Ratings, newest first (admins only)."""
-    return await run_in_threadpool(list_feedback, db, rating=rating, limit=limit)
+    """Ratings, newest first (admins only); a rating's text is withheld (`withheld: true`) unless the
+    admin may read every document its answer cited."""
+    return await run_in_threadpool(lambda: list_feedback(db, visibility=Visibility(db, admin), rating=rating, limit=limit))
 
 
 @router.get("/quality", response_model=QualityView)
 async def quality(
-    _admin: AdminDep,
+    admin: AdminDep,
     assistant: AssistantDep,
     days: int = Query(30, ge=1, le=366),
     similarity: float = Query(DEFAULT_SIMILARITY, ge=0.0, le=1.0, description="cosine at which questions group"),
 ) -> QualityView:
     """Questions per day, answered against "not found", the share of positive ratings, the slowest
-    answers and the knowledge gaps over the last `days` UTC days (admins only)."""
+    answers and the knowledge gaps over the last `days` UTC days (admins only). Questions are shown only
+    where the admin may read every document their answer cited; the others are counted."""
     res = assistant.resources
 
     def build() -> QualityView:
+        visibility = Visibility(res.db, admin)
         report = quality_report(res.db, days=days)
-        gaps = group_gaps(gap_questions(res.db, days=days), res.embedder, similarity=similarity)
-        return QualityView(**asdict(report) | {"days": report.days}, slowest=slowest_answers(res.db, days=days), gaps=gaps)
+        unserved = gap_questions(res.db, visibility=visibility, days=days)
+        gaps = group_gaps(unserved.shown, res.embedder, similarity=similarity)
+        return QualityView(
+            **asdict(report) | {"days": report.days}, slowest=slowest_answers(res.db, visibility=visibility, days=days),
+            gaps=gaps, gaps_withheld=unserved.withheld,
+        )
 
     return await run_in_threadpool(build)

@@ -71,6 +71,10 @@ async def hand_off(conversation_id: str, principal: PrincipalDep, assistant: Ass
             record = store_decision(db, record.id, values={
                 "decision": "needs_agent", "confidence": 0.0, "reply": "",
                 "reasons": ["handed over from the web app: the documents held no answer"],
+                # The body quotes the conversation's answers: who may read it follows what they cited.
+                "evidence": {"conversation_doc_ids": list(dict.fromkeys(
+                    c["doc_id"] for m in messages for c in (m.citations or []) if isinstance(c, dict) and c.get("doc_id")
+                ))},
             })
         return HandoffPublic(ticket_id=record.id, decision=record.decision or "needs_agent")
 

@@ -4,6 +4,7 @@ helpdesk's API key (a service principal); `POST /answer` is the earlier stateles
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -22,10 +23,13 @@ from assistant.core.db.helpdesk import (
     ticket_counts,
     set_resolution_job,
     store_resolution,
+    ticket_cited,
 )
+from assistant.core.db.usage import record_usage
 from assistant.core.errors import InvalidRequestError, PermissionDeniedError
 from assistant.core.jobs import JOB_TASKS, WEBHOOK_TASK
 from assistant.core.principals import Principal, parse_acl
+from assistant.core.visibility import Visibility
 from assistant.helpdesk.resolutions import publish_resolution, resolution_outcome
 from assistant.helpdesk.tickets import Collaborators, TicketRequest, submit_ticket, ticket_question
 from assistant.helpdesk.webhooks import queue_ticket_webhook
@@ -98,13 +102,15 @@ class TicketCreate(BaseModel):
 
 class TicketPublic(BaseModel):
     """The decision on a ticket. `decision`: `auto_reply` (send `reply`) or `needs_agent`; `confidence` in
-    [0, 1] (docs/helpdesk.md); `reasons`: `{"code", "message"}` each; `citations` as in `/api/chat`."""
+    [0, 1] (docs/helpdesk.md); `reasons`: `{"code", "message"}` each; `citations` as in `/api/chat`.
+    `withheld` is True when the caller may no longer read every document the reply cited
+    (`assistant.core.visibility`): reply, citations and the reasons' messages are then None."""
 
     ticket_id: int
     external_id: str | None
     decision: Literal["auto_reply", "needs_agent"] | None
-    reply: str
-    citations: list[dict]
+    reply: str | None
+    citations: list[dict] | None
     confidence: float
     language: str
     reasons: list[dict]
@@ -113,13 +119,15 @@ class TicketPublic(BaseModel):
     state: str
     created_at: datetime
     decided_at: datetime | None
+    withheld: bool = False
 
 
 class TicketDetail(TicketPublic):
-    """A stored ticket with its text, the evidence of its decision and the agent's resolution."""
+    """A stored ticket with its text, the evidence of its decision and the agent's resolution (text and
+    evidence None or empty when `withheld`)."""
 
-    subject: str
-    body: str
+    subject: str | None
+    body: str | None
     evidence: dict
     resolution: str | None
     resolved_by: str | None
@@ -139,19 +147,29 @@ class ResolutionCreate(BaseModel):
     outcome: Literal["accepted", "edited", "rejected"] | None = None
 
 
-def _public(record: TicketRecord) -> TicketPublic:
+def _shown(record: TicketRecord, visibility: Visibility | None) -> bool:
+    return visibility is None or visibility.may_see(ticket_cited(record), asked_by=record.client)
+
+
+def _public(record: TicketRecord, visibility: Visibility | None = None) -> TicketPublic:
+    """The ticket as `visibility`'s viewer may see it (None: as just decided for the caller)."""
+    shown = _shown(record, visibility)
     return TicketPublic(
-        ticket_id=record.id, external_id=record.external_id, decision=record.decision, reply=record.reply,
-        citations=record.citations, confidence=record.confidence, language=record.language, reasons=record.reasons,
+        ticket_id=record.id, external_id=record.external_id, decision=record.decision,
+        reply=record.reply if shown else None, citations=record.citations if shown else None,
+        confidence=record.confidence, language=record.language,
+        reasons=record.reasons if shown else [{"code": r.get("code") if isinstance(r, dict) else None, "message": None} for r in record.reasons],
         category=record.category, requester=record.requester, state=record.state, created_at=record.created_at,
-        decided_at=record.decided_at,
+        decided_at=record.decided_at, withheld=not shown,
     )
 
 
-def _detail(record: TicketRecord) -> TicketDetail:
+def _detail(record: TicketRecord, visibility: Visibility) -> TicketDetail:
+    shown = _shown(record, visibility)
     return TicketDetail(
-        **_public(record).model_dump(), subject=record.subject, body=record.body, evidence=record.evidence,
-        resolution=record.resolution, resolved_by=record.resolved_by, audience=record.audience,
+        **_public(record, visibility).model_dump(), subject=record.subject if shown else None,
+        body=record.body if shown else None, evidence=record.evidence if shown else {},
+        resolution=record.resolution if shown else None, resolved_by=record.resolved_by, audience=record.audience,
         outcome=record.outcome, resolution_job_id=record.resolution_job_id, resolved_at=record.resolved_at,
     )
 
@@ -171,7 +189,12 @@ async def answer_ticket(
         raise InvalidRequestError(f"ticket '{body.ticket_id}' has neither subject nor body")
     audit = request_audit(assistant, request, endpoint="helpdesk", ticket_id=body.ticket_id)
     ticket = assistant.answerer.admit(principal)
+    started = time.perf_counter()
     result = await assistant.answerer.answer(question, principal=principal, ticket=ticket, audit=audit)
+    await run_in_threadpool(
+        lambda: record_usage(assistant.resources.db, endpoint="helpdesk", abstained=result.abstained,
+                             duration_s=time.perf_counter() - started)
+    )
     return HelpdeskAnswerPublic(
         ticket_id=body.ticket_id, answer=result.answer, citations=[c.to_dict() for c in result.citations],
         abstained=result.abstained, finish_reason=result.finish_reason, usage=result.usage.to_dict(),
@@ -215,13 +238,17 @@ async def create_ticket(
     record, created = await submit_ticket(ticket, key=service, idempotency_key=key, parts=parts, audit=audit)
     request.state.usage_tokens = int((record.evidence.get("usage") or {}).get("total_tokens", 0)) if created else 0
     if created:
+        await run_in_threadpool(
+            lambda: record_usage(assistant.resources.db, endpoint="helpdesk_tickets", abstained=not record.citations,
+                                 duration_s=record.duration_s)
+        )
         delivery = await run_in_threadpool(queue_ticket_webhook, assistant.resources.db, record, service=service)
         if delivery is not None:
             dispatcher.submit(WEBHOOK_TASK, delivery_id=delivery.id)
     else:
         response.status_code = 200
         response.headers["Idempotent-Replayed"] = "true"
-    return _public(record)
+    return await run_in_threadpool(_public, record, Visibility(assistant.resources.db, service))
 
 
 @router.get("/tickets", response_model=list[TicketPublic])
@@ -244,7 +271,8 @@ async def get_tickets(
             since=since, until=until, limit=limit, offset=offset,
         )
     )
-    return [_public(r) for r in records]
+    visibility = Visibility(assistant.resources.db, service)
+    return await run_in_threadpool(lambda: [_public(r, visibility) for r in records])
 
 
 @router.get("/tickets/{ticket_id}", response_model=TicketDetail)
@@ -254,7 +282,9 @@ async def get_ticket(ticket_id: int, assistant: AssistantDep, service: ServiceDe
     Raises:
         NotFoundError: no such ticket, or another key's (404).
     """
-    return _detail(await run_in_threadpool(load_ticket, assistant.resources.db, ticket_id, client=service.name))
+    db = assistant.resources.db
+    record = await run_in_threadpool(load_ticket, db, ticket_id, client=service.name)
+    return await run_in_threadpool(_detail, record, Visibility(db, service))
 
 
 @router.post("/tickets/{ticket_id}/resolution", response_model=TicketDetail)
@@ -283,7 +313,8 @@ async def resolve_ticket(
     job_id = await run_in_threadpool(lambda: publish_resolution(db, record, folder=folder, audience=audience))
     await run_in_threadpool(set_resolution_job, db, ticket_id, job_id)
     dispatcher.submit(JOB_TASKS["sync"], job_id=job_id)
-    return _detail(await run_in_threadpool(load_ticket, db, ticket_id, client=service.name))
+    record = await run_in_threadpool(load_ticket, db, ticket_id, client=service.name)
+    return await run_in_threadpool(_detail, record, Visibility(db, service))
 
 
 @router.get("/deliveries", response_model=list[DeliveryRecord])

@@ -1,7 +1,7 @@
 """Ingestion jobs for the admin UI: list them, read one with its per-file items, start a folder sync.
 
 Job items name files, and file names can be sensitive, so these routes are for admins (who manage
-sources). Work is started by Celery task name through the dispatcher, never by importing `ingest`.
+sources), and an upload's job names its file only where the admin may read the upload. Work is started by Celery task name through the dispatcher, never by importing `ingest`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from assistant.core.auth.audit import record_event
 from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.jobs import JobRecord, get_job as load_job, queue_sync_job, recent_jobs
 from assistant.core.db.sources import check_manifest_scope, list_sources
+from assistant.core.db.uploads import jobs_seen_by
 from assistant.core.errors import InvalidRequestError
 from assistant.core.jobs import JOB_TASKS
+from assistant.core.visibility import Visibility
 
 router = APIRouter(prefix="/api")
 
@@ -31,19 +33,22 @@ class SyncCreate(BaseModel):
 
 
 @router.get("/jobs", response_model=list[JobRecord])
-async def list_jobs(assistant: AssistantDep, _admin: AdminDep, limit: int = Query(50, ge=1, le=500)) -> list[JobRecord]:
-    """Recent jobs, newest first (admins only)."""
-    return await run_in_threadpool(recent_jobs, assistant.resources.db, limit)
+async def list_jobs(assistant: AssistantDep, admin: AdminDep, limit: int = Query(50, ge=1, le=500)) -> list[JobRecord]:
+    """Recent jobs, newest first (admins only; an upload's file name only where the admin may read it)."""
+    db = assistant.resources.db
+    return await run_in_threadpool(lambda: jobs_seen_by(db, recent_jobs(db, limit), visibility=Visibility(db, admin)))
 
 
 @router.get("/jobs/{job_id}", response_model=JobRecord)
-async def get_job(job_id: int, assistant: AssistantDep, _admin: AdminDep) -> JobRecord:
-    """One job with the outcome of each file (admins only).
+async def get_job(job_id: int, assistant: AssistantDep, admin: AdminDep) -> JobRecord:
+    """One job with the outcome of each file (admins only; an upload's file name only where the admin
+    may read it).
 
     Raises:
         NotFoundError: no such job.
     """
-    return await run_in_threadpool(load_job, assistant.resources.db, job_id)
+    db = assistant.resources.db
+    return await run_in_threadpool(lambda: jobs_seen_by(db, [load_job(db, job_id)], visibility=Visibility(db, admin))[0])
 
 
 @router.post("/jobs/sync", response_model=JobRecord, status_code=202)

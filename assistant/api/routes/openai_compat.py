@@ -42,12 +42,14 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.errors import openai_error_body
 from assistant.api.routes.chat import request_audit
 from assistant.api.sse import SSE_HEADERS, paced_stream
 from assistant.answering.request import GenerationParams
+from assistant.core.db.usage import record_usage
 from assistant.core.language import question_language
 from assistant.core.questions import check_query
 from assistant.core.errors import AssistantError, AuthenticationError, InvalidRequestError, NotFoundError
@@ -251,11 +253,16 @@ async def chat_completions(
     audit = request_audit(assistant, request, endpoint="/v1/chat/completions")
     ticket = answerer.admit(principal)
     base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": RAG_MODEL}
+    started = time.perf_counter()
+    db = assistant.resources.db
     if not body.stream:
         result = await answerer.answer(
             question, principal=principal, history=history, ticket=ticket, params=params, audit=audit
         )
         request.state.usage_tokens = result.usage.total_tokens  # charged to the key's rate limit
+        await run_in_threadpool(
+            lambda: record_usage(db, endpoint="v1", abstained=result.abstained, duration_s=time.perf_counter() - started)
+        )
         return {
             **base,
             "object": "chat.completion",
@@ -287,6 +294,11 @@ async def chat_completions(
                     citations = event["citations"]
                 elif event["type"] == "done":
                     request.state.usage_tokens = event["usage"]["total_tokens"]  # charged after the stream
+                    done = event
+                    await run_in_threadpool(
+                        lambda: record_usage(db, endpoint="v1", abstained=done["abstained"],
+                                             duration_s=time.perf_counter() - started)
+                    )
                     if replaced and event["abstained"]:
                         note = WITHDRAWN.get(question_language(question), WITHDRAWN["en"])
                         yield _chunk(base, {"content": f"\n\n{note} {replaced['replace']}"})

@@ -1,5 +1,6 @@
 """The queries on feedback: a reader's thumbs up or down on an answer, and the admins' quality view
-(questions per day, answered against "not found", the share of positive ratings)."""
+(questions per day, answered against "not found", the share of positive ratings). A rating's text is
+shown through `assistant.core.visibility` (withheld where the viewer may not read what its answer cited)."""
 
 from __future__ import annotations
 
@@ -10,34 +11,43 @@ from sqlalchemy import select
 
 from assistant.core.db.models import Conversation, Feedback, Message, utcnow
 from assistant.core.db.session import Database
+from assistant.core.db.usage import usage_since
 from assistant.core.errors import InvalidRequestError, NotFoundError
 from assistant.core.principals import Principal
+from assistant.core.visibility import Cited, Visibility
 
 
 @dataclass(frozen=True)
 class FeedbackPublic:
     """A rating as stored: `rating` 1 (thumbs up) or -1 (down), the reader's comment and corrected
     answer (None: none given), and the copy of the question, the answer and the chunk IDs it cited
-    taken when the rating was given. `message_id` is None once the conversation was deleted."""
+    taken when the rating was given. `message_id` is None once the conversation was deleted.
+
+    `withheld` is True when the viewer may not read every document the answer cited
+    (`assistant.core.visibility`): question, answer, comment, corrected answer and chunk IDs are then
+    None (`corrected` still says whether a correction was given)."""
 
     id: int
     message_id: int | None
     principal: str
     rating: int
-    comment: str
+    comment: str | None
     corrected_answer: str | None
-    question: str
-    answer: str
-    chunk_ids: list[str]
+    question: str | None
+    answer: str | None
+    chunk_ids: list[str] | None
     abstained: bool
     created_at: datetime
     updated_at: datetime
+    corrected: bool = False
+    withheld: bool = False
 
 
 @dataclass(frozen=True)
 class QualityDay:
-    """One UTC day of the quality view: questions asked in conversations, answers given from the
-    documents (`answered`), "not found" answers, and the ratings given to that day's answers."""
+    """One UTC day of the quality view: questions asked (in conversations, `/api/chat` without one,
+    `/v1` and the helpdesk), answers given from the documents (`answered`), "not found" answers, and
+    the ratings given to that day's answers."""
 
     day: date
     questions: int = 0
@@ -51,7 +61,8 @@ class QualityDay:
 class QualityReport:
     """The quality view over `days` UTC days ending today: per-day figures (oldest first) and totals.
     `positive_ratio` is thumbs up over all ratings, `rated_ratio` rated answers over all answers
-    (None when there is nothing to divide)."""
+    (None when there is nothing to divide); `endpoints` counts the questions by where they were asked
+    (`conversation`, `chat`, `v1`, `helpdesk`, `helpdesk_tickets`)."""
 
     days: list[QualityDay]
     questions: int
@@ -61,13 +72,31 @@ class QualityReport:
     thumbs_down: int
     positive_ratio: float | None
     rated_ratio: float | None = field(default=None)
+    endpoints: dict[str, int] = field(default_factory=dict)
 
 
-def _public(row: Feedback) -> FeedbackPublic:
+def feedback_cited(row: Feedback, message_citations: list | None) -> Cited:
+    """The documents a rating's answer cited: its recorded `doc_ids`, else (older rows) its message's
+    citations; unresolved when it cited chunks and neither is known (the conversation was deleted)."""
+    if row.doc_ids is not None:
+        return Cited(doc_ids=tuple(row.doc_ids))
+    if message_citations is not None:
+        return Cited.of_citations(message_citations)
+    return Cited(unresolved=bool(row.chunk_ids))
+
+
+def _public(row: Feedback, *, shown: bool = True) -> FeedbackPublic:
+    if not shown:
+        return FeedbackPublic(
+            id=row.id, message_id=row.message_id, principal=row.principal, rating=row.rating, comment=None,
+            corrected_answer=None, question=None, answer=None, chunk_ids=None, abstained=row.abstained,
+            created_at=row.created_at, updated_at=row.updated_at, corrected=row.corrected_answer is not None,
+            withheld=True,
+        )
     return FeedbackPublic(
         id=row.id, message_id=row.message_id, principal=row.principal, rating=row.rating, comment=row.comment,
         corrected_answer=row.corrected_answer, question=row.question, answer=row.answer, chunk_ids=list(row.chunk_ids or []), abstained=row.abstained,
-        created_at=row.created_at, updated_at=row.updated_at,
+        created_at=row.created_at, updated_at=row.updated_at, corrected=row.corrected_answer is not None,
     )
 
 
@@ -116,23 +145,32 @@ def rate_answer(db: Database, message_id: int, *, principal: Principal, rating: 
         row.question = question or ""
         row.answer = answer.content
         row.chunk_ids = [c["chunk_id"] for c in answer.citations or [] if c.get("chunk_id")]
+        row.doc_ids = list(dict.fromkeys(Cited.of_citations(answer.citations).doc_ids))
         row.abstained = answer.abstained
         session.flush()
         return _public(row)
 
 
-def list_feedback(db: Database, *, rating: int | None = None, limit: int = 100) -> list[FeedbackPublic]:
-    """Ratings, newest first (for admins).
+def list_feedback(db: Database, *, visibility: Visibility, rating: int | None = None, limit: int = 100) -> list[FeedbackPublic]:
+    """Ratings, newest first (for admins), each one's text shown only where `visibility` allows.
 
     Args:
+        visibility: the rule for the viewer (`assistant.core.visibility`).
         rating: only thumbs up (1) or only thumbs down (-1); None: both.
         limit: at most this many.
     """
-    stmt = select(Feedback).order_by(Feedback.updated_at.desc(), Feedback.id.desc()).limit(limit)
+    stmt = (
+        select(Feedback, Message.citations).outerjoin(Message, Message.id == Feedback.message_id)
+        .order_by(Feedback.updated_at.desc(), Feedback.id.desc()).limit(limit)
+    )
     if rating is not None:
         stmt = stmt.where(Feedback.rating == rating)
     with db.session() as session:
-        return [_public(row) for row in session.scalars(stmt)]
+        rows = session.execute(stmt).all()
+        return [
+            _public(row, shown=visibility.may_see(feedback_cited(row, citations), asked_by=row.user_id))
+            for row, citations in rows
+        ]
 
 
 def _day(moment: datetime) -> date:
@@ -143,7 +181,8 @@ def _day(moment: datetime) -> date:
 
 
 def quality_report(db: Database, *, days: int = 30, now: datetime | None = None) -> QualityReport:
-    """The quality view of the last `days` UTC days (today included), over every user's conversations.
+    """The quality view of the last `days` UTC days (today included): every user's conversations, and
+    the answers given outside them (`assistant.core.db.usage`). Figures only, no text.
 
     Args:
         days: how many days, at least 1.
@@ -153,6 +192,7 @@ def quality_report(db: Database, *, days: int = 30, now: datetime | None = None)
     first = today - timedelta(days=days - 1)
     since = datetime(first.year, first.month, first.day, tzinfo=timezone.utc)
     counts = {first + timedelta(days=i): dict(questions=0, answered=0, not_found=0, thumbs_up=0, thumbs_down=0) for i in range(days)}
+    endpoints: dict[str, int] = {}
     with db.session() as session:
         for role, abstained, at in session.execute(
             select(Message.role, Message.abstained, Message.created_at).where(Message.created_at >= since)
@@ -162,6 +202,7 @@ def quality_report(db: Database, *, days: int = 30, now: datetime | None = None)
                 continue
             if role == "user":
                 day["questions"] += 1
+                endpoints["conversation"] = endpoints.get("conversation", 0) + 1
             else:
                 day["not_found" if abstained else "answered"] += 1
         for rating, at in session.execute(
@@ -171,6 +212,12 @@ def quality_report(db: Database, *, days: int = 30, now: datetime | None = None)
             day = counts.get(_day(at))
             if day is not None:
                 day["thumbs_up" if rating > 0 else "thumbs_down"] += 1
+    for endpoint, abstained, at in usage_since(db, since):
+        day = counts.get(_day(at))
+        if day is not None:
+            day["questions"] += 1
+            day["not_found" if abstained else "answered"] += 1
+            endpoints[endpoint] = endpoints.get(endpoint, 0) + 1
     per_day = [QualityDay(day=d, **c) for d, c in sorted(counts.items())]
     totals = {k: sum(getattr(d, k) for d in per_day) for k in ("questions", "answered", "not_found", "thumbs_up", "thumbs_down")}
     ratings = totals["thumbs_up"] + totals["thumbs_down"]
@@ -178,5 +225,5 @@ def quality_report(db: Database, *, days: int = 30, now: datetime | None = None)
     return QualityReport(
         days=per_day, **totals,
         positive_ratio=totals["thumbs_up"] / ratings if ratings else None,
-        rated_ratio=ratings / answers if answers else None,
+        rated_ratio=ratings / answers if answers else None, endpoints=endpoints,
     )

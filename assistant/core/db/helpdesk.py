@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from assistant.core.db.models import HelpdeskTicket, WebhookDelivery, utcnow
 from assistant.core.db.session import Database
+from assistant.core.visibility import Cited
 from assistant.core.errors import ConflictError, NotFoundError
 
 # Seconds a client is told to wait (Retry-After) before repeating a request whose ticket is still being
@@ -342,3 +343,11 @@ def ticket_counts(
              "in_progress": int(p or 0)}
             for d, category, n, a, e, ed, r, p in session.execute(query)
         ]
+
+
+def ticket_cited(record: TicketRecord) -> Cited:
+    """The documents a ticket's stored text rests on, for `assistant.core.visibility`: its reply's
+    citations and, for a conversation handed over from the web app, the documents its answers cited."""
+    cited = Cited.of_citations(record.citations)
+    handed = tuple(str(d) for d in (record.evidence or {}).get("conversation_doc_ids", []) or [])
+    return Cited(doc_ids=cited.doc_ids + handed, sources=cited.sources, unresolved=cited.unresolved)

@@ -24,11 +24,12 @@ _LEASE_CLASS = 0x4A4F42
 class JobItemRecord:
     """The outcome of one file of a job: its path relative to the source, `status` (queued, running,
     or the file's outcome: done, skipped, failed, ...), the reason of a failure, chunks written and
-    seconds spent."""
+    seconds spent. `path` and `reason` are None where the viewer may not see the file's name (a private
+    upload's, `uploads.jobs_seen_by`)."""
 
-    path: str
+    path: str | None
     status: str
-    reason: str
+    reason: str | None
     chunks: int
     duration_s: float
 
@@ -37,12 +38,13 @@ class JobItemRecord:
 class JobRecord:
     """A job as listed to an admin: kind (`sync`), status (queued, running, done, failed), the reason
     of a failure, `params` (`path`, optional `acl` manifest), `totals` (outcome counts, chunks,
-    seconds per stage), attempts and UTC times; `items` only when asked for (`get_job`)."""
+    seconds per stage), attempts and UTC times; `items` only when asked for (`get_job`). `withheld`:
+    the job ingests an upload whose file name the viewer may not see (path and reasons are None)."""
 
     id: int
     kind: str
     status: str
-    reason: str
+    reason: str | None
     params: dict[str, Any]
     totals: dict[str, Any]
     attempts: int
@@ -50,6 +52,7 @@ class JobRecord:
     started_at: datetime | None
     finished_at: datetime | None
     items: list[JobItemRecord] | None = field(default=None)
+    withheld: bool = False
 
 
 @dataclass(frozen=True)

@@ -225,6 +225,9 @@ class Feedback(Base):
     question: Mapped[str] = mapped_column(Text, default="")
     answer: Mapped[str] = mapped_column(Text, default="")
     chunk_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
+    # The documents the answer cited (issue 36: who may see this rating's text); None on rows rated
+    # before it was recorded (their message's citations say it, while the message exists).
+    doc_ids: Mapped[list[str] | None] = mapped_column(JSON, default=None)
     abstained: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
@@ -390,3 +393,17 @@ class AnswerAdapter(Base):
     __tablename__ = "answer_adapters"
     message_id: Mapped[int] = mapped_column(ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True)
     adapter: Mapped[str] = mapped_column(String(128), index=True)
+
+
+# --- issue 36: every answered question counts, wherever it was asked ---
+class AnswerUsage(Base):
+    """One answer given outside a conversation (`/api/chat` without a conversation, `/v1`, the
+    helpdesk): when, where (`endpoint`), "not found" or not, and the seconds it took. No text: the
+    quality view counts these beside the conversations' messages."""
+
+    __tablename__ = "answer_usage"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    endpoint: Mapped[str] = mapped_column(String(32))
+    abstained: Mapped[bool] = mapped_column(Boolean, default=False)
+    duration_s: Mapped[float] = mapped_column(Float, default=0.0)

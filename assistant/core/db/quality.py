@@ -1,6 +1,7 @@
 """The queries behind the quality view's lists: the slowest answers, and the questions the documents
 did not answer (the "not found" answer) or whose answer was rated down, from which knowledge gaps are
-grouped (`assistant.core.knowledge_gaps`)."""
+grouped (`assistant.core.knowledge_gaps`). A question's text is shown through `assistant.core.visibility`:
+withheld where the viewer may not read every document its answer cited."""
 
 from __future__ import annotations
 
@@ -9,18 +10,22 @@ from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import select
 
-from assistant.core.db.models import Feedback, Message, utcnow
+from assistant.core.db.feedback import feedback_cited
+from assistant.core.db.models import Conversation, Feedback, Message, utcnow
 from assistant.core.db.session import Database
+from assistant.core.visibility import Cited, Visibility
 
 
 @dataclass(frozen=True)
 class SlowAnswer:
-    """An answer and the seconds from its question being stored to the answer being stored."""
+    """An answer and the seconds from its question being stored to the answer being stored;
+    `question` is None and `withheld` True where the viewer may not see it."""
 
-    question: str
+    question: str | None
     seconds: float
     answered_at: datetime
     not_found: bool
+    withheld: bool = False
 
 
 @dataclass(frozen=True)
@@ -41,55 +46,83 @@ def _since(days: int) -> datetime:
     return utcnow() - timedelta(days=days)
 
 
-def slowest_answers(db: Database, *, days: int = 30, limit: int = 10) -> list[SlowAnswer]:
+def slowest_answers(db: Database, *, visibility: Visibility, days: int = 30, limit: int = 10) -> list[SlowAnswer]:
     """The `limit` answers of the last `days` days that took longest, slowest first: each answer is
-    timed from the question before it in its conversation (both are stored as they happen)."""
+    timed from the question before it in its conversation (both are stored as they happen). A
+    question is shown only where `visibility` allows for the documents its answer cited."""
     with db.session() as session:
         rows = session.execute(
-            select(Message.conversation_id, Message.role, Message.content, Message.abstained, Message.created_at)
+            select(Message.conversation_id, Message.role, Message.content, Message.abstained, Message.created_at,
+                   Message.citations, Conversation.user_id)
+            .join(Conversation, Conversation.id == Message.conversation_id)
             .where(Message.created_at >= _since(days)).order_by(Message.conversation_id, Message.id)
         ).all()
     timed, question = [], None
-    for conversation_id, role, content, abstained, at in rows:
+    for conversation_id, role, content, abstained, at, citations, asker in rows:
         if role == "user":
             question = (conversation_id, content, _aware(at))
         elif question is not None and question[0] == conversation_id:
             seconds = (_aware(at) - question[2]).total_seconds()
-            timed.append(SlowAnswer(question=question[1], seconds=round(seconds, 3), answered_at=_aware(at), not_found=abstained))
+            timed.append((round(seconds, 3), question[1], _aware(at), abstained, citations, asker))
             question = None
-    return sorted(timed, key=lambda a: -a.seconds)[:limit]
+    slowest = sorted(timed, key=lambda a: -a[0])[:limit]
+    out = []
+    for seconds, text, at, abstained, citations, asker in slowest:
+        shown = visibility.may_see(Cited.of_citations(citations), asked_by=asker)
+        out.append(SlowAnswer(question=text if shown else None, seconds=seconds, answered_at=at, not_found=abstained,
+                              withheld=not shown))
+    return out
 
 
-def gap_questions(db: Database, *, days: int = 30, limit: int = 2000) -> list[GapQuestion]:
+@dataclass(frozen=True)
+class GapQuestions:
+    """The unserved questions the viewer may see (newest first, each once) and how many were withheld."""
+
+    shown: list[GapQuestion]
+    withheld: int
+
+
+def gap_questions(db: Database, *, visibility: Visibility, days: int = 30, limit: int = 2000) -> GapQuestions:
     """The questions of the last `days` days answered "not found" or rated down, newest first, each once
-    (a question both unanswered and rated down counts as `not_found`)."""
+    (a question both unanswered and rated down counts as `not_found`); those `visibility` withholds
+    (their answer cited a document the viewer may not read) are only counted."""
     since = _since(days)
+    withheld = 0
     with db.session() as session:
         answers = session.execute(
-            select(Message.conversation_id, Message.id, Message.created_at)
+            select(Message.conversation_id, Message.id, Message.created_at, Message.citations, Conversation.user_id)
+            .join(Conversation, Conversation.id == Message.conversation_id)
             .where(Message.created_at >= since, Message.role == "assistant", Message.abstained.is_(True))
             .order_by(Message.id.desc()).limit(limit)
         ).all()
         found: list[GapQuestion] = []
-        for conversation_id, answer_id, at in answers:
+        for conversation_id, answer_id, at, citations, asker in answers:
             asked = session.scalar(
                 select(Message.content).where(
                     Message.conversation_id == conversation_id, Message.role == "user", Message.id < answer_id
                 ).order_by(Message.id.desc()).limit(1)
             )
-            if asked:
+            if not asked:
+                continue
+            if visibility.may_see(Cited.of_citations(citations), asked_by=asker):
                 found.append(GapQuestion(question=asked, why="not_found", at=_aware(at)))
-        for question, at in session.execute(
-            select(Feedback.question, Feedback.updated_at)
+            else:
+                withheld += 1
+        for row, citations in session.execute(
+            select(Feedback, Message.citations).outerjoin(Message, Message.id == Feedback.message_id)
             .where(Feedback.rating < 0, Feedback.updated_at >= since, Feedback.abstained.is_(False))
             .order_by(Feedback.updated_at.desc()).limit(limit)
         ):
-            if question:
-                found.append(GapQuestion(question=question, why="rated_down", at=_aware(at)))
+            if not row.question:
+                continue
+            if visibility.may_see(feedback_cited(row, citations), asked_by=row.user_id):
+                found.append(GapQuestion(question=row.question, why="rated_down", at=_aware(row.updated_at)))
+            else:
+                withheld += 1
     seen, unique = set(), []
     for gap in sorted(found, key=lambda g: g.at, reverse=True):
         key = " ".join(gap.question.casefold().split())
         if key not in seen:
             seen.add(key)
             unique.append(gap)
-    return unique
+    return GapQuestions(shown=unique, withheld=withheld)

@@ -8,16 +8,18 @@ row stays the truth: `queued`, `running`, `done`, or the reason it failed in a w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy import select
 
-from assistant.core.db.models import Document, Job, JobItem, Source, Upload, utcnow
+from assistant.core.db.jobs import JobItemRecord, JobRecord
+from assistant.core.db.models import Document, Job, JobItem, Source, Upload, User, utcnow
 from assistant.core.db.session import Database
 from assistant.core.errors import NotFoundError
 from assistant.core.index_format import document_id
+from assistant.core.visibility import Visibility
 
 # Outcomes of a file that mean its document is searchable.
 _INDEXED = ("done", "skipped")
@@ -172,3 +174,87 @@ def delete_upload_row(db: Database, upload_id: str) -> None:
         row = session.get(Upload, upload_id)
         if row is not None:
             session.delete(row)
+
+
+# --- what others see of uploads (issue 36): owner, audience, size, state; the name only where allowed ---
+
+
+@dataclass(frozen=True)
+class UploadOwner:
+    """Who owns an upload and who may read it: `audience` is its one ACL entry; `uri` its file's URI
+    (the file source its ingestion registers)."""
+
+    id: str
+    user_id: int
+    owner: str
+    audience: str
+    uri: str
+
+
+def upload_owners(db: Database) -> dict[str, UploadOwner]:
+    """Every upload's owner and audience, by upload ID."""
+    with db.session() as session:
+        rows = session.execute(
+            select(Upload.id, Upload.user_id, User.name, Upload.audience, Upload.path).join(User, User.id == Upload.user_id)
+        ).all()
+    return {
+        upload_id: UploadOwner(upload_id, user_id, owner, audience, Path(path).resolve().as_uri())
+        for upload_id, user_id, owner, audience, path in rows
+    }
+
+
+@dataclass(frozen=True)
+class UploadAdminPublic:
+    """An upload as an admin sees it: owner, audience, size, state and chunks; `filename` is None and
+    `withheld` True unless the admin may read the upload's audience (a private upload: never)."""
+
+    id: str
+    owner: str
+    audience: str
+    size_bytes: int
+    created_at: datetime
+    job_id: int | None
+    status: str
+    chunks: int
+    filename: str | None
+    withheld: bool = False
+
+
+def all_uploads(db: Database, *, visibility: Visibility, limit: int = 500) -> list[UploadAdminPublic]:
+    """Everyone's uploads, newest first, with the file name only where `visibility` allows."""
+    with db.session() as session:
+        rows = session.execute(
+            select(Upload, User.name).join(User, User.id == Upload.user_id)
+            .order_by(Upload.created_at.desc(), Upload.id).limit(limit)
+        ).all()
+        out = []
+        for upload, owner in rows:
+            state = _with_job(session, upload)
+            shown = visibility.may_see_upload(upload.audience, owner_id=upload.user_id)
+            out.append(UploadAdminPublic(
+                id=upload.id, owner=owner, audience=upload.audience, size_bytes=upload.size_bytes,
+                created_at=upload.created_at, job_id=upload.job_id, status=state.status, chunks=state.chunks,
+                filename=upload.filename if shown else None, withheld=not shown,
+            ))
+        return out
+
+
+def jobs_seen_by(db: Database, jobs: list[JobRecord], *, visibility: Visibility) -> list[JobRecord]:
+    """`jobs` as `visibility`'s viewer may see them: an upload's job (its params name the upload) whose
+    file name the viewer may not see keeps its status, counts and times, with the server path, the
+    failure reason and its items' paths and reasons None (`withheld: true`)."""
+    if not any("upload_id" in job.params for job in jobs):
+        return jobs
+    owners = upload_owners(db)
+    out = []
+    for job in jobs:
+        owner = owners.get(str(job.params.get("upload_id", "")))
+        if "upload_id" not in job.params or (owner is not None and visibility.may_see_upload(owner.audience, owner_id=owner.user_id)):
+            out.append(job)
+            continue
+        items = None if job.items is None else [
+            JobItemRecord(path=None, status=i.status, reason=None, chunks=i.chunks, duration_s=i.duration_s) for i in job.items
+        ]
+        params = {k: v for k, v in job.params.items() if k != "path"} | {"path": None}
+        out.append(replace(job, params=params, reason=None, items=items, withheld=True))
+    return out

@@ -14,8 +14,10 @@ from sqlalchemy.orm import Session
 from assistant.core.db.models import (
     ApiKey, AuditEvent, AuthSession, Conversation, Feedback, Message, SignInThrottle, Source, User,
 )
+from assistant.core.db.feedback import feedback_cited
 from assistant.core.db.session import Database
 from assistant.core.errors import NotFoundError
+from assistant.core.visibility import Cited, Visibility
 
 ERASED_TEXT = "[erased]"
 
@@ -29,6 +31,7 @@ class UploadFile:
     filename: str
     source_id: int | None
     created_at: datetime | None
+    audience: str = ""
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -72,7 +75,7 @@ def user_uploads(session: Session, user_id: int, *, before: datetime | None = No
         source_id = session.scalar(select(Source.id).where(Source.uri == uri))
         out.append(UploadFile(
             id=str(row["id"]), path=path, filename=str(row.get("filename") or Path(path).name),
-            source_id=source_id, created_at=row.get("created_at"),
+            source_id=source_id, created_at=row.get("created_at"), audience=str(row.get("audience") or ""),
         ))
     return out
 
@@ -85,10 +88,41 @@ def delete_upload_rows(session: Session, upload_ids: list[str]) -> int:
     return session.execute(delete(table).where(table.c.id.in_(upload_ids))).rowcount or 0
 
 
-def user_records(db: Database, name: str) -> dict[str, Any]:
+def _exchanges_shown(messages: list[Message], visibility: Visibility | None, asker: int) -> list[bool]:
+    """Per message, whether its text is shown: an answer by the rule on its citations, a question with
+    the answer that follows it (a question without an answer yet: shown)."""
+    if visibility is None:
+        return [True] * len(messages)
+    shown = [True] * len(messages)
+    pending: list[int] = []
+    for i, m in enumerate(messages):
+        if m.role == "user":
+            pending.append(i)
+            continue
+        ok = visibility.may_see(Cited.of_citations(m.citations), asked_by=asker)
+        for j in pending + [i]:
+            shown[j] = ok
+        pending = []
+    return shown
+
+
+def _message_dict(m: Message, shown: bool) -> dict[str, Any]:
+    if not shown:
+        return {"id": m.id, "role": m.role, "content": None, "citations": None, "abstained": m.abstained,
+                "created_at": _iso(m.created_at), "withheld": True}
+    return {"id": m.id, "role": m.role, "content": m.content, "citations": m.citations,
+            "abstained": m.abstained, "created_at": _iso(m.created_at)}
+
+
+def user_records(db: Database, name: str, *, visibility: Visibility | None = None) -> dict[str, Any]:
     """Everything the product keeps of user `name` as its own, JSON-ready: the account (never its
     password hash), conversations with their messages, feedback, API keys (names and prefixes, never
     hashes) and uploads (the files themselves are the caller's to add).
+
+    Args:
+        visibility: the rule for who will read it (`assistant.core.visibility`): text it withholds is
+            None with `withheld: true` (a conversation's title too, when any of its messages is), an
+            upload's file name and path likewise. None: everything (the operator's CLI export).
 
     Raises:
         NotFoundError: no such user.
@@ -97,28 +131,37 @@ def user_records(db: Database, name: str) -> dict[str, Any]:
         user = find_user(session, name)
         conversations = []
         for conv in session.scalars(select(Conversation).where(Conversation.user_id == user.id).order_by(Conversation.created_at)):
-            messages = session.scalars(select(Message).where(Message.conversation_id == conv.id).order_by(Message.id))
+            messages = list(session.scalars(select(Message).where(Message.conversation_id == conv.id).order_by(Message.id)))
+            shown = _exchanges_shown(messages, visibility, user.id)
+            whole = all(shown)
             conversations.append({
-                "id": conv.id, "title": conv.title, "created_at": _iso(conv.created_at), "updated_at": _iso(conv.updated_at),
-                "messages": [
-                    {"id": m.id, "role": m.role, "content": m.content, "citations": m.citations,
-                     "abstained": m.abstained, "created_at": _iso(m.created_at)}
-                    for m in messages
-                ],
+                "id": conv.id, "title": conv.title if whole else None, "created_at": _iso(conv.created_at),
+                "updated_at": _iso(conv.updated_at), "messages": [_message_dict(m, ok) for m, ok in zip(messages, shown)],
+                **({} if whole else {"withheld": True}),
             })
-        feedback = [
-            {"id": f.id, "message_id": f.message_id, "rating": f.rating, "comment": f.comment,
-             "corrected_answer": f.corrected_answer, "question": f.question, "answer": f.answer, "chunk_ids": f.chunk_ids, "created_at": _iso(f.created_at)}
-            for f in session.scalars(_feedback_of(user).order_by(Feedback.id))
-        ]
+        feedback = []
+        for f in session.scalars(_feedback_of(user).order_by(Feedback.id)):
+            citations = session.scalar(select(Message.citations).where(Message.id == f.message_id)) if f.message_id else None
+            if visibility is None or visibility.may_see(feedback_cited(f, citations), asked_by=f.user_id):
+                feedback.append({"id": f.id, "message_id": f.message_id, "rating": f.rating, "comment": f.comment,
+                                 "corrected_answer": f.corrected_answer, "question": f.question, "answer": f.answer,
+                                 "chunk_ids": f.chunk_ids, "created_at": _iso(f.created_at)})
+            else:
+                feedback.append({"id": f.id, "message_id": f.message_id, "rating": f.rating, "comment": None,
+                                 "corrected_answer": None, "question": None, "answer": None, "chunk_ids": None,
+                                 "created_at": _iso(f.created_at), "withheld": True})
         keys = [
             {"name": k.name, "prefix": k.prefix, "created_at": _iso(k.created_at), "revoked_at": _iso(k.revoked_at)}
             for k in session.scalars(select(ApiKey).where(ApiKey.user_id == user.id))
         ]
-        uploads = [
-            {"id": u.id, "filename": u.filename, "path": u.path, "created_at": _iso(u.created_at)}
-            for u in user_uploads(session, user.id)
-        ]
+        uploads = []
+        for u in user_uploads(session, user.id):
+            if visibility is None or visibility.may_see_upload(u.audience, owner_id=user.id):
+                uploads.append({"id": u.id, "filename": u.filename, "path": u.path, "audience": u.audience,
+                                "created_at": _iso(u.created_at)})
+            else:
+                uploads.append({"id": u.id, "filename": None, "path": None, "audience": u.audience,
+                                "created_at": _iso(u.created_at), "withheld": True})
         account = {
             "name": user.name, "display_name": user.display_name, "email": user.email,
             "created_at": _iso(user.created_at), "is_admin": user.is_admin, "legal_hold": bool(user.legal_hold),
