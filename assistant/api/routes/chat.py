@@ -4,6 +4,7 @@ that names a conversation is stored there with its answer."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import AsyncIterator
 
 from fastapi import APIRouter, Request
@@ -19,6 +20,7 @@ from assistant.composition import Assistant
 from assistant.core.auth.audit import record_event
 from assistant.core.db.conversations import add_answer, get_conversation, start_exchange
 from assistant.core.db.adapters import record_answer_adapter
+from assistant.core.db.usage import record_usage
 from assistant.core.llm.adapter_routing import served_adapter
 from assistant.core.db.session import Database
 from assistant.core.errors import AssistantError
@@ -126,6 +128,7 @@ async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalD
             body.question, principal=principal, history=history, ticket=ticket, audit=audit
         )
         citations: list[dict] = []
+        started = time.perf_counter()
         try:
             async for event in answering:
                 kind = event.pop("type")
@@ -133,6 +136,11 @@ async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalD
                     citations = event["citations"]
                 elif kind == "done":
                     event = without_removed_sentences(event)
+                if kind == "done" and conversation_id is None:  # counted where no message row counts it
+                    await run_in_threadpool(
+                        lambda: record_usage(db, endpoint="chat", abstained=event["abstained"],
+                                             duration_s=time.perf_counter() - started)
+                    )
                 if kind == "done" and conversation_id is not None:
                     stored = await run_in_threadpool(
                         add_answer, db, conversation_id, user_id=principal.user_id, answer=event["answer"],
