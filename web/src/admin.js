@@ -3,7 +3,7 @@
 // of the documented /api/admin routes.
 import { showAdapters } from "./adapters.js";
 import { api } from "./api.js";
-import { errorText, formatDate, formatNumber } from "./format.js";
+import { errorText, formatBytes, formatDate, formatNumber } from "./format.js";
 import { t } from "./i18n.js";
 import { showQuality } from "./quality.js";
 import { el } from "./render.js";
@@ -118,24 +118,37 @@ async function keysTab(panel) {
     table([t("admin.keyName"), t("admin.prefix"), t("admin.createdAt"), t("admin.lastUsed"), ""], rows, "keys-table"));
 }
 
+/** A cell for text the server withheld (`withheld: true`): it cites or names documents the admin may not read. */
+function withheld(label = t("admin.withheld")) {
+  return el("span", "muted withheld", label);
+}
+
 async function sourcesTab(panel) {
-  const sources = await api("/api/admin/sources");
+  const [sources, uploads] = await Promise.all([api("/api/admin/sources"), api("/api/admin/uploads")]);
   const rows = sources.map((s) => {
     const errors = el("ul", "file-errors");
-    for (const e of s.errors) errors.append(el("li", "", `${e.path}: ${t(`status.${e.status}`)} — ${e.reason}`));
+    for (const e of s.errors) {
+      errors.append(el("li", "", s.withheld ? t(`status.${e.status}`) : `${e.path}: ${t(`status.${e.status}`)} — ${e.reason}`));
+    }
     if (!s.errors.length) errors.append(el("li", "", t("admin.noErrors")));
-    return [s.path, s.kind, formatNumber(s.documents), formatNumber(s.chunks), s.last_synced_at ? formatDate(s.last_synced_at) : t("admin.never"),
+    const path = s.withheld ? withheld(t("admin.withheldUpload", { owner: s.upload_owner, audience: s.audience })) : s.path;
+    return [path, s.kind, formatNumber(s.documents), formatNumber(s.chunks), s.last_synced_at ? formatDate(s.last_synced_at) : t("admin.never"),
       errors, button(t("admin.syncNow"), () => act(() => api(`/api/admin/sources/${s.id}/sync`, { method: "POST" }),
         (job) => t("admin.syncQueued", { id: job.id })))];
   });
   panel.append(table([t("admin.path"), t("admin.kind"), t("admin.documents"), t("admin.chunks"), t("admin.lastSync"),
     t("admin.errors"), ""], rows, "sources-table"));
+  // Everyone's uploads: a private upload's file name is its owner's alone.
+  const uploadRows = uploads.map((u) => [u.withheld ? withheld() : u.filename, u.owner, u.audience, formatBytes(u.size_bytes),
+    t(`status.${u.status}`), formatNumber(u.chunks), formatDate(u.created_at)]);
+  panel.append(heading(t("admin.uploads")), table([t("admin.file"), t("admin.owner"), t("admin.audience"), t("admin.size"),
+    t("admin.state"), t("admin.chunks"), t("admin.createdAt")], uploadRows, "uploads-table"));
 }
 
 async function jobsTab(panel) {
   const jobs = await api("/api/jobs?limit=50");
-  const rows = jobs.map((j) => [String(j.id), j.kind, j.params.path || "", t(`status.${j.status}`),
-    formatDate(j.created_at), j.finished_at ? formatDate(j.finished_at) : "", j.reason]);
+  const rows = jobs.map((j) => [String(j.id), j.kind, j.withheld ? withheld() : j.params.path || "", t(`status.${j.status}`),
+    formatDate(j.created_at), j.finished_at ? formatDate(j.finished_at) : "", j.withheld ? "" : j.reason]);
   panel.append(table([t("admin.job"), t("admin.kind"), t("admin.path"), t("admin.state"), t("admin.createdAt"),
     t("admin.finished"), t("admin.reason")], rows, "jobs-table"));
 }

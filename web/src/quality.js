@@ -34,6 +34,11 @@ function gapList(gaps) {
   return list;
 }
 
+/** A cell for text the server withheld: its answer cited documents the admin may not read. */
+function withheld() {
+  return el("span", "muted withheld", t("admin.withheld"));
+}
+
 function helpdeskTable(rows) {
   if (!rows.length) return el("p", "muted", t("quality.noHelpdesk"));
   return table([t("quality.day"), t("quality.category"), t("quality.received"), t("quality.autoReplied"), t("quality.escalated")],
@@ -60,15 +65,16 @@ export async function showQuality(panel) {
   panel.append(
     el("p", "muted", t("quality.days", { days: DAYS })), tiles,
     heading(t("quality.gaps")), gapList(report.gaps),
+    ...(report.gaps_withheld ? [el("p", "muted", t("quality.gapsWithheld", { count: formatNumber(report.gaps_withheld) }))] : []),
     heading(t("quality.perDay")),
     table([t("quality.day"), t("quality.questions"), t("quality.answered"), t("quality.notFound"), t("quality.up"), t("quality.down")],
       days.map((d) => [formatDay(d.day), formatNumber(d.questions), formatNumber(d.answered), formatNumber(d.not_found),
         formatNumber(d.thumbs_up), formatNumber(d.thumbs_down)]), "days-table"),
     heading(t("quality.slowest")),
-    table([t("quality.question"), t("quality.seconds")], report.slowest.map((s) => [s.question, formatNumber(s.seconds, 1)]), "slowest-table"),
+    table([t("quality.question"), t("quality.seconds")], report.slowest.map((s) => [s.withheld ? withheld() : s.question, formatNumber(s.seconds, 1)]), "slowest-table"),
     heading(t("quality.ratings")),
     table([t("quality.question"), t("quality.rating"), t("quality.comment"), t("quality.by")],
-      ratings.map((r) => [r.question, r.rating > 0 ? "👍" : "👎", r.comment, r.principal]), "ratings-table"),
+      ratings.map((r) => [r.withheld ? withheld() : r.question, r.rating > 0 ? "👍" : "👎", r.withheld ? "" : r.comment, r.principal]), "ratings-table"),
     heading(t("quality.helpdesk")), helpdeskTable(helpdesk),
   );
 }
