@@ -10,7 +10,7 @@ from typing import AsyncIterator, Sequence
 from assistant.answering.admission import FairLimiter, Ticket
 from assistant.answering.budget import plan_budget
 from assistant.answering.cache import AnswerCache
-from assistant.answering.citations import Citation, make_citations
+from assistant.answering.citations import Citation, closest_documents, make_citations, source_entries
 from assistant.answering.grounded_stream import GroundedStream, combined_result, grounder_for, grounding_report
 from assistant.answering.stops import STOP_SEQUENCES, StopFilter
 from assistant.answering.focus import focused_source, question_terms
@@ -228,8 +228,9 @@ class Answerer:
         ticket: Ticket | None = None,
         params: GenerationParams | None = None,
         audit: AuditSink | None = None,
+        draft: bool = False,
     ) -> AsyncIterator[dict]:
-        """Events: `{"type": "token", "text"}` per grounded sentence (`GroundedStream`), possibly one
+        """Events: `{"type": "token", "text"}` with the checked answer (`GroundedStream`), possibly one
         `{"type": "replace", "text"}` whose text replaces all tokens sent before it (an answer declined
         after some of it was sent), then `{"type": "citations", "citations"}`, then
         `{"type": "done", "answer", "abstained", "cached", "finish_reason", "usage"}`; `answer` is the
@@ -246,6 +247,12 @@ class Answerer:
         The answer cache serves and stores only answers to questions without history generated
         with the `defaults` (`params` None or equal to them).
 
+        With `draft` (the web chat, docs/architecture.md "Chat events"), the sources come first, as
+        `{"type": "sources", "sources": citations.source_entries}` with `{"type": "status", "stage":
+        "reading", "sources": n}`, then the draft as it is written and its check (`GroundedStream`:
+        `status` writing/checking, draft `token`s, `sentence`, `revise` or `replace`); `done` then also
+        holds `closest` (`citations.closest_documents`) when the answer is "not found", and `quoted`.
+
         Args:
             ticket: this request's admission (`admit`); default: admitted here. Closed at the end.
             params: this request's generation parameters; default: `defaults`.
@@ -254,12 +261,18 @@ class Answerer:
         Raises:
             OverloadedError: no model slot (queue full, or the wait exceeded its limit).
         """
-        events = self._events(question, principal=principal, history=history, ticket=ticket, params=params, audit=audit)
+        events = self._events(
+            question, principal=principal, history=history, ticket=ticket, params=params, audit=audit, draft=draft
+        )
         async for event in events:
             if event["type"] == "done":
                 event.pop("citations")  # already sent in the `citations` event
-            if event["type"] != "sources":
-                yield event
+            if event["type"] == "sources":
+                if draft:
+                    yield {"type": "sources", "sources": source_entries(event["sources"])}
+                    yield {"type": "status", "stage": "reading", "sources": len(event["sources"])}
+                continue
+            yield event
 
     async def answer(
         self,
@@ -327,6 +340,7 @@ class Answerer:
         ticket: Ticket | None,
         params: GenerationParams | None,
         audit: AuditSink | None,
+        draft: bool = False,
     ) -> AsyncIterator[dict]:
         """`stream`'s events, with a first internal `{"type": "sources"}`; `done` also holds the citations."""
         check_query(question)
@@ -377,14 +391,16 @@ class Answerer:
                 yield {"type": "token", "text": text}
                 yield {"type": "citations", "citations": []}
                 yield {"type": "done", "answer": text, "abstained": True, "cached": False, "finish_reason": "stop",
-                       "usage": Usage().to_dict(), "citations": []}
+                       "usage": Usage().to_dict(), "citations": [], "closest": closest_documents(sources)}
                 return
             if ticket is not None:
                 await ticket.acquire()
             # --- grounding hook (assistant/answering/grounded_stream.py): sentences checked against the
             # sources before they are sent; a `replace` event when the answer is declined afterwards.
             topic = " ".join(dict.fromkeys(t for t in (question, query, translation) if t))
-            grounded = GroundedStream(question, grounder_for(self.retriever, sources, question, topic=topic))
+            grounded = GroundedStream(
+                question, grounder_for(self.retriever, sources, question, topic=topic, llm=self.llm), draft=draft
+            )
             attempts: list[StreamResult] = []
 
             def generate(prompt: list[ChatMessage]) -> AsyncIterator[str]:
@@ -415,7 +431,7 @@ class Answerer:
                 yield {"type": "citations", "citations": []}
                 yield {"type": "done", "answer": answer, "abstained": True, "cached": False,
                        "finish_reason": generated.finish_reason, "usage": generated.usage.to_dict(), "citations": [],
-                       "grounding": report}
+                       "grounding": report, "closest": closest_documents(sources)}
                 return
             if cache is not None and answer:
                 await asyncio.to_thread(
@@ -426,7 +442,7 @@ class Answerer:
             yield {"type": "citations", "citations": citations}
             yield {"type": "done", "answer": answer, "abstained": False, "cached": False,
                    "finish_reason": generated.finish_reason, "usage": generated.usage.to_dict(), "citations": citations,
-                   "grounding": report}
+                   "grounding": report, "quoted": grounded.quoted}
         finally:
             if ticket is not None:
                 ticket.close()

@@ -81,3 +81,28 @@ def make_citations(answer: str, sources: Sequence[RetrievedChunk]) -> list[Citat
                 )
             )
     return out
+
+
+# Closest documents listed with a "not found".
+CLOSEST_DOCUMENTS = 3
+
+
+def source_entries(sources: Sequence[RetrievedChunk]) -> list[dict]:
+    """The numbered sources an answer is written from, as the chat's `sources` event lists them before
+    the answer: `[{"n", "source", "title", "heading", "page", "route", "doc_id"}]` (no text: the reader
+    opens a document through its ACL-checked `route`)."""
+    return [
+        {"n": n, "source": c.source, "title": c.title, "heading": c.heading, "page": c.page,
+         "route": document_route(c.doc_id), "doc_id": c.doc_id}
+        for n, c in enumerate(sources, start=1)
+    ]
+
+
+def closest_documents(chunks: Sequence[RetrievedChunk], limit: int = CLOSEST_DOCUMENTS) -> list[dict]:
+    """The distinct documents among retrieved `chunks` (ACL-filtered by retrieval), best first, at most
+    `limit`: what a "not found" answer offers the reader to open. `[{"source", "title", "route", "doc_id"}]`."""
+    out: dict[str, dict] = {}
+    for c in chunks:
+        if c.doc_id not in out and len(out) < limit:
+            out[c.doc_id] = {"source": c.source, "title": c.title, "route": document_route(c.doc_id), "doc_id": c.doc_id}
+    return list(out.values())

@@ -1,34 +1,34 @@
-"""A model's token stream turned into a grounded answer, streamed sentence by sentence.
+"""A model's token stream turned into a checked answer, with its draft shown while it is written.
 
-The current sentence is held back until it ends; then it is checked (`Grounder.judge`) and, if some
-source supports it, sent with that source's marker; unsupported sentences and echoes of the system
-prompt are never shown. Meanwhile:
+The deltas are split into sentences as they come (`SentenceBuffer`). With `draft` on (the web chat),
+every delta is sent at once as a draft `token`, each completed sentence as a `sentence` event that
+names it by index, then, once the generation ends and the evidence check ran (`Grounder.check`: one
+judge call per answer), a `revise` event per sentence with its checked text ("" when withdrawn), or one
+`replace` event when the whole answer is replaced (a quote of the best passage, or "not found").
+Without `draft` (the OpenAI-compatible API, the CLI, the helpdesk: clients that cannot withdraw text),
+only the checked answer is sent, as one `token` event.
 
-- a looping model is stopped: a sentence equal to an earlier one, or a stretch repeated
-  (`RepetitionGuard`), ends the generation (the answer's `finish_reason` stays "stop");
-- the first sentence that states something is checked for the question's language: on a mismatch,
-  before anything was sent, the generation is restarted once with a firmer instruction; if the retry
-  is in the wrong language too, the answer is kept with a short note saying so.
-
-When the supported sentences hold too little of the answer (`grounding.declines`), or share no word
-with the question (`Grounder.off_the_question`), the answer is declined: `NO_ANSWER` is sent as a token when nothing was sent before, else as a `replace` event whose
-`text` replaces everything sent so far.
+Meanwhile a looping model is stopped (a sentence equal to an earlier one, or a repeated stretch,
+`RepetitionGuard`), and the first sentence that states something is checked for the question's
+language: on a mismatch the generation is restarted once with a firmer instruction (a draft already
+shown is cleared by a `replace` event with empty text); if the retry is in the wrong language too, the
+answer is kept with a short note saying so.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import AsyncIterator, Callable
 
 from assistant.answering.grounding import (
-    SENTENCE_BOUNDARY, Grounder, Renderer, Sentence, Verdict, declines, drop_unknown_markers, judged_as_claims,
-    render, split_sentences, supported_share,
+    SENTENCE_BOUNDARY, Grounder, Sentence, Verdict, conclude, drop_unknown_markers, segments, split_sentences,
+    supported_share,
 )
+from assistant.answering.judge import EvidenceJudge
 from assistant.answering.language_check import answer_lang_matches
-from assistant.answering.prompt import NO_ANSWER, firmer_language
-from assistant.core.language import question_language
+from assistant.answering.prompt import firmer_language
 from assistant.answering.stops import RepetitionGuard
+from assistant.core.language import question_language
 from assistant.core.llm import ChatMessage, StreamResult, Usage
 
 # Said before an answer that the model wrote in the sources' language twice (question's language).
@@ -70,109 +70,123 @@ class _Restart(Exception):
     """The first sentence is in the wrong language: generate again with a firmer instruction."""
 
 
+def draft_text(sentence: Sentence) -> str:
+    """A sentence as the draft shows it: its text, the markers the model wrote, its separator."""
+    markers = "".join(f" [{n}]" for n in dict.fromkeys(sentence.markers))
+    return f"{sentence.text}{markers}{sentence.sep or ' '}"
+
+
 class GroundedStream:
     """Grounds one answer as it is generated.
 
     Args:
         question: the reader's question (its language is the answer's).
-        grounder: attributes sentences to the prompt's sources.
-        judge_in_thread: run `Grounder.judge` in a worker thread (it may embed the sentence).
+        grounder: attributes and checks sentences against the prompt's sources.
+        draft: send the draft as it is written (`token`, `sentence`, `status`, `revise` events); else
+            only the checked answer.
 
-    After `events` is exhausted: `text` is the grounded answer (the concatenation of the sent tokens,
-    or the `replace` text), `declined` is True when it is `NO_ANSWER`, `looped` when the repetition
-    guard ended the generation, `retried` when the language retry ran, `verdicts` the checked sentences.
+    After `events` is exhausted: `text` is the checked answer, `declined` True when it is "not found",
+    `quoted` when a quote of a passage replaced the model's answer, `looped` when the repetition guard
+    ended the generation, `retried` when the language retry ran, `verdicts` the checked sentences.
     """
 
-    def __init__(self, question: str, grounder: Grounder, *, judge_in_thread: bool = True):
+    def __init__(self, question: str, grounder: Grounder, *, draft: bool = False):
         self.question = question
         self.lang = question_language(question)
         self.grounder = grounder
-        self.judge_in_thread = judge_in_thread
+        self.draft = draft
         self.text = ""
         self.declined = False
+        self.quoted = False
         self.looped = False
         self.retried = False
         self.verdicts: list[Verdict] = []
+        self.sentences: list[Sentence] = []
         self._seen: set[str] = set()
         self._lang_checked = False
         self._note = False
-        self._sent: list[str] = []
-        self._renderer = Renderer()
+        self._drafted = False
 
     async def events(
         self, generate: Callable[[list[ChatMessage]], AsyncIterator[str]], messages: list[ChatMessage],
         cut: Callable[[], bool] | None = None,
     ) -> AsyncIterator[dict]:
-        """`{"type": "token", "text"}` per sentence kept, and at most one `{"type": "replace", "text"}`.
+        """The answer's events (module docstring); the last one carries the checked text.
 
         Args:
             generate: messages -> the model's text deltas (an async generator, closed here when the
                 answer ends early).
             messages: the prompt.
             cut: after the generation, True when it stopped at its token limit or at a caller's own stop
-                sequence: then no short answer is judged as a claim, and a lead-in held
-                back (`Renderer`) is sent as it is, as any answer cut before its first fact is.
+                sequence: then a short answer is not judged as a claim, and an answer cut before its
+                first fact is kept as it is.
+
+        Raises:
+            UpstreamUnavailableError: the model server cannot be reached (generation or judge).
         """
         while True:
             try:
-                async for text in self._run(generate, messages):
-                    yield {"type": "token", "text": text}
+                async for event in self._run(generate, messages):
+                    yield event
                 break
             except _Restart:
                 self.retried = True
                 messages = firmer_language(messages, self.lang)
+                if self._drafted:
+                    yield {"type": "replace", "text": ""}
         was_cut = cut is not None and cut()
-        if was_cut:
-            rest = self._renderer.release()
-            if rest:
-                self._sent.append(rest)
-                yield {"type": "token", "text": rest}
-        self.text = "".join(self._sent)
-        rejudged = None if was_cut else await self._judged_as_claims()
-        if rejudged is not None:  # a short answer: now cited, or declined below
-            self.verdicts = rejudged
-            self.text = render(rejudged)
-        if declines(self.verdicts, self.text, cut=was_cut) or self.grounder.off_the_question(self.verdicts):
-            self.declined = True
-            self.text = NO_ANSWER[self.lang]
-            yield {"type": "replace" if self._sent else "token", "text": self.text}
-        elif rejudged is not None and self.text != "".join(self._sent):
-            yield {"type": "replace" if self._sent else "token", "text": self.text}
+        if self.draft:
+            yield {"type": "status", "stage": "checking", "sentences": len(self.sentences)}
+        self.verdicts = await self.grounder.check(self.sentences, cut=was_cut)
+        grounded = conclude(self.verdicts, self.grounder, lang=self.lang, cut=was_cut)
+        self.declined, self.quoted = grounded.declined, grounded.quoted
+        note = LANGUAGE_NOTE[self.lang] + "\n\n" if self._note and not grounded.declined else ""
+        self.text = note + grounded.text
+        if not self.draft:
+            yield {"type": "token", "text": self.text}
+        elif grounded.declined or grounded.quoted or note:
+            yield {"type": "replace", "text": self.text}
+        else:
+            for i, text in enumerate(segments(self.verdicts)):
+                yield {"type": "revise", "index": i, "text": text, "state": "kept" if text.strip() else "withdrawn"}
 
-    async def _judged_as_claims(self) -> list[Verdict] | None:
-        if self.judge_in_thread:
-            return await asyncio.to_thread(judged_as_claims, self.verdicts, self.grounder)
-        return judged_as_claims(self.verdicts, self.grounder)
-
-    async def _run(self, generate, messages: list[ChatMessage]) -> AsyncIterator[str]:
+    async def _run(self, generate, messages: list[ChatMessage]) -> AsyncIterator[dict]:
         buffer = SentenceBuffer()
         guard = RepetitionGuard()
         stream = generate(messages)
+        first = True
         try:
             async for delta in stream:
                 if guard.push(delta):
                     self.looped = True
                     break
+                if self.draft:
+                    if first:
+                        yield {"type": "status", "stage": "writing"}
+                        first = False
+                    self._drafted = True
+                    yield {"type": "token", "text": delta}
                 for sentence in buffer.push(delta):
-                    text = await self._accept(sentence)
+                    event = self._accept(sentence, buffer.pending)
                     if self.looped:
                         break
-                    if text:
-                        yield text
+                    if event:
+                        yield event
                 if self.looped:
                     break
         finally:
             await stream.aclose()
         if not self.looped:
             for sentence in buffer.flush():
-                text = await self._accept(sentence)
+                event = self._accept(sentence, "")
                 if self.looped:
                     break
-                if text:
-                    yield text
+                if event:
+                    yield event
 
-    async def _accept(self, sentence: Sentence) -> str:
-        """The text to send for `sentence` ("" when it is dropped); sets `looped` on a repeated sentence.
+    def _accept(self, sentence: Sentence, rest: str) -> dict | None:
+        """Record `sentence`; the `sentence` event that shows it in the draft (None without `draft`).
+        Sets `looped` on a repeated sentence.
 
         Raises:
             _Restart: the first claim of the first attempt is in the wrong language.
@@ -180,50 +194,33 @@ class GroundedStream:
         key = " ".join(sentence.text.lower().split())
         if key in self._seen and len(key) > 3:
             self.looped = True
-            return ""
+            return None
         self._seen.add(key)
-        sentence.markers = [n for n in sentence.markers if 1 <= n <= len(self.grounder.sources)]
-        sentence.text = drop_unknown_markers(sentence.text, len(self.grounder.sources))
-        if self.judge_in_thread:
-            verdict = await asyncio.to_thread(self.grounder.judge, sentence)
-        else:
-            verdict = self.grounder.judge(sentence)
-        if verdict.claim and not verdict.echo and not self._lang_checked:
+        n_sources = len(self.grounder.sources)
+        sentence.markers = [n for n in sentence.markers if 1 <= n <= n_sources]
+        sentence.text = drop_unknown_markers(sentence.text, n_sources)
+        if not self._lang_checked and len(sentence.text) >= 12 and not sentence.text.rstrip().endswith((":", "：")):
             self._lang_checked = True
             if not answer_lang_matches(self.question, sentence.text):
-                if not self.retried and not self._sent:
+                if not self.retried:
                     self._seen.clear()
-                    self.verdicts.clear()
-                    self._renderer = Renderer()
+                    self.sentences.clear()
+                    self._lang_checked = False
                     raise _Restart()
                 self._note = True
-        self.verdicts.append(verdict)
-        text = self._renderer.add(verdict)
-        if text and not self._sent and self._note:
-            text = LANGUAGE_NOTE[self.lang] + "\n\n" + text
-        if text:
-            self._sent.append(text)
-        return text
+        self.sentences.append(sentence)
+        if not self.draft:
+            return None
+        return {"type": "sentence", "index": len(self.sentences) - 1, "text": draft_text(sentence), "rest": rest}
 
 
-def grounder_for(retriever, sources, question: str = "", *, topic: str = "") -> Grounder:
-    """A `Grounder` for `sources` that uses `retriever`'s embedding model when it has one and its query
-    translation (`translate`, None when `ASSISTANT_QUERY_TRANSLATION` is off).
-
-    The product's retriever holds a `QueryBatcher` (questions only); the model it wraps (`.embedder`)
-    embeds the answer's sentences and the sources here. Without an embedding model (a retriever without
-    `embedder`, or one that cannot embed passages) grounding is lexical alone: then a paraphrase under
-    `MIN_LEXICAL` and every sentence in the other language than its source are unsupported, so that,
-    for instance, every Chinese answer about English pages is declined. `question`: the reader's
-    (`Grounder`'s polarity check of a yes or no that restates it); `topic`: what the answer must be
-    about (`Grounder.off_the_question`), default `question`."""
-    embedder = getattr(retriever, "embedder", None)
-    if not hasattr(embedder, "embed_passages"):
-        embedder = getattr(embedder, "embedder", embedder)  # the model behind a `QueryBatcher`
-    queries = getattr(embedder, "embed_queries", None)
-    passages = getattr(embedder, "embed_passages", None)
+def grounder_for(retriever, sources, question: str = "", *, topic: str = "", llm=None) -> Grounder:
+    """A `Grounder` for `sources` whose judge is `llm` (the served chat model; None = no judge: near
+    copies and lexical overlap only), with `retriever`'s dictionary translation (`translate`, None when
+    `ASSISTANT_QUERY_TRANSLATION` is off) to attribute a sentence in the other language than its source.
+    `topic`: what the answer must be about (`Grounder.off_the_question`), default `question`."""
     return Grounder(
-        sources, embed_queries=queries, embed_passages=passages, embedder_name=str(getattr(embedder, "name", "")),
+        sources, judge=EvidenceJudge(llm) if llm is not None else None,
         translate=getattr(retriever, "translate", None), question=question, topic=topic,
     )
 
@@ -241,10 +238,13 @@ def combined_result(attempts: list[StreamResult]) -> StreamResult:
 
 def grounding_report(verdicts: list[Verdict]) -> dict:
     """What grounding made of an answer, for callers that weigh it (the helpdesk's confidence):
-    `{"supported_share": float in [0, 1], "sentences": int, "unsupported": [sentence texts removed]}`.
-    Echoes of the system prompt are removed too but not listed: they state nothing about the question."""
+    `{"supported_share": float in [0, 1], "sentences": int, "unsupported": [sentence texts removed],
+    "judged": int (pairs the model judged), "copies": int (sentences supported as near-copies)}`."""
     return {
         "supported_share": round(supported_share(verdicts), 4),
         "sentences": len(verdicts),
         "unsupported": [v.sentence.text for v in verdicts if v.claim and not v.echo and v.source is None],
+        "judged": sum(1 for v in verdicts if v.by == "judge"),
+        "copies": sum(1 for v in verdicts if v.by == "copy"),
     }
+

@@ -1,13 +1,10 @@
-"""Whether a sentence is negated, so that grounding can refuse an answer that restates its source with
-the opposite meaning.
+"""Whether a sentence is negated, and the Markdown list lines that give a list item its polarity.
 
 Word overlap cannot see a dropped "not": "Use a password that is the same or similar to one you use on
-any other websites" shares every term with the handbook's rule, which sits under "**Do not:**". So a
-sentence is negated when it holds a negation cue, or when it is a list item under a lead-in line that
-is a short negation ("Do not:", "Avoid the following:", "请勿：", "不要："): handbooks write their rules as
-do/don't lists. Polarity is compared only between an answer sentence and a source sentence that
-restate each other (`grounding.MIN_RESTATEMENT` of each one's terms in the other); a rephrasing that
-turns "never share it" into "keep it to yourself" is not such a pair and is left to the other checks.
+any other websites" shares every term with the handbook's rule, which sits under "**Do not:**".
+Grounding therefore shows a list item to the judge with its negating lead-in ("Do not:", "Avoid the
+following:", "请勿：", "不要：": handbooks write their rules as do/don't lists), and takes a near-copy
+without the judge only when its polarity is the source's (`grounding.Grounder.attribute`).
 
 The cues are plain word lists (English contractions included; Chinese negators without the common
 words that merely start with them: 不同, 不仅, 非常, 无论, 未来 ...). This is a lexical check of one
@@ -62,39 +59,3 @@ def is_negating_heading(line: str) -> bool:
     bare = _NOT_OBLIGED.sub(" ", re.sub(r"[*_#>:：\s]+", " ", line)).strip()
     short = len(bare.split()) <= 5 and len(re.findall(r"[\u3400-\u9fff]", bare)) <= 8
     return short and is_negated(bare)
-
-
-class ListPolarity:
-    """Polarity of lines read in order: a list item inherits the negation of the lead-in line (ending
-    in a colon) that opened its list; any other line ends the list.
-
-    `polarity(line, text)` -> True when `text` (a sentence of `line`, or the line itself) is negated:
-    its own cue, or its list's lead-in."""
-
-    def __init__(self) -> None:
-        self._list_negated = False
-        self._line: str | None = None
-
-    def polarity(self, line: str, text: str | None = None) -> bool:
-        line = line.strip()
-        if line != self._line:  # a new line: a list item keeps its list, anything else ends it
-            self._line = line
-            if not is_list_item(line):
-                self._list_negated = is_negating_heading(line)
-                return is_negated(line if text is None else text)
-        return is_negated(line if text is None else text) or (is_list_item(line) and self._list_negated)
-
-
-def source_statements(text: str, split) -> list[tuple[str, bool]]:
-    """The sentences of a source `text` with their polarity (`ListPolarity`), in order.
-
-    Args:
-        text: a source chunk's text (Markdown).
-        split: the sentence splitter (`grounding.split_sentences`).
-    """
-    reader = ListPolarity()
-    return [
-        (sentence.text, reader.polarity(line, sentence.text))
-        for line in text.splitlines() if line.strip()
-        for sentence in split(line)
-    ]

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from assistant.answering.grounding import split_sentences
-from assistant.answering.polarity import ListPolarity, is_negated, source_statements
+from assistant.answering.grounding import source_sentences
+from assistant.answering.polarity import is_negated
 from tests.corpus import DOCS_ZH, HANDBOOK
 
 
 def polarity_of(root, path: str, start: str) -> bool:
     text = (root / path).read_text(encoding="utf-8")
-    return next(neg for sentence, neg in source_statements(text, split_sentences) if sentence.lstrip("- ").startswith(start))
+    sentences = source_sentences(text)
+    return next(is_negated(s) for s in sentences if start in s)
 
 
 def test_items_under_a_do_not_heading_are_negated_and_those_under_do_are_not():
@@ -31,18 +32,8 @@ def test_cues_in_both_languages_and_words_that_only_look_negative():
         assert not is_negated(text), text
 
 
-def test_an_answers_list_keeps_its_lead_in_polarity_until_another_line():
-    reader = ListPolarity()
-    assert [reader.polarity(line) for line in ("Do not:", "- Use auto-fill.", "- Reuse passwords.", "Then sign in.", "- Open Okta.")] == [
-        True, True, True, False, False,
-    ]
-
-
 def test_a_list_said_to_be_optional_is_no_prohibition():
-    # pull-requests.md: "Suggested but not required:" over "- Also assign the PR to yourself …"; read as
-    # "Do not:", it made the answer "2. Also assign the PR to yourself …" the opposite of its source.
+    # pull-requests.md: "Suggested but not required:" over "- Also assign the PR to yourself …".
     page = "departments/engineering/dev/process/pull-requests.md"
     assert not polarity_of(HANDBOOK, page, "Also assign the PR to yourself")
-    reader = ListPolarity()
-    lines = ("非必需：", "- 附上截图。", "Not required:", "- Add a video.")
-    assert [reader.polarity(line) for line in lines][1::2] == [False, False]
+    assert [is_negated(s) for s in source_sentences("非必需：\n- 附上截图。\nNot required:\n- Add a video.")][1::2] == [False, False]

@@ -1,6 +1,8 @@
-// The open conversation: its stored turns, and a question asked into it with the answer streamed in
-// (Markdown re-rendered as tokens arrive, a `replace` event taking back what was shown), then its
-// sources and actions. The stop button aborts the fetch; the server stops generating when it sees that.
+// The open conversation: its stored turns, and a question asked into it with the answer streamed in:
+// the sources found first with a status line (reading N sources, writing, checking), then the draft as
+// the model writes it, marked as being checked, each sentence replaced in place by its checked text
+// (`revise`, "" when withdrawn) or the whole draft by a quote or "not found" (`replace`); then its
+// citations and actions. The stop button aborts the fetch; the server stops generating when it sees that.
 import { ApiError, api, chatEvents } from "./api.js";
 import { answerActions } from "./feedback.js";
 import { errorText } from "./format.js";
@@ -43,6 +45,25 @@ function userTurn(text) {
   return turn;
 }
 
+/** A titled list of documents, each a link to its ACL-checked route, with `before(d)` and `after(d)` nodes. */
+function documentList(cls, testid, title, documents, before, after) {
+  const section = el("section", cls);
+  section.setAttribute("data-testid", testid);
+  section.append(el("h3", "sources-title", t(title)));
+  const list = el("ol", "found-list");
+  for (const d of documents) {
+    const link = el("a", "source-link", d.title || d.source);
+    link.href = d.route;
+    link.target = "_blank";
+    link.rel = "noopener noreferrer";
+    const item = el("li");
+    item.append(...before(d), link, ...after(d));
+    list.append(item);
+  }
+  section.append(list);
+  return section;
+}
+
 /** One answer on screen: its text (as Markdown, with citation chips), sources, notes and actions. */
 class AnswerView {
   constructor() {
@@ -52,6 +73,70 @@ class AnswerView {
     this.turn.append(this.answer);
     this.text = "";
     this.citations = [];
+    this.segments = [];  // the draft's sentences: {text, checked}
+    this.tail = "";  // draft text after the last complete sentence
+  }
+
+  /** The answer while it is written: checked sentences as they are, the rest marked as being checked. */
+  showDraft() {
+    let checked = 0;
+    while (checked < this.segments.length && this.segments[checked]?.checked) checked += 1;
+    const done = this.segments.slice(0, checked).map((s) => s.text).join("");
+    const pending = this.segments.slice(checked).map((s) => (s ? s.text : "")).join("") + this.tail;
+    this.setText(done);
+    this.draft?.remove();
+    this.draft = null;
+    if (pending.trim()) {
+      this.draft = el("div", "draft");
+      this.draft.setAttribute("data-testid", "answer-draft");
+      this.draft.title = t("answer.checking");
+      this.draft.append(addCitationChips(renderMarkdown(pending), (n) => citationChip(n, () => this.citations)));
+      this.answer.append(this.draft);
+    }
+  }
+
+  /** Apply one event of the draft (`token`, `sentence`, `revise`, `replace`). */
+  drafted(event, data) {
+    if (event === "token") this.tail += data.text;
+    else if (event === "sentence") {
+      this.segments[data.index] = { text: data.text, checked: false };
+      this.tail = data.rest || "";
+    } else if (event === "revise") {
+      this.segments[data.index] = { text: data.text, checked: true };
+      if (data.state === "withdrawn") this.withdrawn = (this.withdrawn || 0) + 1;
+    } else if (event === "replace") {
+      this.segments = [];
+      this.tail = data.text;
+    }
+    this.showDraft();
+  }
+
+  /** The status line: sources read, writing, checking; "" removes it. */
+  status(text) {
+    if (!this.statusLine) {
+      this.statusLine = el("div", "status");
+      this.statusLine.setAttribute("data-testid", "answer-status");
+      this.statusLine.setAttribute("role", "status");
+      this.turn.prepend(this.statusLine);
+    }
+    this.statusLine.textContent = text;
+    this.statusLine.hidden = !text;
+  }
+
+  /** The sources found, listed before the answer is written (replaced by the citations at the end). */
+  foundSources(sources) {
+    this.found?.remove();
+    this.found = null;
+    if (!sources || !sources.length) return;
+    this.found = documentList("found", "found-sources", "sources.found", sources, (s) => [el("span", "n", `[${s.n}] `)], () => []);
+    this.answer.before(this.found);
+  }
+
+  /** The closest documents offered with a "not found". */
+  closest(documents) {
+    if (!documents || !documents.length) return;
+    const section = documentList("sources closest", "closest", "sources.closest", documents, () => [], (d) => [el("span", "src", d.source)]);
+    this.turn.append(section);
   }
 
   setText(text) {
@@ -149,11 +234,21 @@ export async function ask(question, { regenerate = false } = {}) {
     }
     const body = { question, conversation_id: session.conversationId, regenerate };
     for await (const { event, data } of chatEvents(body, controller.signal)) {
-      if (event === "token") view.setText(view.text + data.text);
-      else if (event === "replace") view.setText(data.text);  // declined after all: replaces what was shown
-      else if (event === "citations") view.setCitations(data.citations);
-      else if (event === "done") {
+      if (event === "sources") view.foundSources(data.sources);
+      else if (event === "status") view.status(t(`status.${data.stage}`, { n: data.sources ?? "" }));
+      else if (["token", "sentence", "revise", "replace"].includes(event)) view.drafted(event, data);
+      else if (event === "citations") {
+        view.found?.remove();
+        view.setCitations(data.citations);
+      } else if (event === "done") {
         done = data;
+        view.status("");
+        view.segments = [];
+        view.tail = "";
+        view.showDraft();
+        view.setText(data.answer);  // the checked answer
+        if (data.abstained) view.closest(data.closest);
+        if (data.grounding && data.grounding.removed) view.note(t("answer.withdrawn", { n: data.grounding.removed }));
         if (data.finish_reason === "length") view.note(t("answer.cut"));
       } else if (event === "error") throw new Error(data.message);
       scrollDown();
@@ -166,6 +261,7 @@ export async function ask(question, { regenerate = false } = {}) {
     } else view.note(t("answer.error", { message: err instanceof ApiError ? errorText(err) : err.message }), "error");
   } finally {
     view.answer.classList.remove("streaming");
+    if (!done) view.status("");
     session.controller = null;
     setBusy(false);
   }

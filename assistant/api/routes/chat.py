@@ -1,5 +1,6 @@
-"""Streaming chat: server-sent events `token`..., then `citations`, then `done` (or `error`); a question
-that names a conversation is stored there with its answer."""
+"""Streaming chat: server-sent events `sources`, `status`, the draft (`token`, `sentence`), its check
+(`revise` or `replace`), then `citations` and `done` (or `error`); a question that names a
+conversation is stored there with its answer."""
 
 from __future__ import annotations
 
@@ -93,9 +94,12 @@ def without_removed_sentences(done: dict) -> dict:
 async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalDep, request: Request) -> StreamingResponse:
     """Answer `question` from the documents the caller may read, as server-sent events; audited.
 
-    The events are `Answerer.stream`'s: `token` (`text`)..., possibly `replace` (`text` replaces what
-    was sent before), `citations`, then `done` with `answer`, `abstained`, `cached`, `finish_reason`
-    ("length" when the answer was cut) and `usage` (tokens). With `conversation_id`, the question is
+    The events are `Answerer.stream`'s with its draft (docs/architecture.md, "Chat events"): `sources` and
+    `status` as soon as retrieval ends, draft `token`s as the model writes them, `sentence` per completed
+    sentence, `status` checking, then `revise` per sentence (its checked text, "" when withdrawn) or one
+    `replace` (the whole answer replaced: a quote, or "not found"), `citations`, then `done` with
+    `answer` (the checked text), `abstained`, `cached`, `finish_reason` ("length" when the answer was
+    cut), `usage` (tokens) and `closest` (documents to open, with a "not found"). With `conversation_id`, the question is
     stored before the stream starts and the answer with its citations before `done`, which then also
     carries `conversation_id` and `message_id` (the answer's ID, to rate it).
 
@@ -125,7 +129,7 @@ async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalD
 
     async def events() -> AsyncIterator[tuple[str, dict]]:
         answering = assistant.answerer.stream(
-            body.question, principal=principal, history=history, ticket=ticket, audit=audit
+            body.question, principal=principal, history=history, ticket=ticket, audit=audit, draft=True
         )
         citations: list[dict] = []
         started = time.perf_counter()
