@@ -8,6 +8,7 @@ reports no usage when streaming: the counts checked here are the backend's own."
 from __future__ import annotations
 
 import contextlib
+import json
 import dataclasses
 from typing import Iterator
 
@@ -214,9 +215,9 @@ def scripted_app(res, script: str) -> Iterator[LiveServer]:
             app.stop()
 
 
-def test_a_streamed_answer_declined_after_its_first_sentence_says_so_to_a_standard_client(serving):
-    # The answer is declined at its end. The official client appends every delta and ignores the
-    # `replace` field: the withdrawal must be in the content itself (fresh-user trial: "可以。" stayed).
+def test_a_streamed_answer_is_only_checked_text_so_a_standard_client_never_shows_a_withdrawn_sentence(serving):
+    # The official client appends every delta and ignores non-standard fields (fresh-user trial: "可以。"
+    # stayed): /v1 streams the answer only once it is checked, and the invented sentences never go out.
     _server, res, *_ = serving
     _, headers = new_key(res, "secops")
     with scripted_app(res, HALF_INVENTED) as app:
@@ -224,10 +225,10 @@ def test_a_streamed_answer_declined_after_its_first_sentence_says_so_to_a_standa
             model=MODEL, messages=[{"role": "user", "content": "How do I choose passwords?"}], stream=True,
         ))
     content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-    assert content.startswith("Create a new password for every system"), content
-    assert content.endswith(f"\n\n{WITHDRAWN['en']} {NO_ANSWER['en']}"), content
+    assert content and "finance team" not in content and "Berlin" not in content, content
+    assert WITHDRAWN["en"] not in content, content
     last = next(c for c in chunks if c.choices and c.choices[0].finish_reason)
-    assert last.model_extra["replace"] == NO_ANSWER["en"] and last.model_extra["abstained"] is True
+    assert "replace" not in (last.model_extra or {}), last
 
 
 def test_sentences_that_grounding_removed_never_reach_the_chat_client(serving):
@@ -236,7 +237,14 @@ def test_sentences_that_grounding_removed_never_reach_the_chat_client(serving):
     _, headers = new_key(res, "secops")
     with scripted_app(res, HALF_INVENTED) as app:
         r = httpx.post(f"{app.url}/api/chat", json={"question": "How do I choose passwords?"}, headers=headers, timeout=300)
-    assert r.status_code == 200 and "Create a new password" in r.text
-    assert "finance team" not in r.text and "Berlin" not in r.text, r.text
+    # The draft is shown as it is written (issue 42: "tokens are shown as they come"), then each invented
+    # sentence is withdrawn by name; the checked answer and its grounding figures never hold them.
+    events = [(block.split("\n")[0][7:], json.loads(block.split("\n")[1][6:])) for block in r.text.strip().split("\n\n")
+              if block.startswith("event: ")]
+    done = next(data for name, data in events if name == "done")
+    assert r.status_code == 200 and "finance team" not in done["answer"] and "Berlin" not in done["answer"], done
+    assert "unsupported" not in done["grounding"] and done["grounding"]["removed"] >= 1, done
+    revised = [data for name, data in events if name in ("revise", "replace")]
+    assert revised and not any("finance team" in d["text"] or "Berlin" in d["text"] for d in revised), revised
     done = next(data for name, data in parse_sse(r.text) if name == "done")
     assert done["grounding"]["removed"] == 2 and "unsupported" not in done["grounding"], done
