@@ -126,7 +126,9 @@ def scene(tmp_path_factory, citing_model) -> Iterator[Scene]:
     create_user(res.db, names["auditor"], password=PASSWORD)
     set_flags(res.db, names["auditor"], is_auditor=True)
     keys = {"member_key": create_api_key(res.db, f"helpdesk-in-{TAG[:6]}", groups=["vault"]),
-            "key": create_api_key(res.db, f"helpdesk-out-{TAG[:6]}")}
+            "key": create_api_key(res.db, f"helpdesk-out-{TAG[:6]}"),
+            # The helpdesk's key that reads the tickets the web app hands over (their client is "web-app").
+            "webapp_key": create_api_key(res.db, "web-app")}
     server = LiveServer(settings, res).start()
     try:
         scene = Scene(
@@ -247,13 +249,16 @@ def _walk(scene: Scene, role: str) -> dict[str, httpx.Response]:
 FORBIDDEN = (CANARY, MARK, UPLOAD_NAME)
 
 
-@pytest.mark.parametrize("role", ["other", "admin", "key"])
+@pytest.mark.parametrize("role", ["other", "admin", "key", "webapp_key"])
 def test_no_stored_text_reaches_a_reader_outside_the_group_through_any_get_route(scene, role):
     seen = _walk(scene, role)
     leaks = {url: [s for s in FORBIDDEN if s.lower() in _readable(r).lower()] for url, r in seen.items()}
     assert {u: s for u, s in leaks.items() if s} == {}
     ok = [url for url, r in seen.items() if r.status_code == 200]
     assert len(ok) >= 5, {u: r.status_code for u, r in seen.items()}  # the walk reached the routes
+    if role == "webapp_key":  # the handed-over conversation is listed, its text withheld
+        tickets = seen["/api/helpdesk/tickets?limit=500"].json()
+        assert [(t["requester"], t["withheld"], t["reply"]) for t in tickets] == [(scene.member, True, None)]
     if role == "admin":  # the admin sees that the items exist, with their text withheld
         feedback = seen["/api/admin/feedback?limit=1000"].json()
         mine = [f for f in feedback if f["principal"] == scene.member]
@@ -265,7 +270,7 @@ def test_no_stored_text_reaches_a_reader_outside_the_group_through_any_get_route
 
 
 def test_json_logs_hold_no_stored_text(scene):
-    for role in ("other", "admin", "key"):
+    for role in ("other", "admin", "key", "webapp_key"):
         _walk(scene, role)
     lines = [json.loads(line) for line in scene.log.getvalue().splitlines() if line.strip()]
     assert lines, "no JSON log line was written"

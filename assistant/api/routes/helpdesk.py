@@ -154,11 +154,13 @@ def _shown(record: TicketRecord, visibility: Visibility | None) -> bool:
 def _public(record: TicketRecord, visibility: Visibility | None = None) -> TicketPublic:
     """The ticket as `visibility`'s viewer may see it (None: as just decided for the caller)."""
     shown = _shown(record, visibility)
+    # A conversation handed over from the web app stores its reason as plain text.
+    reasons = [r if isinstance(r, dict) else {"code": "handoff", "message": str(r)} for r in record.reasons]
     return TicketPublic(
         ticket_id=record.id, external_id=record.external_id, decision=record.decision,
         reply=record.reply if shown else None, citations=record.citations if shown else None,
         confidence=record.confidence, language=record.language,
-        reasons=record.reasons if shown else [{"code": r.get("code") if isinstance(r, dict) else None, "message": None} for r in record.reasons],
+        reasons=reasons if shown else [{"code": r["code"], "message": None} for r in reasons],
         category=record.category, requester=record.requester, state=record.state, created_at=record.created_at,
         decided_at=record.decided_at, withheld=not shown,
     )
