@@ -151,11 +151,13 @@ def rate_answer(db: Database, message_id: int, *, principal: Principal, rating: 
         return _public(row)
 
 
-def list_feedback(db: Database, *, visibility: Visibility, rating: int | None = None, limit: int = 100) -> list[FeedbackPublic]:
+def list_feedback(db: Database, *, visibility: Visibility | None = None, rating: int | None = None,
+                  limit: int = 100) -> list[FeedbackPublic]:
     """Ratings, newest first (for admins), each one's text shown only where `visibility` allows.
 
     Args:
-        visibility: the rule for the viewer (`assistant.core.visibility`).
+        visibility: the rule for the viewer (`assistant.core.visibility`); every view passes it. None:
+            every text (the server's own use and tests, never a view).
         rating: only thumbs up (1) or only thumbs down (-1); None: both.
         limit: at most this many.
     """
@@ -168,7 +170,7 @@ def list_feedback(db: Database, *, visibility: Visibility, rating: int | None = 
     with db.session() as session:
         rows = session.execute(stmt).all()
         return [
-            _public(row, shown=visibility.may_see(feedback_cited(row, citations), asked_by=row.user_id))
+            _public(row, shown=visibility is None or visibility.may_see(feedback_cited(row, citations), asked_by=row.user_id))
             for row, citations in rows
         ]
 
