@@ -1,4 +1,5 @@
-"""Calibrate the lexical support threshold of `assistant.answering.grounding` on the corpus.
+"""Calibrate the lexical thresholds of `assistant.answering.grounding` on the corpus: `MIN_LEXICAL` (the
+check without a judge) and `FAST_PATH_SHARE` (a near-copy is kept without asking the judge).
 
 For each development question (tests/data/dev_questions.jsonl) the answering file is cut into
 ~1,500-character passages; the prompt's sources are simulated as the answering file's passages plus
@@ -28,7 +29,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from assistant.answering.grounding import MIN_CLAIM_TERMS, MIN_LEXICAL, Grounder, content_terms, split_sentences
+from assistant.answering.grounding import (
+    FAST_PATH_SHARE, MIN_CLAIM_TERMS, MIN_LEXICAL, Grounder, content_terms, split_sentences,
+)
 from assistant.retrieval import RetrievedChunk
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,6 +110,7 @@ def main() -> None:
     questions = [json.loads(line) for line in (REPO / "tests/data/dev_questions.jsonl").read_text().splitlines() if line]
     scores: dict[tuple[str, str], list[float]] = {}
     number_rejects: dict[str, list[bool]] = {}
+    fast: dict[tuple[str, str], list[bool]] = {}
     for q in questions:
         root = ROOTS[q["lang"]]
         files = [root / f for f in q.get("answer_files", []) if (root / f).is_file()]
@@ -130,12 +134,15 @@ def main() -> None:
                         continue
                     best = max(grounder.lexical(terms, n) for n in range(1, len(sources) + 1))
                     scores.setdefault((q["lang"], kind), []).append(best)
+                    verdict = grounder.attribute(split_sentences(s)[0])
+                    fast.setdefault((q["lang"], kind), []).append(verdict.by == "copy")
                     if kind == "copied":
-                        number_rejects.setdefault(q["lang"], []).append(grounder.judge(split_sentences(s)[0]).source is None)
+                        number_rejects.setdefault(q["lang"], []).append(verdict.by in ("numbers", "names") or verdict.echo)
         for p in outside:
             for sentence in claims(p.read_text(encoding="utf-8"))[:5]:
                 best = max(grounder.lexical(content_terms(sentence), n) for n in range(1, len(sources) + 1))
                 scores.setdefault((q["lang"], "unsupported"), []).append(best)
+                fast.setdefault((q["lang"], "unsupported"), []).append(grounder.attribute(split_sentences(sentence)[0]).by == "copy")
                 if SHOW and best >= MIN_LEXICAL:
                     print(f"accepted unsupported {best:.2f}: {sentence[:100]}")
     print(f"threshold MIN_LEXICAL = {MIN_LEXICAL}")
@@ -146,7 +153,10 @@ def main() -> None:
         p10, p90 = values[len(values) // 10], values[(9 * len(values)) // 10]
         print(f"{lang:5} {kind:12} {len(values):9}  {statistics.median(values):.2f}   {p10:.2f}  {p90:.2f}  {accepted}")
     for lang, flags in sorted(number_rejects.items()):
-        print(f"{lang}: copied sentences rejected by the full check (numbers, echo): {sum(flags) / len(flags):.3f}")
+        print(f"{lang}: copied sentences rejected by the rules (numbers, names, echo): {sum(flags) / len(flags):.3f}")
+    print(f"taken as near-copies without the judge (FAST_PATH_SHARE = {FAST_PATH_SHARE}):")
+    for (lang, kind), flags in sorted(fast.items()):
+        print(f"{lang:5} {kind:12} {len(flags):9}  {sum(flags) / len(flags):.3f}")
 
 
 def embedding_figures(model: str) -> None:

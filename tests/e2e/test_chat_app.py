@@ -55,9 +55,13 @@ def test_ask_stream_preview_rate_reload_and_switch_to_chinese(app, browser):
             window.answerUpdates = [];
             new MutationObserver(() => {
                 const answers = document.querySelectorAll("[data-testid=answer]");
+                const status = document.querySelector("[data-testid=answer-status]");
                 window.answerUpdates.push({
                     chars: answers.length ? answers[answers.length - 1].textContent.length : 0,
                     citations: document.querySelector("[data-testid=citations]") !== null,
+                    found: document.querySelector("[data-testid=found-sources]") !== null,
+                    draft: document.querySelector("[data-testid=answer-draft]") !== null,
+                    status: status && !status.hidden ? status.textContent : "",
                 });
             }).observe(document.querySelector("#thread"), {childList: true, subtree: true, characterData: true});
         }"""
@@ -71,6 +75,15 @@ def test_ask_stream_preview_rate_reload_and_switch_to_chinese(app, browser):
     expect(page.locator("#send")).to_be_visible()
     streamed = [u for u in page.evaluate("window.answerUpdates") if u["chars"] > 0 and not u["citations"]]
     assert len({u["chars"] for u in streamed}) >= 2, streamed  # tokens arrived, in steps, before the sources
+    # Issue 42: the sources found and a status came before any answer text; the draft was marked as
+    # being checked while it was written; the status said reading, writing, then checking.
+    updates = page.evaluate("window.answerUpdates")
+    first_text = next(u for u in updates if u["chars"] > 0)
+    assert first_text["found"] and any(u["status"].startswith("Reading") for u in updates[: updates.index(first_text) + 1]), updates
+    assert any(u["draft"] for u in streamed), streamed
+    said = [u["status"].split()[0] for u in updates if u["status"]]
+    assert said.index("Reading") < said.index("Writing…") < said.index("Checking"), said
+    expect(page.locator("[data-testid=answer-draft]")).to_have_count(0)  # all checked at the end
     answer = page.locator("[data-testid=answer]").last
     expect(answer).to_contain_text("15 characters or longer")
     expect(answer.locator("[data-testid=chip]")).to_have_count(3)  # one chip per [1] marker, inline
