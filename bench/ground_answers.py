@@ -1,94 +1,147 @@
-"""Ground answers captured by `bench/capture_answers.py` offline and report what grounding did to them.
+"""Ground answers captured by `bench/capture_answers.py` offline, with the evidence judge, and report
+what grounding made of them.
 
-For each captured answer: every sentence with its verdict (kept with source n, or removed) and its
-lexical support and cosine; then per language, over answerable questions, the share whose raw and
-grounded answers hold a key fact, the share declined, and the share that cite an answer file; over
-unanswerable ones, the share declined; over the answers not declined, the share in the question's
-language; and the generation's time to first token (p50 / p95) and tokens per second (p50) as captured.
-Thresholds are the module's (`assistant.answering.grounding`),
-so a change there is measured on the same answers in seconds.
+For each captured answer: every sentence with its verdict (kept with source n, or removed) and what
+decided it (a near-copy, the judge, a number or name no source holds); then per split and language,
+over answerable questions, the share whose grounded answer states a key fact, cites an answering file,
+is wrong but cited (not declined, cites a source, no key fact), and is declined although answerable;
+over unanswerable ones, the share declined. The judge is the configured chat model (the built-in
+Qwen2.5-Coder-1.5B by default, through llama.cpp); its verdicts are cached in `--cache` (JSON, keyed by
+sentence and passage), so that a change of rules re-runs in seconds and the model judges each pair once.
 
-Run: PYTHONPATH=. python bench/ground_answers.py CAPTURED.jsonl [--quiet]
+With `--labels FILE` (JSONL: `{"id", "sentence", "supported": true|false}` written by hand after
+reading the sentence and its cited page), the judge's accuracy on those captured sentences: its
+verdicts on the sentences it was asked about, and the whole check's (copies and rules included).
+`--dump FILE` writes every claim with its passage and verdict (JSONL), the material to label.
+
+Run: PYTHONPATH=. python bench/ground_answers.py CAPTURED.jsonl [CAPTURED2.jsonl ...] [--quiet]
+        [--no-judge] [--labels FILE] [--dump FILE] [--cache FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 from pathlib import Path
 
-import numpy as np
-
 from assistant.answering.citations import make_citations
-from assistant.answering.grounding import ground
-from assistant.answering.language_check import answer_lang_matches
-from assistant.core.embedder import BUILTIN_E5, Embedder
+from assistant.answering.grounding import Grounder, conclude, drop_unknown_markers, split_sentences
+from assistant.answering.judge import EvidenceJudge, Pair
 from assistant.core.language import question_language
 from assistant.evaluation.metrics import contains_key_fact
-from assistant.answering.grounded_stream import grounder_for
 from assistant.retrieval import RetrievedChunk
 from assistant.retrieval.crosslingual import preload, translate
 
 
-class _Retriever:
-    """What `grounder_for` reads of a retriever: its embedder and its query translation."""
+class CachedJudge(EvidenceJudge):
+    """The evidence judge with its verdicts kept in a JSON file, keyed by sentence and passage."""
 
-    def __init__(self, embedder):
-        self.embedder = embedder
-        self.translate = translate
+    def __init__(self, llm, path: Path):
+        super().__init__(llm)
+        self.path = path
+        self.known: dict[str, bool] = json.loads(path.read_text()) if path.is_file() else {}
+
+    async def judge(self, pairs):
+        keys = [f"{p.sentence}\x00{p.passage}" for p in pairs]
+        new = [p for p, k in zip(pairs, keys) if k not in self.known]
+        if new:
+            for pair, verdict in zip(new, await super().judge(new)):
+                self.known[f"{pair.sentence}\x00{pair.passage}"] = verdict
+            self.path.write_text(json.dumps(self.known, ensure_ascii=False))
+        return [self.known[k] for k in keys]
+
+
+def outcome_of(row: dict, grounded, sources) -> dict:
+    """The answer figures of one grounded answer (see the module docstring)."""
+    keys, files = row["must_contain_any"], row["answer_files"]
+    cited = {c.source for c in make_citations(grounded.text, sources)}
+    fact = (not grounded.declined) and bool(keys) and contains_key_fact(grounded.text, keys)
+    return {
+        "fact": fact,
+        "cites_file": any(s.endswith(f) for s in cited for f in files),
+        "wrong_but_cited": (not grounded.declined) and bool(cited) and not fact,
+        "declined": grounded.declined,
+        "quoted": grounded.quoted,
+    }
+
+
+async def run(args) -> None:
+    preload()
+    judge = None
+    if not args.no_judge:
+        from assistant.core.llm.llama_cpp import LlamaCppLLM
+
+        judge = CachedJudge(LlamaCppLLM(threads=2), args.cache)
+    labels = {}
+    if args.labels:
+        for line in args.labels.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                item = json.loads(line)
+                labels[(item["id"], item["sentence"])] = item["supported"]
+    dump = args.dump.open("w", encoding="utf-8") if args.dump else None
+    stats: dict[str, dict[str, list[bool]]] = {}
+    agree: dict[str, list[bool]] = {"judge": [], "check": []}
+    for captured in args.captured:
+        split = captured.stem
+        for line in captured.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            answerable = bool(row["answer_files"])
+            bucket = stats.setdefault(f"{split} {row['lang']} {'answerable' if answerable else 'no-answer'}", {})
+            if row["gate_abstained"]:
+                outcome = {"fact": False, "cites_file": False, "wrong_but_cited": False, "declined": True, "quoted": False}
+            else:
+                sources = [RetrievedChunk(**s) for s in row["sources"]]
+                topic = " ".join(filter(None, (row["question"], row.get("translation"))))
+                grounder = Grounder(sources, judge=judge, translate=translate, question=row["question"], topic=topic)
+                sentences = split_sentences(drop_unknown_markers(row["raw"], len(sources)))
+                verdicts = await grounder.check(sentences)
+                grounded = conclude(verdicts, grounder, lang=question_language(row["question"]))
+                outcome = outcome_of(row, grounded, sources)
+                for v in verdicts:
+                    if not v.claim or v.echo:
+                        continue
+                    label = labels.get((row["id"], v.sentence.text))
+                    if label is not None:
+                        agree["check"].append((v.source is not None) == label)
+                        if v.by == "judge":
+                            agree["judge"].append((v.source is not None) == label)
+                    if dump:
+                        dump.write(json.dumps({"id": row["id"], "sentence": v.sentence.text, "passage": v.passage,
+                                               "by": v.by, "kept": v.source is not None, "candidate": v.candidate},
+                                              ensure_ascii=False) + "\n")
+                if not args.quiet:
+                    print(f"\n=== {split} {row['id']} {row['question']}\n    answer files: {row['answer_files']}")
+                    for v in verdicts:
+                        mark = f"[{v.source}]" if v.source else ("--" if v.claim else "..")
+                        print(f"  {mark:5} {v.by or '-':8}{' ECHO' if v.echo else ''}  {v.sentence.text[:150]}")
+                    print(f"  -> {outcome}\n  {grounded.text[:300]!r}")
+            if not answerable:
+                outcome = {"declined": outcome["declined"]}
+            for key, value in outcome.items():
+                bucket.setdefault(key, []).append(bool(value))
+    if dump:
+        dump.close()
+    print("\nsummary (share of questions)")
+    for name, bucket in sorted(stats.items()):
+        n = len(bucket["declined"])
+        print(f"  {name} (n={n}): " + ", ".join(f"{k} {sum(v)}/{len(v)}" for k, v in bucket.items()))
+    for name, flags in agree.items():
+        if flags:
+            print(f"  {name} agrees with the hand labels on {sum(flags)}/{len(flags)} sentences")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("captured", type=Path)
+    parser.add_argument("captured", type=Path, nargs="+")
     parser.add_argument("--quiet", action="store_true", help="only the summary")
-    args = parser.parse_args()
-    preload()
-    retriever = _Retriever(Embedder(BUILTIN_E5))
-    rows = [json.loads(line) for line in args.captured.read_text(encoding="utf-8").splitlines() if line.strip()]
-    stats: dict[str, dict[str, list[bool]]] = {}
-    timings: dict[str, dict[str, list[float]]] = {}
-    for row in rows:
-        if row["gate_abstained"]:
-            outcome = {"declined": True, "raw_fact": False, "fact": False, "cites_file": False}
-        else:
-            sources = [RetrievedChunk(**s) for s in row["sources"]]
-            grounded = ground(row["raw"], grounder_for(retriever, sources, row["question"], topic=" ".join(filter(None, (row["question"], row.get("translation"))))), lang=question_language(row["question"]))
-            cited = {c.source for c in make_citations(grounded.text, sources)}
-            keys = row["must_contain_any"]
-            outcome = {
-                "declined": grounded.declined,
-                "raw_fact": contains_key_fact(row["raw"], keys) if keys else False,
-                "fact": (not grounded.declined) and (contains_key_fact(grounded.text, keys) if keys else False),
-                "cites_file": any(s.endswith(f) for s in cited for f in row["answer_files"]),
-            }
-            if not grounded.declined:
-                outcome["right_lang"] = answer_lang_matches(row["question"], grounded.text)
-            for key in ("ttft_s", "tokens_per_s"):
-                if row.get(key) is not None:
-                    timings.setdefault(row["lang"], {}).setdefault(key, []).append(float(row[key]))
-            if not args.quiet:
-                given = [s["source"].split("/", 1)[-1] for s in row["sources"]]
-                print(f"\n=== {row['id']} {row['question']}\n    answer files: {row['answer_files']}\n    given: {given}")
-                for v in grounded.verdicts:
-                    mark = f"[{v.source}]" if v.source else ("--" if v.claim else "..")
-                    cos = "" if v.cosine is None else f" cos {v.cosine:.3f}"
-                    print(f"  {mark:5} lex {v.lexical:.2f}{cos}{' ECHO' if v.echo else ''}{' OPPOSITE' if v.contradicts else ''}  {v.sentence.text[:150]}")
-                print(f"  -> declined={grounded.declined} share={grounded.supported_share:.2f} {outcome}")
-        kind = "answerable" if row["answer_files"] else "no-answer"
-        bucket = stats.setdefault(f"{row['lang']} {kind}", {})
-        for key, value in outcome.items():
-            bucket.setdefault(key, []).append(bool(value))
-    print("\nsummary (share of questions)")
-    for name, bucket in sorted(stats.items()):
-        n = len(bucket["declined"])
-        figures = ", ".join(f"{k} {sum(v) / len(v):.2f}" + ("" if len(v) == n else f" (of {len(v)})")
-                            for k, v in bucket.items())
-        print(f"  {name} (n={n}): {figures}")
-    for lang, t in sorted(timings.items()):
-        ttft, rate = t.get("ttft_s", []), t.get("tokens_per_s", [])
-        print(f"  {lang} generation (n={len(ttft)}): time to first token p50 {np.percentile(ttft, 50):.1f} s, "
-              f"p95 {np.percentile(ttft, 95):.1f} s; {np.percentile(rate, 50):.1f} tokens/s p50")
+    parser.add_argument("--no-judge", action="store_true", help="near-copies and lexical overlap only")
+    parser.add_argument("--labels", type=Path, default=None)
+    parser.add_argument("--dump", type=Path, default=None)
+    parser.add_argument("--cache", type=Path, default=Path("/work/cache/answers/judged.json"))
+    asyncio.run(run(parser.parse_args()))
 
 
 if __name__ == "__main__":
