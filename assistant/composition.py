@@ -46,6 +46,7 @@ class Assistant:
         retriever = Retriever(
             store=resources.store, embedder=QueryBatcher(resources.embedder), reranker=reranker, prefetch_k=settings.prefetch_k,
             fusion=settings.fusion, interleave_depth=depth, translate=_translator() if settings.query_translation else None,
+            chunks_per_document=settings.chunks_per_document,
         )
         answerer = Answerer(
             retriever=retriever,

@@ -71,7 +71,12 @@ class Settings(BaseSettings):
     ocr_languages: str = Field(default="eng", description="tesseract languages, e.g. 'eng+chi_sim'")
 
     # Retrieval and answering
-    top_k: int = Field(default=5, ge=1, le=50)
+    top_k: int = Field(default=5, ge=1, le=50, description="documents retrieved per question")
+    chunks_per_document: int = Field(
+        default=1, ge=1, le=10,
+        description="most chunks of one document among the retrieved, grouped at its best chunk's place "
+        "(results list distinct documents; retrieval/retriever.py, group_by_document)",
+    )
     prefetch_k: int = Field(default=40, ge=1, le=1000)
     fusion: Literal["dbsf", "rrf"] = Field(
         default="dbsf", description="how hybrid search fuses its dense and sparse lists (measured in docs/benchmarks.md)"

@@ -22,9 +22,10 @@ from assistant.evaluation.metrics import (
 )
 from assistant.retrieval import Retriever
 
-# Chunks retrieved per question to build the document ranking (enough for 10 distinct documents
-# in practice: a document rarely has more than a few chunks among the best 30).
-DEPTH_CHUNKS = 30
+# Documents retrieved per question for the ranking metrics (the retriever returns distinct documents,
+# `retriever.group_by_document`; before it did, 30 chunks held fewer than 10 documents when one page's
+# chunks filled the dense ranking, and recall@10 could not grow past recall@5).
+DEPTH_DOCUMENTS = 10
 # How an answer declines in its own words (the system prompt asks the model to say that it could not
 # find the answer in the documents): a failure to find followed, within the sentence, by what was not
 # found. "If you cannot find the Okta Verify app, reinstall it" is an answer, not a decline.
@@ -120,7 +121,7 @@ def run_eval(
     answerer: Answerer,
     principal: Principal,
     answers: bool = True,
-    depth_chunks: int = DEPTH_CHUNKS,
+    depth_documents: int = DEPTH_DOCUMENTS,
 ) -> EvalReport:
     """Evaluate `questions`: document ranking metrics, retrieval latency, abstention, and (when
     `answers`) the generated answers.
@@ -132,7 +133,7 @@ def run_eval(
             `answers`, generates.
         principal: the reader; only documents they may open can be found.
         answers: generate answers (slow on CPU) besides the retrieval metrics.
-        depth_chunks: chunks retrieved per question to rank documents.
+        depth_documents: documents retrieved per question to rank them.
 
     Returns:
         The report; ranking metrics are averaged over answerable questions, abstention over
@@ -160,12 +161,12 @@ def run_eval(
         retrieval = retriever.search(q.question, principal=principal, top_k=answerer.top_k, translation=translation)
         latency = time.perf_counter() - started
         chunks = retriever.search(
-            q.question, principal=principal, top_k=depth_chunks, evidence=False, translation=translation
+            q.question, principal=principal, top_k=depth_documents, evidence=False, translation=translation
         ).chunks
         results.append(
             QuestionResult(
                 id=q.id, lang=q.lang, answerable=q.answerable,
-                documents=document_ranking((c.source for c in chunks), depth=10),
+                documents=document_ranking((c.source for c in chunks), depth=depth_documents),
                 latency_s=latency,
                 gate_abstained=answerer.abstention.abstains(retrieval),
             )

@@ -43,7 +43,7 @@ INTERLEAVE_TURNS: tuple[int, ...] = (0, 1, 0)
 
 if TYPE_CHECKING:
     from assistant.retrieval.crosslingual import Translation
-    from assistant.retrieval.reranker import Reranker
+    from assistant.retrieval.reranker import EndpointReranker, Reranker
 
 # Position (1-based) that the best chunk in the translation's language takes when a question is searched
 # with its translation and one page in the question's language fills every place up to it
@@ -52,6 +52,13 @@ if TYPE_CHECKING:
 DEFAULT_OTHER_LANGUAGE_AT = 2
 # Extra hits fetched for that choice: the other language's best chunk is usually among the next ten.
 OTHER_LANGUAGE_CANDIDATES = 10
+
+# Results are documents: each document's best chunks are grouped at the place of its best one, and
+# `top_k` counts documents, so one page never fills the first places (`group_by_document`; issue 42:
+# one page three times in a top 5). Chunks kept per document by default, and chunks fetched from the
+# store per document wanted (a page that matches well often holds several of the best chunks).
+DEFAULT_CHUNKS_PER_DOCUMENT = 1
+FETCH_PER_DOCUMENT = 4
 
 # Weight of a translated term in the keyword query against the question's own terms (1.0 each);
 # each source word's translations share it (`Translation.weights`).
@@ -131,7 +138,8 @@ class QueryPlan:
         semantic: the embedding model covers `lang`.
         languages: the languages the embedding model covers; None: all.
         mode: the store query's mode: the retriever's own, or `sparse` when routed by language.
-        limit: hits to fetch: `top_k`, or more for the reranker to choose from.
+        limit: hits to fetch: `FETCH_PER_DOCUMENT` per document wanted, or more for the reranker to
+            choose from.
         translation: the question's dictionary translation, None when off.
         keywords: the keyword query: the question's terms, weight 1, and the translation's.
         interleaving: the single rankings share the first places with the fused one (`interleave`).
@@ -163,7 +171,7 @@ class Retriever:
     Args:
         store: the vector store.
         embedder: the embedding model (same one that embedded the chunks).
-        reranker: optional cross-encoder stage.
+        reranker: optional cross-encoder stage (a local model or a server endpoint).
         prefetch_k: candidates per prefetch (dense and sparse) before fusion.
         mode: `hybrid` (default), `dense` or `sparse`.
         rrf_weights: (dense, sparse) weights of the fusion in hybrid mode when it is `rrf`.
@@ -182,6 +190,8 @@ class Retriever:
         other_language_at: when a question is searched with its translation (`search(translation=…)`)
             and one page in its own language fills the first places, the best chunk in another
             language takes this position (1-based; `other_language_at`); 0: the fused order only.
+        chunks_per_document: most chunks of one document in a result, grouped at the place of its best
+            chunk (`group_by_document`); `top_k` counts documents.
     """
 
     def __init__(
@@ -189,7 +199,7 @@ class Retriever:
         *,
         store: VectorStore,
         embedder: Embedder,
-        reranker: "Reranker | None" = None,
+        reranker: "Reranker | EndpointReranker | None" = None,
         prefetch_k: int = DEFAULT_PREFETCH_K,
         mode: SearchMode = "hybrid",
         rrf_weights: tuple[float, float] = DEFAULT_RRF_WEIGHTS,
@@ -200,7 +210,10 @@ class Retriever:
         translation_weight: float = DEFAULT_TRANSLATION_WEIGHT,
         interleave_depth: int = DEFAULT_INTERLEAVE_DEPTH,
         other_language_at: int = DEFAULT_OTHER_LANGUAGE_AT,
+        chunks_per_document: int = DEFAULT_CHUNKS_PER_DOCUMENT,
     ):
+        if chunks_per_document < 1:
+            raise ValueError(f"chunks_per_document must be at least 1, not {chunks_per_document}")
         self.store = store
         self.embedder = embedder
         self.reranker = reranker
@@ -214,20 +227,23 @@ class Retriever:
         self.translation_weight = translation_weight
         self.interleave_depth = interleave_depth
         self.other_language_at = other_language_at
+        self.chunks_per_document = chunks_per_document
         self._size: tuple[float, int] | None = None  # (monotonic time, chunks in the collection)
 
     def retrieve(self, query: str, *, principal: Principal, top_k: int = 5) -> list[RetrievedChunk]:
-        """Best `top_k` chunks for `query` among those `principal` may read, best first.
+        """The best chunks of the best `top_k` documents for `query` among those `principal` may read.
 
         The ACL filter is part of the vector query itself (both prefetches), never applied after.
 
         Args:
             query: the question, any language.
             principal: the reader; only chunks whose ACL shares a token with theirs are scored.
-            top_k: chunks to return.
+            top_k: documents to return.
 
         Returns:
-            At most `top_k` chunks, best first, with `relevance` and `coverage` filled in.
+            Chunks of at most `top_k` distinct documents, documents best first, at most
+            `chunks_per_document` chunks each, grouped (`group_by_document`); `relevance` and
+            `coverage` filled in.
         """
         return self.search(query, principal=principal, top_k=top_k, evidence=False).chunks
 
@@ -273,7 +289,7 @@ class Retriever:
             chunks = self.reranker.rerank(query, chunks)
         if translation and self.other_language_at:
             chunks = other_language_at(chunks, self.other_language_at, plan.lang)
-        chunks = chunks[:top_k]
+        chunks = group_by_document(chunks, top_k, self.chunks_per_document)
         unknown = (
             self._unknown_terms(query, plan.terms, chunks, principal, plan.translation)
             if evidence and self._collection_chunks() >= self.unknown_terms_min_chunks
@@ -306,7 +322,7 @@ class Retriever:
             semantic=semantic,
             languages=languages,
             mode=mode,
-            limit=(max(top_k, self.prefetch_k // 2) if self.reranker else top_k)
+            limit=(max(top_k * FETCH_PER_DOCUMENT, self.prefetch_k // 2) if self.reranker else top_k * FETCH_PER_DOCUMENT)
             + (OTHER_LANGUAGE_CANDIDATES if crosslingual and self.other_language_at else 0),
             translation=translation,
             keywords=sparse.encode_query(query, extra=extra),
@@ -423,6 +439,33 @@ class Retriever:
             return bool(hits)
         text = ChunkPayload.from_stored(hits[0].payload).evidence_text()
         return sparse.found_terms(terms, text) == set(terms)
+
+
+def group_by_document(chunks: Sequence[RetrievedChunk], top_k: int, per_document: int = 1) -> list[RetrievedChunk]:
+    """The chunks of the first `top_k` distinct documents of a ranking, each document's chunks grouped.
+
+    A document takes the place of its best chunk; its next best chunks (at most `per_document` in all,
+    in their ranking order) follow it before the next document, as in passage-to-document "MaxP"
+    ranking (Dai & Callan, "Deeper text understanding for IR with contextual neural language
+    modeling", SIGIR 2019). Scores are those of the positions in the input (the n-th chunk gets the
+    n-th best score), so they still fall with the rank.
+
+    Args:
+        chunks: ranked chunks, best first (a chunk without `doc_id` is a document of its own).
+        top_k: documents to keep.
+        per_document: most chunks kept of one document, at least 1.
+
+    Returns:
+        At most `top_k * per_document` chunks of at most `top_k` documents.
+    """
+    groups: dict[str, list[RetrievedChunk]] = {}
+    for chunk in chunks:
+        group = groups.setdefault(chunk.doc_id or chunk.chunk_id, [])
+        if len(group) < per_document:
+            group.append(chunk)
+    grouped = [c for group in list(groups.values())[:top_k] for c in group]
+    scores = sorted((c.score for c in chunks), reverse=True)
+    return [replace(c, score=scores[n]) for n, c in enumerate(grouped)]
 
 
 def mean_direction(vectors: Sequence[np.ndarray]) -> np.ndarray:

@@ -307,10 +307,13 @@ def test_reranker_path_with_a_small_local_cross_encoder(minilm_index, tmp_path):
 
     res = open_resources(minilm_index)
     try:
-        plain = Retriever(store=res.store, embedder=res.embedder, prefetch_k=20)
-        reranked = Retriever(store=res.store, embedder=res.embedder, prefetch_k=20, reranker=reranker)
+        # The candidates: every chunk among the fused order's first 48 of the subset's 12 documents; the
+        # reranker chooses among the same fused order's first 24 (prefetch_k / 2), fused from the same
+        # 48 per ranking.
+        plain = Retriever(store=res.store, embedder=res.embedder, prefetch_k=48, chunks_per_document=12)
+        reranked = Retriever(store=res.store, embedder=res.embedder, prefetch_k=48, reranker=reranker)
         question = "How long should my passwords be?"
-        candidates = plain.retrieve(question, principal=ANONYMOUS, top_k=10)
+        candidates = plain.retrieve(question, principal=ANONYMOUS, top_k=12)
         hits = reranked.retrieve(question, principal=ANONYMOUS, top_k=3)
     finally:
         res.close()
