@@ -37,6 +37,13 @@ class Assistant:
             from assistant.retrieval.reranker import Reranker
 
             reranker = Reranker(settings.reranker_model)
+        elif settings.reranker_url:
+            from assistant.retrieval.reranker import EndpointReranker
+
+            key = settings.reranker_url_api_key
+            reranker = EndpointReranker(settings.reranker_url, model=settings.reranker_url_model,
+                                        api_key=key.get_secret_value() if key else None,
+                                        timeout_s=settings.reranker_timeout_s)
         # What was measured for the embedding model (interleaving, abstention) is looked up by its
         # configured name, the one the index was built with.
         embedding_model = settings.embedding_model

@@ -101,6 +101,14 @@ class Settings(BaseSettings):
     reranker_model: Path | None = Field(
         default=None, description="local sentence-transformers CrossEncoder folder; unset or empty: no reranking",
     )
+    reranker_url: HttpUrlText | None = Field(
+        default=None,
+        description="rerank endpoint of a cross-encoder server (vLLM `/rerank`, llama.cpp `/v1/rerank`; Jina/Cohere "
+        "request shape), e.g. a provisioned bge-reranker-v2-m3; unset: no reranking (retrieval/reranker.py)",
+    )
+    reranker_url_model: str = Field(default="", description="model name sent to reranker_url ('' when it serves one)")
+    reranker_url_api_key: SecretStr | None = None
+    reranker_timeout_s: float = Field(default=5.0, gt=0, description="seconds allowed for one rerank call")
 
     # LLM
     llm_backend: Literal["llama_cpp", "openai"] = "llama_cpp"
@@ -456,6 +464,11 @@ class Settings(BaseSettings):
                 "ASSISTANT_JOBS_BACKEND='celery' cannot be combined with ASSISTANT_VECTOR_STORE='edge': "
                 "the embedded Qdrant Edge folder may be opened by one process only; "
                 "use ASSISTANT_VECTOR_STORE='qdrant' with ASSISTANT_QDRANT_URL for external workers"
+            )
+        if self.reranker_model and self.reranker_url:
+            raise ConfigError(
+                f"ASSISTANT_RERANKER_MODEL={str(self.reranker_model)!r} and ASSISTANT_RERANKER_URL={self.reranker_url!r} "
+                "are both set: choose one reranker"
             )
         if self.vector_store == "qdrant" and not (self.qdrant_url or self.qdrant_path):
             raise ConfigError(

@@ -1,8 +1,10 @@
-"""Cross-encoder reranking (sentence-transformers `CrossEncoder`) from a local model folder."""
+"""Cross-encoder reranking: a sentence-transformers `CrossEncoder` from a local model folder, or a
+reranking server's HTTP endpoint (`EndpointReranker`)."""
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,6 +13,8 @@ from assistant.core.passages import passage_text
 
 if TYPE_CHECKING:
     from assistant.retrieval.retriever import RetrievedChunk
+
+log = logging.getLogger(__name__)
 
 
 def check_cross_encoder_folder(folder: Path) -> None:
@@ -68,3 +72,59 @@ class Reranker:
         for chunk, score in zip(chunks, scores):
             chunk.score = float(score)
         return sorted(chunks, key=lambda c: c.score, reverse=True)
+
+
+class EndpointReranker:
+    """Re-scores (question, chunk) pairs with a cross-encoder served over HTTP, such as a multilingual
+    one a company provisions (bge-reranker-v2-m3 behind `vllm serve --task score`, or llama.cpp's
+    server started with `--reranking`): no multilingual cross-encoder ships in a package here.
+
+    Speaks the rerank API those servers share with Jina and Cohere (vLLM docs, "Re-rank API"):
+    `POST {url}` with `{"model", "query", "documents", "top_n"}`, answered by `{"results": [{"index",
+    "relevance_score"}, ...]}`. A failed or malformed call leaves the chunks in their fused order
+    (logged): reranking refines a ranking, it is never the reason a search fails.
+
+    Args:
+        url: the endpoint, e.g. `http://reranker:8000/rerank` or `http://llama:8080/v1/rerank`.
+        model: the served model's name ("" when the server serves one model).
+        api_key: sent as a bearer token when given.
+        timeout_s: seconds allowed for one call.
+        max_chunks: chunks sent (the fused order's first); the rest follow them unchanged.
+    """
+
+    def __init__(self, url: str, *, model: str = "", api_key: str | None = None, timeout_s: float = 5.0,
+                 max_chunks: int = 20):
+        import httpx
+
+        self.url = str(url)
+        self.model = model
+        self.max_chunks = max_chunks
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout_s, headers=headers)
+
+    def rerank(self, query: str, chunks: list["RetrievedChunk"]) -> list["RetrievedChunk"]:
+        """The first `max_chunks` chunks sorted by the endpoint's relevance score (stored in `score`),
+        best first, then the others in their order; each chunk is sent as ingestion embedded it
+        (`passages.passage_text`). Unchanged when the call fails."""
+        head, tail = chunks[: self.max_chunks], chunks[self.max_chunks :]
+        if not head:
+            return chunks
+        body = {"query": query, "documents": [passage_text(c.title, c.heading, c.text) for c in head], "top_n": len(head)}
+        if self.model:
+            body["model"] = self.model
+        try:
+            response = self._client.post(self.url, json=body)
+            response.raise_for_status()
+            scores = {int(r["index"]): float(r["relevance_score"]) for r in response.json()["results"]}
+            if set(scores) != set(range(len(head))):
+                raise ValueError(f"scores for {len(scores)} of {len(head)} documents")
+        except Exception as exc:  # noqa: BLE001 - any failure keeps the fused order
+            log.warning("reranker endpoint %s failed, keeping the fused order: %s: %s", self.url, type(exc).__name__, exc)
+            return chunks
+        for n, chunk in enumerate(head):
+            chunk.score = scores[n]
+        return sorted(head, key=lambda c: c.score, reverse=True) + tail
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
