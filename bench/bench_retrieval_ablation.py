@@ -1,0 +1,329 @@
+"""Retrieval ablation on one index of both corpora (issue 42, part 1): each embedding model's dense
+ranking alone, the keyword ranking alone, their fusions, two dense channels fused, chunk sizes and the
+dictionary expansion, on the development and the held-aside question sets, English and Chinese.
+
+Usage (no index needed: the bench builds its own Qdrant Edge collections in a temporary folder):
+
+    .venv/bin/python bench/bench_retrieval_ablation.py [--no-small-chunks] [--distractors 15] [--json out.json]
+
+Documents: every answer file of both question sets plus a fixed random sample (`--seed`) of
+`--distractors` other pages per corpus, the same set for every configuration (the whole corpus is
+about 9,000-10,000 chunks a model and chunk size: on 2 shared cores e5 int8 embeds 2-4 chunks a second).
+Each file is parsed and chunked by the product's own code (`ingest.readers.parse_file`,
+`ingest.chunking.Chunker`) and embedded by the product's embedders; chunk embeddings are cached on
+disk per (model, chunk size) under `--cache` (default /work/cache/retrieval), so a second run embeds
+nothing. Searches go through `Retriever.search` on Qdrant Edge (the product's path); the fusions
+that the product does not make (two dense channels, document-level RRF) are computed here from the
+single rankings the retriever returns.
+
+Metrics: recall@1/5/10 (any answer file among the first k distinct documents) and nDCG@10, per
+language and question set (`assistant.evaluation.metrics`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from assistant.core.embedder import BUILTIN_E5, BUILTIN_MINILM, Embedder  # noqa: E402
+from assistant.core.index_format import ChunkPayload, chunk_point, document_id  # noqa: E402
+from assistant.core.language import document_language  # noqa: E402
+from assistant.core.principals import ANONYMOUS  # noqa: E402
+from assistant.core.vectorstore.edge import EdgeVectorStore  # noqa: E402
+from assistant.evaluation.dataset import Question, load_questions  # noqa: E402
+from assistant.evaluation.metrics import document_ranking, ranking_metrics  # noqa: E402
+from assistant.retrieval.crosslingual import translate  # noqa: E402
+from assistant.retrieval.retriever import Retriever  # noqa: E402
+
+CORPUS = REPO.parent / "shared" / "corpus"
+ROOTS = {
+    "en": CORPUS / "handbook-en" / "sourcegraph-handbook" / "content",
+    "zh": CORPUS / "docs-zh" / "pingcap-docs-cn",
+}
+DATA = REPO / "tests" / "data"
+DEV_SETS = (DATA / "dev_questions.jsonl",)
+HELDOUT_SETS = (DATA / "retrieval_heldout.jsonl",)
+DEPTH_DOCS = 10
+RRF_K = 60  # Cormack, Clarke & Buettcher, "Reciprocal rank fusion outperforms Condorcet...", SIGIR 2009
+# (model, chunk tokens) pairs embedded; 0 is the model's own default.
+INDEXES = ((BUILTIN_E5, 0), (BUILTIN_MINILM, 0), (BUILTIN_E5, 128))
+
+
+@dataclass
+class Doc:
+    """One corpus page as the bench indexes it: `source` is its path under its corpus root."""
+
+    source: str
+    path: Path
+    root: str
+
+
+def pick_documents(questions: Sequence[Question], distractors: int, seed: int) -> list[Doc]:
+    """Every answer file of `questions` plus `distractors` other Markdown pages per corpus, drawn once
+    with `seed`; sorted, so that every configuration indexes the same pages in the same order."""
+    wanted = {f for q in questions for f in q.answer_files}
+    docs: list[Doc] = []
+    rnd = random.Random(seed)
+    for root_name, root in ROOTS.items():
+        pages = sorted(str(p.relative_to(root)) for p in root.rglob("*.md"))
+        answers = [p for p in pages if p in wanted]
+        others = [p for p in pages if p not in wanted]
+        chosen = sorted(answers + rnd.sample(others, min(distractors, len(others))))
+        docs += [Doc(source=p, path=root / p, root=root_name) for p in chosen]
+    return docs
+
+
+class VectorCache:
+    """Passage embeddings on disk, one `.npz` per (model, chunk size), keyed by SHA-1 of the text."""
+
+    def __init__(self, folder: Path, key: str):
+        self.path = folder / f"{key}.npz"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.vectors: dict[str, np.ndarray] = {}
+        if self.path.exists():
+            with np.load(self.path) as data:
+                self.vectors = {k: data[k] for k in data.files}
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".tmp.npz")
+        np.savez(tmp, **self.vectors)
+        tmp.replace(self.path)
+
+    def embed(self, embedder: Embedder, texts: Sequence[str], batch: int = 64) -> np.ndarray:
+        """`(len(texts), dim)` float32 embeddings of passages, embedding only what the cache lacks
+        (saved after every batch, so an interrupted run keeps its work)."""
+        todo = sorted({self.key(t): t for t in texts if self.key(t) not in self.vectors}.items())
+        started = time.perf_counter()
+        for n in range(0, len(todo), batch):
+            part = todo[n : n + batch]
+            vectors = embedder.embed_passages([t for _k, t in part])
+            self.vectors.update({k: v for (k, _t), v in zip(part, vectors)})
+            self.save()
+            done = n + len(part)
+            rate = done / (time.perf_counter() - started)
+            print(f"  embedded {done}/{len(todo)} ({rate:.1f}/s)", file=sys.stderr, flush=True)
+        return np.stack([self.vectors[self.key(t)] for t in texts])
+
+
+def build_index(
+    docs: Sequence[Doc], embedder: Embedder, chunk_tokens: int, folder: Path, cache_root: Path
+) -> EdgeVectorStore:
+    """A Qdrant Edge collection of `docs` chunked and embedded as ingestion does (title and heading
+    before each chunk's text), readable by everyone."""
+    from ingest.chunking import Chunker
+    from ingest.readers import parse_file
+
+    size = chunk_tokens or getattr(embedder, "chunk_tokens", 0) or embedder.max_text_tokens
+    chunker = Chunker(
+        lambda t: embedder.tokenizer.encode(t, add_special_tokens=False),
+        max_tokens=embedder.max_text_tokens,
+        chunk_tokens=size,
+    )
+    rows = []
+    for doc in docs:
+        parsed = parse_file(doc.path)
+        chunks = chunker.chunk(parsed)
+        lang = document_language(" ".join(c.text for c in chunks[:5]))
+        uri = doc.path.as_uri()
+        rows += [(doc, parsed.title, lang, uri, c) for c in chunks]
+    print(f"{embedder.name} @ {size} tokens: {len(docs)} documents, {len(rows)} chunks", file=sys.stderr, flush=True)
+    cache = VectorCache(cache_root, f"{embedder.name.replace(':', '_').replace('/', '_')}-{size}")
+    vectors = cache.embed(embedder, [c.embed_text for *_rest, c in rows])
+    store = EdgeVectorStore(folder, "chunks", model=embedder.name)
+    store.ensure_collection(embedder.dim)
+    points = [
+        chunk_point(
+            ChunkPayload(
+                doc_id=document_id(uri), chunk_index=c.position, text=c.text, title=title, heading=c.heading,
+                page=c.page, source=doc.source, uri=uri, acl=["everyone"], lang=lang,
+            ),
+            dense=vector.tolist(),
+            passage=c.embed_text,
+        )
+        for (doc, title, lang, uri, c), vector in zip(rows, vectors)
+    ]
+    for n in range(0, len(points), 256):
+        store.upsert(points[n : n + 256])
+    return store
+
+
+def rankings(retriever: Retriever, questions: Sequence[Question]) -> dict[str, list[str]]:
+    """Question ID -> distinct documents (sources), best first, at most `DEPTH_DOCS`."""
+    out = {}
+    for q in questions:
+        chunks = retriever.search(q.question, principal=ANONYMOUS, top_k=DEPTH_DOCS, evidence=False).chunks
+        out[q.id] = document_ranking((c.source for c in chunks), depth=DEPTH_DOCS)
+    return out
+
+
+def ungrouped_rankings(retriever: Retriever, questions: Sequence[Question], chunks: int = 30) -> dict[str, list[str]]:
+    """Like `rankings`, the way `assistant eval` ranked documents before results were grouped by
+    document: the first `chunks` chunks of the store's ranking, each document at its best chunk."""
+    out = {}
+    for q in questions:
+        vector = retriever.embedder.embed_query(q.question)
+        hits = retriever.store.query(dense=vector.tolist(), sparse=None, acl_any=["everyone"], limit=chunks, mode="dense")
+        out[q.id] = document_ranking((h.payload["source"] for h in hits), depth=DEPTH_DOCS)
+    return out
+
+
+def rrf(lists: Sequence[Sequence[str]], weights: Sequence[float] | None = None, k: int = RRF_K) -> list[str]:
+    """Weighted reciprocal rank fusion of document rankings (Cormack et al., SIGIR 2009)."""
+    scores: dict[str, float] = {}
+    for ranking, w in zip(lists, weights or [1.0] * len(lists)):
+        for rank, doc in enumerate(ranking):
+            scores[doc] = scores.get(doc, 0.0) + w / (k + rank + 1)
+    return sorted(scores, key=lambda d: -scores[d])[:DEPTH_DOCS]
+
+
+def score(run: dict[str, list[str]], questions: Sequence[Question]) -> dict[str, dict[str, float]]:
+    """Language -> metric -> mean over the answerable questions of that language."""
+    per = ranking_metrics(run, {q.id: q.answer_files for q in questions})
+    out = {}
+    for lang in ("en", "zh"):
+        ids = [q.id for q in questions if q.lang == lang and q.answerable]
+        out[lang] = {m: float(np.mean([per[i][m] for i in ids])) for m in ("recall@1", "recall@5", "recall@10", "ndcg@10")}
+        out[lang]["n"] = len(ids)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--distractors", type=int, default=15, help="random non-answer pages per corpus")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--cache", type=Path, default=Path("/work/cache/retrieval"))
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--no-small-chunks", action="store_true", help="skip the e5 index of 128-token chunks")
+    parser.add_argument("--embed-only", choices=["e5", "e5-128", "minilm"], help="fill the cache of one model's chunks and stop")
+    parser.add_argument("--show-misses", action="store_true", help="print the development set's misses at 5")
+    args = parser.parse_args()
+
+    dev = [q for path in DEV_SETS for q in load_questions(path)]
+    held = [q for path in HELDOUT_SETS for q in load_questions(path)]
+    docs = pick_documents(dev + held, args.distractors, args.seed)
+    runs: dict[str, dict[str, dict[str, list[str]]]] = {}  # config -> split -> qid -> docs
+    splits = {"dev": dev, "heldout": held}
+
+    def record(label: str, make: Callable[[list[Question]], dict[str, list[str]]]) -> None:
+        runs[label] = {name: make(qs) for name, qs in splits.items()}
+
+    with tempfile.TemporaryDirectory(prefix="ablation-") as tmp:
+        embedders: dict[str, Embedder] = {}
+        stores = {}
+        for model, size in INDEXES:
+            if size == 128 and args.no_small_chunks:
+                continue
+            if args.embed_only and (model, size) != {"e5": (BUILTIN_E5, 0), "e5-128": (BUILTIN_E5, 128),
+                                                     "minilm": (BUILTIN_MINILM, 0)}[args.embed_only]:
+                continue
+            embedder = embedders.setdefault(model, Embedder(model))
+            stores[(model, size)] = build_index(
+                docs, embedder, size, Path(tmp) / f"{model.split(':')[-1]}-{size}", args.cache
+            )
+        if args.embed_only:
+            return
+
+        def retr(model: str, size: int, **kw) -> Retriever:
+            kw.setdefault("interleave_depth", 0)
+            return Retriever(store=stores[(model, size)], embedder=embedders[model], **kw)
+
+        record("e5 dense", lambda qs: rankings(retr(BUILTIN_E5, 0, mode="dense"), qs))
+        record("e5 dense, first 30 chunks ungrouped (the old eval)",
+               lambda qs: ungrouped_rankings(retr(BUILTIN_E5, 0, mode="dense"), qs))
+        small = (BUILTIN_E5, 128) in stores
+        if small:
+            record("e5 dense, 128-token chunks", lambda qs: rankings(retr(BUILTIN_E5, 128, mode="dense"), qs))
+        record("MiniLM dense", lambda qs: rankings(retr(BUILTIN_MINILM, 0, mode="dense"), qs))
+        record("sparse", lambda qs: rankings(retr(BUILTIN_E5, 0, mode="sparse"), qs))
+        record("sparse + dictionary", lambda qs: rankings(retr(BUILTIN_E5, 0, mode="sparse", translate=translate), qs))
+        record("e5 + sparse, DBSF (today's default, no dictionary)", lambda qs: rankings(retr(BUILTIN_E5, 0), qs))
+        record("e5 + sparse + dictionary, DBSF (today's default)",
+               lambda qs: rankings(retr(BUILTIN_E5, 0, translate=translate), qs))
+        record("e5 + sparse + dictionary, RRF 2:1",
+               lambda qs: rankings(retr(BUILTIN_E5, 0, translate=translate, fusion="rrf"), qs))
+        record("e5 + sparse + dictionary, DBSF, interleave 5",
+               lambda qs: rankings(retr(BUILTIN_E5, 0, translate=translate, interleave_depth=5), qs))
+        record("e5 + sparse + dictionary at weight 0.5, DBSF",
+               lambda qs: rankings(retr(BUILTIN_E5, 0, translate=translate, translation_weight=0.5), qs))
+        if small:
+            record("e5 128 + sparse + dictionary, DBSF",
+                   lambda qs: rankings(retr(BUILTIN_E5, 128, translate=translate), qs))
+        record("MiniLM + sparse + dictionary, DBSF (before e5)",
+               lambda qs: rankings(retr(BUILTIN_MINILM, 0, translate=translate, interleave_depth=5), qs))
+        # Document-level fusions of the single rankings above.
+        measured = list(runs)
+        for name in splits:
+            single = {label: runs[label][name] for label in measured}
+            ids = list(single["e5 dense"])
+            fused = {
+                "RRF e5 + sparse+dict": lambda i: rrf([single["e5 dense"][i], single["sparse + dictionary"][i]]),
+                "RRF MiniLM + e5 + sparse+dict": lambda i: rrf(
+                    [single["MiniLM dense"][i], single["e5 dense"][i], single["sparse + dictionary"][i]]),
+            }
+            if small:
+                fused["RRF MiniLM + e5 + e5-128 + sparse+dict"] = lambda i: rrf(
+                    [single["MiniLM dense"][i], single["e5 dense"][i], single["e5 dense, 128-token chunks"][i],
+                     single["sparse + dictionary"][i]])
+            for label, fuse in fused.items():
+                runs.setdefault(label, {})[name] = {i: fuse(i) for i in ids}
+        # MiniLM only for English questions (it knows no Chinese): language-routed two dense channels.
+        for name, qs in splits.items():
+            base = runs["RRF MiniLM + e5 + sparse+dict"][name]
+            alt = runs["RRF e5 + sparse+dict"][name]
+            runs.setdefault("RRF (MiniLM for en) + e5 + sparse+dict", {})[name] = {
+                q.id: (base[q.id] if q.lang == "en" else alt[q.id]) for q in qs
+            }
+        for store in stores.values():
+            store.close()
+
+    table = {label: {name: score(run, splits[name]) for name, run in by_split.items()} for label, by_split in runs.items()}
+    print_table(table, n_docs=len(docs))
+    if args.show_misses:
+        show_misses(runs, dev)
+    if args.json:
+        args.json.write_text(json.dumps({"documents": len(docs), "table": table, "runs": runs}, ensure_ascii=False, indent=1))
+
+
+def print_table(table: dict, *, n_docs: int) -> None:
+    """Markdown table: one row per configuration, R@1 / R@5 / nDCG@10 per split and language."""
+    cols = [(s, l) for s in ("dev", "heldout") for l in ("en", "zh")]
+    first = next(iter(table.values()))
+    head = " | ".join(f"{s} {l} (n={first[s][l]['n']}) R@1 / R@5 / R@10 / nDCG@10" for s, l in cols)
+    print(f"\n{n_docs} documents in one index\n\n| configuration | {head} |\n|---|" + "---|" * len(cols))
+    for label, by in table.items():
+        cells = " | ".join(
+            f"{by[s][l]['recall@1']:.2f} / {by[s][l]['recall@5']:.2f} / {by[s][l]['recall@10']:.2f} / {by[s][l]['ndcg@10']:.2f}"
+            for s, l in cols
+        )
+        print(f"| {label} | {cells} |")
+
+
+def show_misses(runs: dict, dev: Sequence[Question]) -> None:
+    """The development questions whose answer file is not in the first 5 of the e5 and MiniLM dense
+    rankings (held-aside misses are never shown: nothing is fitted on them)."""
+    for q in dev:
+        for label in ("e5 dense", "MiniLM dense", "e5 + sparse + dictionary, DBSF (today's default)"):
+            top = runs[label]["dev"][q.id][:5]
+            if q.answer_files and not set(q.answer_files) & set(top):
+                print(f"{q.id} [{label}] {q.question}\n   want {q.answer_files[0]}\n   got {top[:3]}")
+
+
+if __name__ == "__main__":
+    main()
