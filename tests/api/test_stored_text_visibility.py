@@ -72,7 +72,7 @@ class Scene:
 
 
 def _session(url: str, name: str) -> httpx.Client:
-    client = httpx.Client(base_url=url, timeout=120.0)
+    client = httpx.Client(base_url=url, timeout=600.0)
     r = client.post("/api/auth/login", json={"username": name, "password": PASSWORD})
     assert r.status_code == 200, r.text
     client.headers["X-CSRF-Token"] = r.json()["csrf_token"]
@@ -157,13 +157,13 @@ def _act_as_member(scene: Scene) -> None:
     })
     assert rated.status_code == 200, rated.text
     assert CANARY in _chat(member, {"question": QUESTION})["answer"]
-    v1 = httpx.post(f"{scene.url}/v1/chat/completions", headers=scene.headers["member_key"], timeout=120.0, json={
+    v1 = httpx.post(f"{scene.url}/v1/chat/completions", headers=scene.headers["member_key"], timeout=600.0, json={
         "model": RAG_MODEL, "messages": [{"role": "user", "content": QUESTION}],
     })
     assert v1.status_code == 200 and CANARY in v1.json()["choices"][0]["message"]["content"], v1.text
     handoff = member.post(f"/api/conversations/{conversation}/handoff")
     assert handoff.status_code == 201, handoff.text
-    ticket = httpx.post(f"{scene.url}/api/helpdesk/tickets", headers=scene.headers["member_key"], timeout=120.0, json={
+    ticket = httpx.post(f"{scene.url}/api/helpdesk/tickets", headers=scene.headers["member_key"], timeout=600.0, json={
         "subject": "Vault travel code", "body": QUESTION, "requester": scene.member, "external_id": f"T-{TAG}",
     })
     assert ticket.status_code == 201, ticket.text
@@ -227,7 +227,7 @@ def _readable(r: httpx.Response) -> str:
 
 def _client_for(scene: Scene, role: str) -> httpx.Client:
     if role in scene.headers:
-        return httpx.Client(base_url=scene.url, headers=scene.headers[role], timeout=120.0)
+        return httpx.Client(base_url=scene.url, headers=scene.headers[role], timeout=600.0)
     return _session(scene.url, scene.names[role])
 
 
@@ -291,7 +291,7 @@ def test_the_member_an_admin_in_the_group_and_the_auditor_see_the_text(scene):
     trail = auditor.get("/api/audit", params={"limit": 1000, "user": scene.member}).json()
     assert any(MARK in (row["query"] or "") for row in trail) and not any(row.get("withheld") for row in trail)
     key_ticket = httpx.get(f"{scene.url}/api/helpdesk/tickets/{scene.ids['ticket_id'][0]}",
-                           headers=scene.headers["member_key"]).json()
+                           headers=scene.headers["member_key"], timeout=600.0).json()
     assert CANARY in key_ticket["reply"] and not key_ticket["withheld"]
 
 
