@@ -15,6 +15,8 @@ from assistant.answering.grounded_stream import GroundedStream, combined_result,
 from assistant.answering.stops import STOP_SEQUENCES, StopFilter
 from assistant.answering.focus import focused_source, question_terms
 from assistant.answering.packing import pack_context
+from assistant.answering.part_answers import answer_parts
+from assistant.answering.parts import split_question
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, format_source
 from assistant.answering.request import AuditSink, GenerationParams
 from assistant.answering.rewrite import rewrite_query, translate_question
@@ -89,7 +91,12 @@ class Answerer:
         translate_questions: a Chinese question is translated into English by `llm`
             (`rewrite.translate_question`) and searched together with its translation.
         translate_timeout_s: longest wait for that translation, in seconds; then the question is searched alone.
+
+    A question of several parts (`parts.split_question`, asked without history) is answered part by
+    part and composed (`part_answers.answer_parts`); `split_parts` False answers it whole.
     """
+
+    split_parts = True
 
     def __init__(
         self,
@@ -341,8 +348,10 @@ class Answerer:
         params: GenerationParams | None,
         audit: AuditSink | None,
         draft: bool = False,
+        query: str | None = None,
     ) -> AsyncIterator[dict]:
-        """`stream`'s events, with a first internal `{"type": "sources"}`; `done` also holds the citations."""
+        """`stream`'s events, with a first internal `{"type": "sources"}`; `done` also holds the citations.
+        `query`: what to search for instead of the question (a part of a question, `part_answers`)."""
         check_query(question)
         started = time.perf_counter()
         current_principal.set(principal)  # the adapter router picks this reader's adapter
@@ -370,7 +379,14 @@ class Answerer:
                     yield {"type": "done", "answer": hit.answer, "abstained": False, "cached": True,
                            "finish_reason": hit.finish_reason, "usage": Usage().to_dict(), "citations": hit.citations}
                     return
-            query = question
+            parts = split_question(question) if self.split_parts and not history else []
+            if len(parts) > 1:  # several questions: each answered on its own, then composed (part_answers.py)
+                async for event in answer_parts(
+                    self, question, parts, principal=principal, ticket=ticket, params=params, audit=audit, cache=cache
+                ):
+                    yield event
+                return
+            query = query or question
             if history:
                 use_llm = self.rewrite == "llm"
                 if use_llm and ticket is not None:

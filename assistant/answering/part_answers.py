@@ -1,0 +1,188 @@
+"""One answer to a question of several parts (`parts.split_question`): each part retrieved, answered and
+checked on its own, then composed, a part without an answer named as not covered.
+
+A message that asks two things used to be answered as one question: retrieval found the page of one
+half, the model answered that half, and the other was dropped without a word (helpdesk trial, issue
+42: a two-part ticket auto-replied with one half). Here each part goes through the single-question
+path (`Answerer._events`: retrieval as the reader, abstention, generation, the evidence check) and the
+composed answer holds, per part in the order asked, its checked answer with its citations, or
+`NOT_COVERED` naming it. The parts share the request's admission ticket (one slot, held across the
+parts) and its audit sink (one retrieval record per part).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import re
+from typing import TYPE_CHECKING, AsyncIterator, Sequence
+
+from assistant.answering.admission import Ticket
+from assistant.answering.citations import cited_numbers, make_citations
+from assistant.answering.parts import QuestionPart
+from assistant.answering.request import AuditSink, GenerationParams
+from assistant.core.language import question_language
+from assistant.core.llm import Usage
+from assistant.core.llm.adapter_routing import served_adapter
+from assistant.core.principals import Principal
+from assistant.retrieval import RetrievedChunk
+
+if TYPE_CHECKING:
+    from assistant.answering.answerer import Answerer
+    from assistant.answering.cache import AnswerCache
+
+# How a part that the documents do not answer is named in the composed answer.
+NOT_COVERED = {
+    "en": "I found nothing about “{part}” in the documents you can access.",
+    "zh": "在您有权访问的文档中没有找到关于“{part}”的内容。",
+}
+_MARKER = re.compile(r"\[([\d,，\s]+)\]")
+_SENTENCE = re.compile(r"[^.!?。！？]+(?:[.!?。！？]+(?:\s*\[[\d,，\s]+\])*)?\s*")
+
+
+class _SharedTicket:
+    """The request's admission ticket lent to one part: `acquire` takes (or keeps) the slot, `close`
+    keeps it for the next part; the request closes the ticket itself at the end."""
+
+    def __init__(self, ticket: Ticket):
+        self._ticket = ticket
+
+    async def acquire(self) -> None:
+        await self._ticket.acquire()
+
+    def close(self) -> None:
+        pass
+
+
+def renumbered(text: str, mapping: dict[int, int]) -> str:
+    """`text` with each `[n]` marker's numbers mapped through `mapping` (part source -> composed
+    source); numbers not in it are dropped, a marker left empty goes."""
+
+    def swap(m: re.Match) -> str:
+        numbers = [int(p) for p in re.split(r"[,，\s]+", m.group(1)) if p.isdigit()]
+        kept = list(dict.fromkeys(mapping[n] for n in numbers if n in mapping))
+        return f"[{', '.join(map(str, kept))}]" if kept else ""
+
+    return _MARKER.sub(swap, text)
+
+
+def _new_sentences(text: str, seen: set[str]) -> str:
+    """The sentences of `text` not said before (markers and spacing left out when comparing): a part
+    asked with the one before it in front may repeat that part's answer."""
+    out = []
+    for sentence in _SENTENCE.findall(text):
+        key = " ".join(_MARKER.sub("", sentence).split()).lower()
+        if not key:
+            continue
+        if key not in seen:
+            seen.add(key)
+            out.append(sentence)
+    return "".join(out).strip()
+
+
+def combined_grounding(reports: Sequence[dict | None]) -> dict:
+    """One grounding report for the composed answer: sentences and removed sentences of every part
+    together, `supported_share` weighted by each part's sentences (1.0 for a part that reported none)."""
+    sentences = sum(int((r or {}).get("sentences", 0)) for r in reports)
+    unsupported = [s for r in reports for s in ((r or {}).get("unsupported") or [])]
+    judged = [(float(r.get("supported_share", 0.0)), int(r.get("sentences", 0))) for r in reports if r]
+    weight = sum(n for _, n in judged)
+    share = sum(s * n for s, n in judged) / weight if weight else (min((s for s, _ in judged), default=1.0))
+    return {"supported_share": round(share, 4), "unsupported": unsupported, "sentences": sentences}
+
+
+async def answer_parts(
+    answerer: "Answerer",
+    question: str,
+    parts: Sequence[QuestionPart],
+    *,
+    principal: Principal,
+    ticket: Ticket | None,
+    params: GenerationParams,
+    audit: AuditSink | None,
+    cache: "AnswerCache | None",
+) -> AsyncIterator[dict]:
+    """`Answerer._events` for a question of several `parts`: the same event types, composed.
+
+    Events: a `sources` event (internal) after each part with every source so far, numbered as the
+    composed answer's markers; one `token` per part with its checked answer (its markers renumbered)
+    or `NOT_COVERED`; `citations`; `done` with the composed `answer`, `abstained` (no part answered),
+    `cached` False, `finish_reason` ("length" when a part was cut), `usage` (all parts), `citations`,
+    `grounding` (`combined_grounding`) and `parts`: `[{"text", "question", "query", "covered",
+    "chunk_ids", "grounding"}]` per part in the order asked, `chunk_ids` being the chunks its answer cites.
+
+    The composed answer is stored in `cache` (under the whole question) when every part was answered;
+    the parts themselves are not cached on their own.
+
+    Args:
+        answerer: answers each part (its retrieval, model, abstention and evidence check).
+        question: the whole question (the cache key, and its language is the answer's).
+        ticket: the request's admission, held across the parts and closed by the caller.
+    """
+    lang = question_language(question)
+    single = copy.copy(answerer)
+    single.cache = None  # the composed answer is cached, not its parts
+    single.split_parts = False
+    lent = _SharedTicket(ticket) if ticket is not None else None
+    combined: list[RetrievedChunk] = []
+    position: dict[str, int] = {}
+    seen: set[str] = set()
+    texts: list[str] = []
+    described: list[dict] = []
+    reports: list[dict | None] = []
+    usage = Usage()
+    finish = "stop"
+    closest: list[dict] = []
+    for part in parts:
+        sources: list[RetrievedChunk] = []
+        done: dict = {}
+        events = single._events(
+            part.question, principal=principal, history=[], ticket=lent, params=params, audit=audit, query=part.query
+        )
+        async for event in events:
+            if event["type"] == "sources":
+                sources = event["sources"]
+            elif event["type"] == "done":
+                done = event
+        for chunk in sources:
+            if chunk.chunk_id not in position:
+                position[chunk.chunk_id] = len(combined) + 1
+                combined.append(chunk)
+        yield {"type": "sources", "sources": list(combined)}
+        covered = not done.get("abstained", True)
+        mapping = {n: position[c.chunk_id] for n, c in enumerate(sources, start=1)}
+        text = _new_sentences(renumbered(done.get("answer", ""), mapping), seen) if covered else ""
+        if not covered:
+            text = NOT_COVERED[lang].format(part=part.text.rstrip("?？ "))
+            closest += [c for c in done.get("closest") or [] if c not in closest]
+        cited = [combined[n - 1].chunk_id for n in cited_numbers(text) if 1 <= n <= len(combined)]
+        if text:
+            yield {"type": "token", "text": ("\n\n" if texts else "") + text}
+            texts.append(text)
+        described.append({"text": part.text, "question": part.question, "query": part.query, "covered": covered,
+                          "chunk_ids": cited,
+                          "grounding": done.get("grounding")})
+        reports.append(done.get("grounding"))
+        part_usage = done.get("usage") or {}
+        usage = Usage(usage.prompt_tokens + part_usage.get("prompt_tokens", 0),
+                      usage.completion_tokens + part_usage.get("completion_tokens", 0))
+        if done.get("finish_reason") == "length":
+            finish = "length"
+    answer = "\n\n".join(texts)
+    citations = [c.to_dict() for c in make_citations(answer, combined)]
+    abstained = not any(p["covered"] for p in described)
+    if cache is not None and all(p["covered"] for p in described):
+        await _store(cache, question, principal=principal, answer=answer, citations=citations,
+                     doc_ids=[c.doc_id for c in combined], finish_reason=finish)
+    yield {"type": "citations", "citations": citations}
+    done_event = {
+        "type": "done", "answer": answer, "abstained": abstained, "cached": False, "finish_reason": finish,
+        "usage": usage.to_dict(), "citations": citations, "grounding": combined_grounding(reports), "parts": described,
+    }
+    if closest:
+        done_event["closest"] = closest[:3]
+    yield done_event
+
+
+async def _store(cache: "AnswerCache", question: str, *, principal: Principal, **entry) -> None:
+    await asyncio.to_thread(cache.put, question, principal=principal, adapter=served_adapter.get(), **entry)
