@@ -21,7 +21,7 @@ from assistant.core.identity import requester_principal
 from assistant.core.language import answer_language, question_language
 from assistant.core.principals import ANONYMOUS, Principal
 from assistant.helpdesk.actions import action_request
-from assistant.helpdesk.confidence import confidence, reply_evidence
+from assistant.helpdesk.confidence import Evidence, confidence, reply_evidence
 from assistant.retrieval import Retriever
 
 # Where a reply quotes the thread below the latest message: "On Mon, … wrote:", "-----Original Message-----",
@@ -34,7 +34,7 @@ _THREAD_START = re.compile(
 # Reasons that send a ticket to an agent; `unsupported_sentence` only lowers the confidence.
 BLOCKING = frozenset({
     "action_requested", "requester_unknown", "no_answer_in_documents", "no_citations", "reply_cut",
-    "language_mismatch", "low_confidence",
+    "language_mismatch", "low_confidence", "part_not_covered",
 })
 
 
@@ -151,8 +151,12 @@ async def decide(
 
     The decision is `auto_reply` only when the reply cites documents, is not declined or cut, the
     requester is known, the ticket asks for no action a person must take, the reply is in the ticket's
-    language and the confidence reaches `parts.threshold`; otherwise `needs_agent`. Each condition
-    that failed, and each sentence the grounding check removed, is a reason.
+    language, every question of a ticket that asks several is answered (`answering.parts`; each one
+    that is not is a `part_not_covered` reason, and the draft keeps the answered ones and names it) and
+    the confidence reaches `parts.threshold` (for several questions, that of the least sure answer);
+    otherwise `needs_agent`. Each condition that failed, and each sentence the grounding check removed,
+    is a reason. A reply that found nothing keeps the closest documents the requester may read, when
+    the answerer names them (`done.closest`), in `evidence.closest` for the agent.
 
     Returns:
         The columns to store: `decision`, `confidence`, `reply`, `citations`, `reasons`, `evidence`
@@ -160,7 +164,6 @@ async def decide(
     """
     started = time.perf_counter()
     principal = requester or ANONYMOUS
-    retrieval = await asyncio.to_thread(parts.retriever.search, question, principal=principal, top_k=parts.answerer.top_k)
     admission = admission or parts.answerer.admit(key)
     done: dict = {}
     citations: list[dict] = []
@@ -173,15 +176,23 @@ async def decide(
     grounding = done.get("grounding")
     if grounding is None:  # an answer served from the cache: every sentence of it was checked when stored
         grounding = {"supported_share": 0.0 if abstained else 1.0, "unsupported": [], "sentences": 0}
-    evidence = reply_evidence(
-        retrieval, [c["chunk_id"] for c in citations], parts.answerer.abstention,
-        supported_share=float(grounding.get("supported_share", 0.0)),
-    )
-    score = 0.0 if abstained or not citations else confidence(evidence)
+    asked = done.get("parts") or []
+    if asked:  # a ticket of several questions: each part's answer weighed against its own retrieval
+        evidence, score = await _parts_confidence(asked, principal=principal, parts=parts)
+    else:
+        retrieval = await asyncio.to_thread(
+            parts.retriever.search, question, principal=principal, top_k=parts.answerer.top_k
+        )
+        evidence = reply_evidence(
+            retrieval, [c["chunk_id"] for c in citations], parts.answerer.abstention,
+            supported_share=float(grounding.get("supported_share", 0.0)),
+        )
+        score = 0.0 if abstained or not citations else confidence(evidence)
     reply = done.get("answer", "")
     reasons = _reasons(
         question, reply=reply, language=language, requester=requester, abstained=abstained, citations=citations,
         grounding=grounding, finish_reason=done.get("finish_reason", "stop"), score=score, threshold=parts.threshold,
+        uncovered=[p["text"] for p in asked if not p["covered"]],
     )
     auto = not any(r["code"] in BLOCKING for r in reasons)
     return {
@@ -194,10 +205,32 @@ async def decide(
             "retrieval": evidence.to_dict(), "grounding": grounding, "usage": done.get("usage", {}),
             "finish_reason": done.get("finish_reason", "stop"), "cached": bool(done.get("cached")),
             "read_as": principal.acl_tokens,
+            **({"closest": done["closest"]} if done.get("closest") else {}),
+            **({"parts": [{k: p[k] for k in ("text", "covered", "chunk_ids")} for p in asked]} if asked else {}),
         },
         "duration_s": round(time.perf_counter() - started, 3),
         "language": language,
     }
+
+
+async def _parts_confidence(asked: list[dict], *, principal: Principal, parts: Collaborators) -> tuple[Evidence, float]:
+    """The confidence of a reply of several parts (`Answerer`'s `done.parts`): each answered part's
+    evidence (`reply_evidence` over that part's own retrieval, the chunks its answer cites, its grounding's
+    supported share) and confidence; the reply's is the lowest of them (every part must be sure), 0 when
+    no part was answered. Returns `(evidence of the weakest part, confidence)`."""
+    weakest: tuple[Evidence, float] | None = None
+    for part in asked:
+        if not part["covered"] or not part["chunk_ids"]:
+            continue
+        retrieval = await asyncio.to_thread(
+            parts.retriever.search, part["query"], principal=principal, top_k=parts.answerer.top_k
+        )
+        share = float((part.get("grounding") or {}).get("supported_share", 1.0))
+        evidence = reply_evidence(retrieval, part["chunk_ids"], parts.answerer.abstention, supported_share=share)
+        score = confidence(evidence)
+        if weakest is None or score < weakest[1]:
+            weakest = (evidence, score)
+    return weakest or (Evidence(0.0, None, 0.0, 0.0, 0.0, 0.0), 0.0)
 
 
 def _reasons(
@@ -212,6 +245,7 @@ def _reasons(
     finish_reason: str,
     score: float,
     threshold: float,
+    uncovered: list[str] = (),
 ) -> list[dict[str, str]]:
     """Why the ticket goes to an agent (each failed condition, `BLOCKING`), the sentences the grounding
     check removed, and a `grounded` reason when nothing blocks an auto-reply."""
@@ -225,6 +259,9 @@ def _reasons(
         reasons.append(_reason("no_answer_in_documents", "the documents the requester may read hold no answer"))
     elif not citations:
         reasons.append(_reason("no_citations", "the reply cites no document"))
+    else:
+        for part in uncovered:
+            reasons.append(_reason("part_not_covered", f"the documents the requester may read do not answer {part!r}"))
     for sentence in grounding.get("unsupported") or []:
         reasons.append(_reason("unsupported_sentence", f"removed, not supported by its source: {sentence!r}"))
     if finish_reason == "length":

@@ -28,7 +28,7 @@ from assistant.core.webhooks import SIGNATURE_HEADER, verify_signature
 from ingest.pipeline import Ingestor
 from tests.conftest import copy_subset, make_settings, open_resources
 from tests.corpus import HANDBOOK
-from tests.standin_openai import ScriptedOpenAIServer
+from tests.standin_openai import ScriptedOpenAIServer, extractive_answer
 
 OKTA = "departments/tech-ops/tools/Okta/okta-verify-troubleshooting-steps.md"
 PASSWORDS = "departments/tech-ops/process/internal-security/passwords.md"
@@ -124,8 +124,9 @@ def test_uncovered_ticket_goes_to_an_agent_without_invented_specifics(helpdesk, 
 
 def test_requester_outside_a_restricted_group_never_gets_its_documents(helpdesk, scripted):
     client, _, _ = helpdesk
-    scripted.answer = PASSWORD_REPLY
-    subject, body = "Password rules", "How long should my password be, and may I use the browser's auto-fill?"
+    # A model that copies the sentences closest to each part of the question (two parts here).
+    scripted.answer = extractive_answer
+    subject, body = "Password rules", "How many characters should a password ideally have, and may I use the browser's auto-fill?"
     # The key is in secops, alice is not: the ticket reads as alice within the key's groups.
     alice = post_ticket(client, subject=subject, body=body, requester="alice").json()
     assert PASSWORDS not in sources(alice)
@@ -133,10 +134,10 @@ def test_requester_outside_a_restricted_group_never_gets_its_documents(helpdesk,
     stored = client.get(f"/api/helpdesk/tickets/{alice['ticket_id']}").json()
     assert "group:secops" not in stored["evidence"]["read_as"]
     bob = post_ticket(client, subject=subject, body=body, requester="bob").json()
-    assert sources(bob) == {PASSWORDS} and "15 characters" in bob["reply"]
+    assert PASSWORDS in sources(bob) and "15 characters" in bob["reply"]
     # A requester named by e-mail (any case) is the same person.
     erin = post_ticket(client, subject=subject, body=body, requester="erin@example.com").json()
-    assert sources(erin) == {PASSWORDS}
+    assert PASSWORDS in sources(erin)
 
 
 def test_a_key_outside_the_group_reads_nothing_of_it_for_a_requester_inside(helpdesk, scripted):
