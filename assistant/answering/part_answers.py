@@ -37,6 +37,7 @@ NOT_COVERED = {
     "zh": "在您有权访问的文档中没有找到关于“{part}”的内容。",
 }
 _MARKER = re.compile(r"\[([\d,，\s]+)\]")
+_WORDY = re.compile(r"[A-Za-z\u4e00-\u9fff]")
 _SENTENCE = re.compile(r"[^.!?。！？]+(?:[.!?。！？]+(?:\s*\[[\d,，\s]+\])*)?\s*")
 
 
@@ -66,18 +67,20 @@ def renumbered(text: str, mapping: dict[int, int]) -> str:
     return _MARKER.sub(swap, text)
 
 
-def _new_sentences(text: str, seen: set[str]) -> str:
-    """The sentences of `text` not said before (markers and spacing left out when comparing): a part
-    asked with the one before it in front may repeat that part's answer."""
+def unsaid_lines(text: str, seen: set[str]) -> str:
+    """The lines of `text` (paragraphs, list items) that say something not said before: a line whose
+    sentences were all said is left out (markers, list numbers and spacing left out when comparing), as
+    a part asked after the one it leans on may repeat that part's answer. A line that says anything new
+    is kept whole, so that a list keeps its numbers."""
     out = []
-    for sentence in _SENTENCE.findall(text):
-        key = " ".join(_MARKER.sub("", sentence).split()).lower()
-        if not key:
+    for line in text.split("\n"):
+        keys = [" ".join(_MARKER.sub("", s).split()).lower() for s in _SENTENCE.findall(line)]
+        keys = [k for k in keys if _WORDY.search(k)]
+        if keys and all(k in seen for k in keys):
             continue
-        if key not in seen:
-            seen.add(key)
-            out.append(sentence)
-    return "".join(out).strip()
+        seen.update(keys)
+        out.append(line)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip()
 
 
 def combined_grounding(reports: Sequence[dict | None]) -> dict:
@@ -151,7 +154,7 @@ async def answer_parts(
         yield {"type": "sources", "sources": list(combined)}
         covered = not done.get("abstained", True)
         mapping = {n: position[c.chunk_id] for n, c in enumerate(sources, start=1)}
-        text = _new_sentences(renumbered(done.get("answer", ""), mapping), seen) if covered else ""
+        text = unsaid_lines(renumbered(done.get("answer", ""), mapping), seen) if covered else ""
         if not covered:
             text = NOT_COVERED[lang].format(part=part.text.rstrip("?？ "))
             closest += [c for c in done.get("closest") or [] if c not in closest]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from assistant.answering.part_answers import unsaid_lines, renumbered
 from assistant.answering.parts import MAX_PARTS, split_question
 
 # (message, the parts' texts); one text = the message stays whole.
@@ -104,3 +105,15 @@ def test_parts_beyond_the_limit_join_the_last():
 def test_max_parts_below_one_is_refused():
     with pytest.raises(ValueError, match="max_parts"):
         split_question("What? Why?", max_parts=0)
+
+
+def test_a_parts_markers_are_renumbered_into_the_composed_answers_sources():
+    assert renumbered("A [1, 2]. B [2].", {1: 4, 2: 1}) == "A [4, 1]. B [1]."
+
+
+def test_lines_said_by_an_earlier_part_are_left_out_and_a_list_keeps_its_numbers():
+    seen: set[str] = set()
+    first = "To report it:\n\n1. Open the email [1].\n2. Click Report phishing [1]."
+    assert unsaid_lines(first, seen) == first
+    again = "1. Open the email [3].\n2. Click Report phishing [3].\n3. Security reviews it within a day [3]."
+    assert unsaid_lines(again, seen) == "3. Security reviews it within a day [3]."
