@@ -27,7 +27,7 @@ from pathlib import Path
 
 from assistant.answering.citations import make_citations
 from assistant.answering.grounding import Grounder, conclude, drop_unknown_markers, split_sentences
-from assistant.answering.judge import EvidenceJudge, Pair
+from assistant.answering.judge import EvidenceJudge
 from assistant.core.language import question_language
 from assistant.evaluation.metrics import contains_key_fact
 from assistant.retrieval import RetrievedChunk
