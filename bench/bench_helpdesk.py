@@ -11,9 +11,19 @@ answer files live in (their folders, whole) plus `--distractors` other handbook 
 - escalated: uncovered and action tickets sent to an agent, over those tickets;
 - reliability: per confidence bin, tickets and the share whose reply cites an answer file;
 - trade-off: precision and coverage had the threshold been each of `--thresholds` (the other
-  conditions of the decision unchanged).
+  conditions of the decision unchanged);
+- questions of several parts (issue 42), per `split` of the tickets (`dev`, `heldout`, or `main` for
+  tickets without one): `auto_right` (auto-replied, expected so, citing an answer file of every labelled
+  part), `auto_wrong` (auto-replied otherwise), `escalated`, `empty_drafts` (answerable tickets escalated
+  with a reply that cites nothing), `dropped_parts` (labelled parts of a reply that cites something,
+  neither answered, i.e. an answer file of theirs cited and the part not reported uncovered, nor named
+  as not covered) over `parts`, and `multi_part` (tickets `answering.parts` splits).
 
-Run: PYTHONPATH=. python bench/bench_helpdesk.py [--tickets tests/data/helpdesk_tickets.jsonl] [--limit N] [--rows OUT.jsonl]
+`--tickets` may be given more than once (e.g. the labelled set and `tests/data/helpdesk_multipart_tickets.jsonl`,
+whose tickets label each part with its answer files, `[]` for a part the documents do not cover), and
+`--multipart-only` keeps the tickets that are split into several parts or label their parts.
+
+Run: PYTHONPATH=. python bench/bench_helpdesk.py [--tickets tests/data/helpdesk_tickets.jsonl ...] [--multipart-only] [--limit N] [--rows OUT.jsonl]
      PYTHONPATH=. python bench/bench_helpdesk.py --report OUT.jsonl   (the figures of saved rows)
 """
 
@@ -34,7 +44,8 @@ from assistant.core.auth.accounts import create_user
 from assistant.core.auth.api_keys import create_api_key, principal_for_api_key
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings
-from assistant.helpdesk.tickets import BLOCKING, Collaborators, TicketRequest, submit_ticket
+from assistant.answering.parts import split_question
+from assistant.helpdesk.tickets import BLOCKING, Collaborators, TicketRequest, submit_ticket, ticket_question
 from ingest.pipeline import Ingestor
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,11 +79,56 @@ def decided(row: dict, threshold: float) -> bool:
     return not others and bool(row["citations"]) and row["confidence"] >= threshold
 
 
+def answerable(row: dict) -> bool:
+    """Whether the documents answer the ticket, or one of its labelled parts."""
+    return row["kind"] == "howto" or any(p["answer_files"] for p in row.get("parts", []))
+
+
+def part_outcomes(row: dict) -> list[str]:
+    """Per labelled part of `row`: `answered`, `named` (reported as not covered) or `dropped` (neither,
+    in a reply that cites something); `lost` when the reply cites nothing at all (the whole ticket
+    declined). The product's parts (`evidence.parts`) are matched to the labels by position."""
+    cited = {c["source"] for c in row["citations"]}
+    found = (row.get("evidence") or {}).get("parts") or []
+    out = []
+    for i, label in enumerate(row.get("parts", [])):
+        reported = found[i]["covered"] if len(found) == len(row["parts"]) else None
+        if not cited:
+            out.append("lost")
+        elif reported is False:
+            out.append("named")
+        elif set(label["answer_files"]) & cited:
+            out.append("answered")
+        else:
+            out.append("dropped")
+    return out
+
+
+def parts_report(rows: list[dict]) -> dict:
+    """The multi-part figures of `rows` (module docstring), per split."""
+    out = {}
+    for split in sorted({r.get("split", "main") for r in rows}):
+        chosen = [r for r in rows if r.get("split", "main") == split]
+        auto = [r for r in chosen if r["decision"] == "auto_reply"]
+        right = [r for r in auto if r["expect"] == "auto_reply" and cites_answer(r)
+                 and all(o == "answered" for o in part_outcomes(r) if o)]
+        outcomes = [o for r in chosen for o in part_outcomes(r)]
+        out[split] = {
+            "tickets": len(chosen), "multi_part": sum(len(split_question(ticket_question(r["subject"], r["body"]))) > 1 for r in chosen),
+            "auto_right": len(right), "auto_wrong": len(auto) - len(right),
+            "escalated": sum(r["decision"] == "needs_agent" for r in chosen),
+            "empty_drafts": sum(r["decision"] == "needs_agent" and answerable(r) and not r["citations"] for r in chosen),
+            "parts": len(outcomes), "dropped_parts": outcomes.count("dropped"), "named_parts": outcomes.count("named"),
+            "answered_parts": outcomes.count("answered"), "lost_parts": outcomes.count("lost"),
+        }
+    return out
+
+
 def report(rows: list[dict], threshold: float, thresholds: list[float]) -> dict:
     """The figures over `rows` (one per ticket with its decision): see the module's docstring."""
     auto = [r for r in rows if r["decision"] == "auto_reply"]
     answerable = [r for r in rows if r["kind"] == "howto"]
-    agent_kinds = [r for r in rows if r["kind"] != "howto"]
+    agent_kinds = [r for r in rows if r["kind"] in ("action", "uncovered")]
     times = sorted(r["duration_s"] for r in rows)
     out = {
         "tickets": len(rows), "answerable": len(answerable), "threshold": threshold,
@@ -83,7 +139,7 @@ def report(rows: list[dict], threshold: float, thresholds: list[float]) -> dict:
         "escalated": sum(r["decision"] == "needs_agent" for r in agent_kinds) / len(agent_kinds) if agent_kinds else None,
         "seconds_per_ticket": {"mean": round(statistics.mean(times), 2), "median": round(statistics.median(times), 2),
                                "p90": round(times[int(0.9 * (len(times) - 1))], 2)},
-        "reliability": [], "trade_off": [],
+        "reliability": [], "trade_off": [], "parts": parts_report(rows),
     }
     for lo, hi in zip(BINS, BINS[1:]):
         in_bin = [r for r in rows if lo <= r["confidence"] < hi]
@@ -122,7 +178,8 @@ async def run(tickets: list[dict], parts: Collaborators, key, out: Path | None) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tickets", type=Path, default=REPO / "tests" / "data" / "helpdesk_tickets.jsonl")
+    parser.add_argument("--tickets", type=Path, action="append", help="JSONL tickets (repeatable); default: the labelled set")
+    parser.add_argument("--multipart-only", action="store_true", help="only tickets split into several parts or labelled by part")
     parser.add_argument("--limit", type=int, default=0, help="only the first N tickets (0 = all)")
     parser.add_argument("--distractors", type=int, default=40)
     parser.add_argument("--seed", type=int, default=7)
@@ -136,7 +193,10 @@ def main() -> None:
         threshold = args.threshold if args.threshold is not None else Settings(_env_file=None).helpdesk_auto_reply_threshold
         print(json.dumps(report(rows, threshold, args.thresholds), indent=1))
         return
-    tickets = [json.loads(line) for line in args.tickets.read_text(encoding="utf-8").splitlines() if line.strip()]
+    tickets = [json.loads(line) for path in args.tickets or [REPO / "tests" / "data" / "helpdesk_tickets.jsonl"]
+               for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if args.multipart_only:
+        tickets = [t for t in tickets if "parts" in t or len(split_question(ticket_question(t["subject"], t["body"]))) > 1]
     if args.limit:
         tickets = tickets[: args.limit]
     with tempfile.TemporaryDirectory(prefix="bench-helpdesk-") as tmp:
