@@ -5,16 +5,20 @@ or named as not covered, a ticket auto-replied only when every part is, the requ
 from __future__ import annotations
 
 import asyncio
+import copy
 import uuid
 from typing import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
 
+from assistant.answering.cache import AnswerCache, MemoryStore, index_version
 from assistant.api.app import create_app
 from assistant.core.acl_manifest import AclManifest
 from assistant.core.auth.accounts import create_user
 from assistant.core.auth.api_keys import create_api_key
+from assistant.core.document_versions import readable_versions
+from assistant.core.principals import Principal
 from ingest.pipeline import Ingestor
 from tests.api.conftest import parse_sse
 from tests.conftest import copy_subset, make_settings, open_resources
@@ -138,3 +142,22 @@ def test_each_part_is_read_with_the_requesters_acl(desk):
     assert PASSWORDS in cited(insider)
     assert PASSWORDS not in cited(outsider)  # alice is not in secops: no part reads the page
     assert "15 characters" in insider["reply"] and "15 characters" not in outsider["reply"]
+
+
+def test_a_question_of_several_parts_is_cached_whole_per_acl_scope(desk, copier):
+    client, _ = desk
+    answerer = copy.copy(client.app.state.assistant.answerer)
+    res = client.app.state.assistant.resources
+    answerer.cache = AnswerCache(
+        MemoryStore(10), versions=lambda ids, p: readable_versions(res.db, ids, principal=p),
+        index_version=index_version("parts", uuid.uuid4().hex), ttl_s=60,
+    )
+    question = f"{PASSWORD_LENGTH} And after how many minutes of inactivity must the laptop screen lock?"
+    reader = Principal(name="carol", groups=frozenset({"secops"}))
+    first = asyncio.run(answerer.answer(question, principal=reader))
+    assert not first.abstained and {c.source for c in first.citations} == {PASSWORDS, STANDARDS}
+    generations = len(copier.requests)
+    again = asyncio.run(answerer.answer(question, principal=reader))
+    assert again.answer == first.answer and len(copier.requests) == generations  # served from the cache
+    outsider = asyncio.run(answerer.answer(question, principal=Principal(name="erin", groups=frozenset())))
+    assert PASSWORDS not in {c.source for c in outsider.citations}  # another ACL scope: answered anew
