@@ -27,13 +27,26 @@ def test_chat_streams_tokens_then_citations_then_done(client):
         body = "".join(r.iter_text())
     events = parse_sse(body)
     kinds = [k for k, _ in events]
-    assert kinds.count("token") >= 1, kinds  # one per grounded sentence
+    # The contract of docs/architecture.md ("Chat events"): the sources and a status before any text,
+    # then the draft (tokens, completed sentences, their checked revisions or one replacement), last the
+    # citations and `done`.
+    assert kinds[0] == "sources" and kinds.index("status") < kinds.index("token"), kinds
+    assert kinds.count("token") >= 1, kinds
     assert kinds[-2:] == ["citations", "done"]
-    assert set(kinds[:-2]) <= {"token", "replace"}
-    answer = ""  # what a client shows: the tokens, or a `replace` event's text instead of those before it
+    assert set(kinds[:-2]) <= {"sources", "status", "token", "sentence", "revise", "replace"}, kinds
+    segments: dict[int, str] = {}  # what a client shows, rebuilt as web/src/thread.js does
+    tail = ""
     for k, d in events[:-2]:
-        answer = d["text"] if k == "replace" else answer + d["text"]
-    assert answer.strip() == events[-1][1]["answer"]
+        if k == "token":
+            tail += d["text"]
+        elif k == "sentence":
+            segments[d["index"]], tail = d["text"], d.get("rest") or ""
+        elif k == "revise":
+            segments[d["index"]] = d["text"]
+        elif k == "replace":
+            segments, tail = {}, d["text"]
+    shown = "".join(segments[i] for i in sorted(segments)) + tail
+    assert " ".join(shown.split()) == " ".join(events[-1][1]["answer"].split())
     citations = events[-2][1]["citations"]
     assert any(c["source"].endswith("passwords.md") for c in citations)
 
