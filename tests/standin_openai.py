@@ -15,11 +15,13 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
+from assistant.answering.judge import JUDGE_INSTRUCTION
 from assistant.answering.polarity import is_list_item, is_negating_heading
 
 _SOURCE_HEADER = re.compile(r"^\[(\d+)\] .*$", re.MULTILINE)
 _WORD = re.compile(r"[a-z0-9]{3,}|[\u4e00-\u9fff]{2}", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+_JUDGE_PAIR = re.compile(r"^Pair (\d+)\nPassage: (.*)\nStatement: (.*)$", re.MULTILINE)
 DECLINE = "I could not find this in the documents you can access."
 
 
@@ -32,6 +34,20 @@ def _terms(text: str) -> set[str]:
     text = text.lower()
     words = {w[:5] for w in _WORD.findall(text) if w not in _STOP and not "\u4e00" <= w[0] <= "\u9fff"}
     return words | {text[i : i + 2] for i in range(len(text) - 1) if "\u4e00" <= text[i] <= "\u9fff"}
+
+
+def judge_reply(request: dict) -> str | None:
+    """A stand-in judge's verdicts for the product's evidence-check prompt (`assistant.answering.judge`):
+    `i: YES` when at least 60 % of the statement's terms are in its passage, else `i: NO`; None when
+    the request is not an evidence check. Deterministic, as `extractive_answer` is for answers."""
+    user = next((m["content"] for m in reversed(request.get("messages", [])) if m.get("role") == "user"), "")
+    if JUDGE_INSTRUCTION not in user:
+        return None
+    lines = []
+    for m in _JUDGE_PAIR.finditer(user):
+        said, held = _terms(m.group(3)), _terms(m.group(2))
+        lines.append(f"{m.group(1)}: {'YES' if said and len(said & held) >= 0.6 * len(said) else 'NO'}")
+    return "\n".join(lines)
 
 
 def extractive_answer(request: dict) -> str:
@@ -90,6 +106,8 @@ class ScriptedOpenAIServer:
             prompt's words, the words sent).
         delay_s: seconds to wait before each word (a model that takes its time: streaming and
             stopping can be watched).
+        judge: True: an evidence-check request gets `judge_reply`'s verdicts, not `answer`; False:
+            it gets `answer` like any request.
 
     Attributes:
         requests: the JSON bodies received, oldest first.
@@ -103,8 +121,10 @@ class ScriptedOpenAIServer:
         honour_stop: bool = True,
         usage: tuple[int, int] | None = (90, 7),
         delay_s: float = 0.0,
+        judge: bool = True,
     ):
         self.answer = answer
+        self.judge = judge
         self.honour_stop = honour_stop
         self.usage = usage
         self.delay_s = delay_s
@@ -127,6 +147,9 @@ class ScriptedOpenAIServer:
         self._http.server_close()
 
     def _text_for(self, request: dict) -> str:
+        verdicts = judge_reply(request) if self.judge else None
+        if verdicts is not None:
+            return verdicts
         answer = self.answer(request) if callable(self.answer) else self.answer
         stop = request.get("stop") or []
         stops = [stop] if isinstance(stop, str) else stop

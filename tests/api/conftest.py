@@ -54,3 +54,22 @@ def parse_sse(body: str) -> list[tuple[str, dict]]:
         if data:
             events.append((name, json.loads(data)))
     return events
+
+
+def shown_answer(events: list[tuple[str, dict]]) -> str:
+    """The answer a client shows after a `/api/chat` stream, rebuilt from its draft events as
+    web/src/thread.js does (docs/architecture.md, "Chat events"): tokens extend the draft, a `sentence`
+    fixes sentence `index` and the rest, `revise` puts the checked text in its place, `replace` the
+    whole draft."""
+    segments: dict[int, str] = {}
+    tail = ""
+    for kind, data in events:
+        if kind == "token":
+            tail += data["text"]
+        elif kind == "sentence":
+            segments[data["index"]], tail = data["text"], data.get("rest") or ""
+        elif kind == "revise":
+            segments[data["index"]] = data["text"]
+        elif kind == "replace":
+            segments, tail = {}, data["text"]
+    return "".join(segments[i] for i in sorted(segments)) + tail

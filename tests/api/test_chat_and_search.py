@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.api.conftest import parse_sse
+from tests.api.conftest import parse_sse, shown_answer
 
 
 def test_healthz(client):
@@ -34,18 +34,7 @@ def test_chat_streams_tokens_then_citations_then_done(client):
     assert kinds.count("token") >= 1, kinds
     assert kinds[-2:] == ["citations", "done"]
     assert set(kinds[:-2]) <= {"sources", "status", "token", "sentence", "revise", "replace"}, kinds
-    segments: dict[int, str] = {}  # what a client shows, rebuilt as web/src/thread.js does
-    tail = ""
-    for k, d in events[:-2]:
-        if k == "token":
-            tail += d["text"]
-        elif k == "sentence":
-            segments[d["index"]], tail = d["text"], d.get("rest") or ""
-        elif k == "revise":
-            segments[d["index"]] = d["text"]
-        elif k == "replace":
-            segments, tail = {}, d["text"]
-    shown = "".join(segments[i] for i in sorted(segments)) + tail
+    shown = shown_answer(events[:-2])
     assert " ".join(shown.split()) == " ".join(events[-1][1]["answer"].split())
     citations = events[-2][1]["citations"]
     assert any(c["source"].endswith("passwords.md") for c in citations)
