@@ -81,7 +81,8 @@ def test_answers_a_grounded_chinese_question_in_chinese(assistant):
 def test_sources_in_the_questions_language_are_focused_by_default(assistant):
     # Focused sources are the default on llama_cpp (ASSISTANT_LLM_CPU_SOURCE_TOKENS=100).
     answerer = assistant.answerer
-    sources, messages = answerer.prepare("TiDB 的用户名最长可以有多少个字符？", principal=ANONYMOUS, params=answerer.defaults)
+    # The FAQ's answer on XA is a section of about 600 characters: longer than a source's room.
+    sources, messages = answerer.prepare("TiDB 为什么不支持 XA 事务？", principal=ANONYMOUS, params=answerer.defaults)
     assert messages is not None and any(s.full_text for s in sources if s.lang == "zh"), [(s.source, s.lang) for s in sources]
 
 
@@ -144,16 +145,16 @@ def test_a_chinese_question_about_an_english_page_is_searched_with_its_translati
 def test_chinese_pages_on_the_same_words_leave_the_second_place_to_an_english_one(mixed_index):
     # Fresh-user trial (3 December): in an index of both languages, 我的密码应该至少多长？ found five chunks
     # of a Chinese database page on passwords, and the handbook page that answers reached no place.
+    # Results list distinct documents now: the Chinese page takes one place, in the fused order too.
     question = "我的密码应该至少多长？"
     translation = "How long should my password be at least?"
     retriever = Assistant.build(mixed_index).answerer.retriever
     fused_order = copy.copy(retriever)
     fused_order.other_language_at = 0
-    fused = fused_order.search(question, principal=ANONYMOUS, translation=translation)
-    assert [c.lang for c in fused.chunks[:2]] == ["zh", "zh"], [c.source for c in fused.chunks]
-    chunks = retriever.search(question, principal=ANONYMOUS, translation=translation).chunks
-    assert chunks[1].source.endswith("passwords.md"), [c.source for c in chunks]
-    assert [c.chunk_id for c in chunks[2:]] == [c.chunk_id for c in fused.chunks[1:4]]
+    for searcher in (fused_order, retriever):
+        chunks = searcher.search(question, principal=ANONYMOUS, translation=translation).chunks
+        assert len({c.doc_id for c in chunks}) == len(chunks), [c.source for c in chunks]
+        assert chunks[1].source.endswith("passwords.md"), [c.source for c in chunks]
 
 
 def test_an_english_source_of_a_chinese_question_gets_the_room_of_any_source(mixed_index):
