@@ -17,6 +17,7 @@ from typing import Any, Iterable
 from sqlalchemy import select
 
 from assistant.core.auth.access import may_read
+from assistant.core.auth.accounts import group_names
 from assistant.core.db.models import Document
 from assistant.core.db.session import Database
 from assistant.core.principals import Principal
@@ -62,6 +63,7 @@ class Visibility:
         self.full = full
         self._by_id: dict[str, tuple[list[str], bool]] = {}  # doc_id -> (acl, deleted)
         self._by_path: dict[str, list[tuple[list[str], bool]]] = {}
+        self._groups_of: dict[int, frozenset[str]] = {}  # user ID -> group names
 
     def _load(self, doc_ids: Iterable[str], sources: Iterable[str]) -> None:
         ids = sorted({d for d in doc_ids if d not in self._by_id})
@@ -118,6 +120,27 @@ class Visibility:
             elif not all(may_read(acl, self.viewer) for acl in live):
                 return False
         return True
+
+    def may_see_authored(self, cited: Cited, *, author_id: int | None) -> bool:
+        """Whether the viewer may see text a member wrote about an answer (a comment, a corrected
+        answer) with the answer it rates. `may_see` first; and when the answer cited no document (a
+        "not found"), the member's own words may still hold what only their groups read (a correction
+        that states a restricted figure), so the viewer must then hold every group the author holds.
+
+        Args:
+            cited: the documents the rated answer cited.
+            author_id: the user ID of the member who wrote the text (None: unknown, shown only in full).
+        """
+        if not self.may_see(cited, asked_by=author_id):
+            return False
+        if self.full or cited.doc_ids or cited.sources or self.is_viewer(author_id):
+            return True
+        if author_id is None:
+            return False
+        if author_id not in self._groups_of:
+            with self._db.session() as session:
+                self._groups_of[author_id] = frozenset(group_names(session, author_id))
+        return self._groups_of[author_id] <= self.viewer.groups
 
     def may_see_upload(self, audience: str, *, owner_id: int | None) -> bool:
         """Whether the viewer may see an upload's file name and server path: its owner, or a reader its

@@ -156,6 +156,13 @@ def _act_as_member(scene: Scene) -> None:
         "rating": -1, "comment": f"It should quote {CANARY} in full", "corrected_answer": f"The code is {CANARY}, always.",
     })
     assert rated.status_code == 200, rated.text
+    # A "not found" cites nothing, but the member's correction may state what only the group reads.
+    unanswered = _chat(member, {"question": "Which colour are the cafeteria chairs on Fridays?", "conversation_id": conversation})
+    assert unanswered["citations"] == [], unanswered
+    rated = member.put(f"/api/messages/{unanswered['message_id']}/feedback", json={
+        "rating": -1, "comment": "from the vault page", "corrected_answer": f"Use the vault code {CANARY} there.",
+    })
+    assert rated.status_code == 200, rated.text
     assert CANARY in _chat(member, {"question": QUESTION})["answer"]
     v1 = httpx.post(f"{scene.url}/v1/chat/completions", headers=scene.headers["member_key"], timeout=600.0, json={
         "model": RAG_MODEL, "messages": [{"role": "user", "content": QUESTION}],
@@ -286,7 +293,8 @@ def test_the_member_an_admin_in_the_group_and_the_auditor_see_the_text(scene):
     insider = _session(scene.url, scene.names["insider"])
     feedback = insider.get("/api/admin/feedback").json()
     mine = [f for f in feedback if f["principal"] == scene.member]
-    assert mine and not mine[0]["withheld"] and CANARY in mine[0]["corrected_answer"] and MARK in mine[0]["question"]
+    assert len(mine) == 2 and not any(f["withheld"] for f in mine), mine
+    assert all(CANARY in f["corrected_answer"] for f in mine) and any(MARK in f["question"] for f in mine), mine
     auditor = _session(scene.url, scene.names["auditor"])
     trail = auditor.get("/api/audit", params={"limit": 1000, "user": scene.member}).json()
     assert any(MARK in (row["query"] or "") for row in trail) and not any(row.get("withheld") for row in trail)

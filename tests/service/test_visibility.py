@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import uuid
 
-from assistant.core.db.models import Document, Source, utcnow
+from sqlalchemy import select
+
+from assistant.core.auth.accounts import create_user
+from assistant.core.db.models import Document, Source, User, utcnow
 from assistant.core.principals import Principal
 from assistant.core.visibility import Cited, Visibility
 
@@ -52,3 +55,23 @@ def test_a_private_upload_is_named_for_its_owner_only(db):
     assert Visibility(db, MEMBER).may_see_upload("group:vault", owner_id=9)
     assert not Visibility(db, ADMIN).may_see_upload("group:vault", owner_id=9)
     assert Visibility(db, ADMIN).may_see_upload("everyone", owner_id=9)
+
+
+def test_a_members_words_on_an_answer_that_cited_nothing_need_the_members_groups(db):
+    # Fresh-user trial (6 December): a finance member rated a "not found" down with a correction that
+    # states a finance-only figure; as "it cited nothing", the admin outside finance read it.
+    author = create_user(db, f"fin-{uuid.uuid4().hex[:6]}", groups=["vault", "ops"])
+    with db.session() as session:
+        author_id = session.scalar(select(User.id).where(User.name == author.name))
+    viewers = {
+        "outside": Principal(name="adam", is_admin=True, user_id=2),
+        "one of two groups": Principal(name="vera", groups=frozenset({"vault"}), user_id=4),
+        "both groups": Principal(name="bo", groups=frozenset({"vault", "ops", "x"}), user_id=5),
+        "the author": Principal(name=author.name, groups=frozenset({"vault", "ops"}), user_id=author_id),
+    }
+    expected = {"outside": False, "one of two groups": False, "both groups": True, "the author": True}
+    for who, viewer in viewers.items():
+        assert Visibility(db, viewer).may_see_authored(Cited(), author_id=author_id) is expected[who], who
+    open_doc = _document(db, ["everyone"])
+    assert Visibility(db, viewers["outside"]).may_see_authored(Cited(doc_ids=(open_doc,)), author_id=author_id)
+    assert Visibility(db, AUDITOR, full=True).may_see_authored(Cited(), author_id=author_id)

@@ -85,6 +85,19 @@ def feedback_cited(row: Feedback, message_citations: list | None) -> Cited:
     return Cited(unresolved=bool(row.chunk_ids))
 
 
+def feedback_shown(visibility: Visibility | None, row: Feedback, message_citations: list | None) -> bool:
+    """Whether a rating's text (question, answer, comment, corrected answer) is shown under
+    `visibility` (None: the server's own use, everything): the rule for what its answer cited, and for
+    the member's own words on an answer that cited nothing, the author's groups
+    (`Visibility.may_see_authored`)."""
+    if visibility is None:
+        return True
+    cited = feedback_cited(row, message_citations)
+    if row.comment or row.corrected_answer:
+        return visibility.may_see_authored(cited, author_id=row.user_id)
+    return visibility.may_see(cited, asked_by=row.user_id)
+
+
 def _public(row: Feedback, *, shown: bool = True) -> FeedbackPublic:
     if not shown:
         return FeedbackPublic(
@@ -170,7 +183,7 @@ def list_feedback(db: Database, *, visibility: Visibility | None = None, rating:
     with db.session() as session:
         rows = session.execute(stmt).all()
         return [
-            _public(row, shown=visibility is None or visibility.may_see(feedback_cited(row, citations), asked_by=row.user_id))
+            _public(row, shown=feedback_shown(visibility, row, citations))
             for row, citations in rows
         ]
 

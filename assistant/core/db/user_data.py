@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from assistant.core.db.models import (
     ApiKey, AuditEvent, AuthSession, Conversation, Feedback, Message, SignInThrottle, Source, User,
 )
-from assistant.core.db.feedback import feedback_cited
+from assistant.core.db.feedback import feedback_shown
 from assistant.core.db.session import Database
 from assistant.core.errors import NotFoundError
 from assistant.core.visibility import Cited, Visibility
@@ -142,7 +142,7 @@ def user_records(db: Database, name: str, *, visibility: Visibility | None = Non
         feedback = []
         for f in session.scalars(_feedback_of(user).order_by(Feedback.id)):
             citations = session.scalar(select(Message.citations).where(Message.id == f.message_id)) if f.message_id else None
-            if visibility is None or visibility.may_see(feedback_cited(f, citations), asked_by=f.user_id):
+            if feedback_shown(visibility, f, citations):
                 feedback.append({"id": f.id, "message_id": f.message_id, "rating": f.rating, "comment": f.comment,
                                  "corrected_answer": f.corrected_answer, "question": f.question, "answer": f.answer,
                                  "chunk_ids": f.chunk_ids, "created_at": _iso(f.created_at)})
