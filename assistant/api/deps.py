@@ -12,7 +12,7 @@ from __future__ import annotations
 import hmac
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from starlette.concurrency import run_in_threadpool
 
 from assistant.composition import Assistant
@@ -104,3 +104,8 @@ DispatcherDep = Annotated[JobDispatcher, Depends(get_dispatcher)]
 DatabaseDep = Annotated[Database, Depends(get_db)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 AdminDep = Annotated[Principal, Depends(require_admin)]
+
+# A row ID in a path or query: SQL integer keys are signed 64-bit, so a larger number is refused as a 422
+# naming the parameter instead of overflowing the database driver (a 500).
+MAX_ROW_ID = 2**63 - 1
+RowId = Annotated[int, Path(ge=1, le=MAX_ROW_ID, description="a row ID (1 to 2^63-1)")]

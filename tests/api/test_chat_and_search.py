@@ -91,3 +91,13 @@ def test_a_long_earlier_turn_does_not_make_a_short_follow_up_too_long(client):
     r = client.post("/api/chat", json={"question": "and how long must they be?", "history": history})
     assert r.status_code == 200
     assert "event: error" not in r.text and "event: done" in r.text
+
+
+def test_a_row_id_beyond_64_bits_is_a_422_naming_it_not_a_500(client):
+    # Fresh-user trial (6 December): the database driver overflowed on such IDs (a plain-text 500).
+    huge = "9" * 23
+    r = client.put(f"/api/messages/{huge}/feedback", json={"rating": 1})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_request", r.text
+    assert "message_id" in r.text, r.text
+    r = client.put("/api/messages/1/feedback", json={"rating": 1})
+    assert r.status_code != 422, r.text  # an ID in range passes validation

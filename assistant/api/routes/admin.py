@@ -8,7 +8,7 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep, DispatcherDep
+from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep, DispatcherDep, RowId
 from assistant.core.auth.accounts import (
     UserPublic, add_member, create_user, list_users, remove_member, set_disabled, set_password,
 )
@@ -188,7 +188,7 @@ async def uploads(admin: AdminDep, db: DatabaseDep) -> list[UploadAdminPublic]:
 
 
 @router.post("/sources/{source_id}/sync", response_model=JobRecord, status_code=202)
-async def sync_now(source_id: int, _admin: AdminDep, db: DatabaseDep, dispatcher: DispatcherDep) -> JobRecord:
+async def sync_now(source_id: RowId, _admin: AdminDep, db: DatabaseDep, dispatcher: DispatcherDep) -> JobRecord:
     """Queue a sync of a registered source now (with the ACL manifest stored with it).
 
     Raises:

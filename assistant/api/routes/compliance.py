@@ -15,7 +15,7 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.audit_origin import request_origin
-from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep, get_principal
+from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep, MAX_ROW_ID, get_principal
 from assistant.core.auth.accounts import UserPublic, set_flags, unlock_account
 from assistant.core.auth.audit import AuditQuery, list_events, record_event
 from assistant.core.auth.audit_chain import verify_chain
@@ -57,7 +57,7 @@ async def audit_trail(
     doc_id: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
-    after_id: int = Query(0, ge=0),
+    after_id: int = Query(0, ge=0, le=MAX_ROW_ID),
     limit: int = Query(100, ge=1, le=1000),
 ) -> list[dict[str, Any]]:
     """Audit rows matching the filters, oldest first; page on with `after_id` = the last row's id.

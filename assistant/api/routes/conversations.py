@@ -8,7 +8,7 @@ from dataclasses import replace
 from fastapi import APIRouter, Query, Response
 from starlette.concurrency import run_in_threadpool
 
-from assistant.api.deps import AssistantDep, DatabaseDep, PrincipalDep
+from assistant.api.deps import AssistantDep, DatabaseDep, PrincipalDep, RowId
 from assistant.api.schemas import ConversationCreate, ConversationUpdate, FeedbackCreate
 from assistant.core.auth.access import readable_sources
 from assistant.core.db.conversations import (
@@ -104,7 +104,7 @@ async def messages(conversation_id: str, principal: PrincipalDep, db: DatabaseDe
 
 @router.put("/messages/{message_id}/feedback", response_model=FeedbackPublic)
 async def rate(
-    message_id: int, body: FeedbackCreate, principal: PrincipalDep, db: DatabaseDep, assistant: AssistantDep
+    message_id: RowId, body: FeedbackCreate, principal: PrincipalDep, db: DatabaseDep, assistant: AssistantDep
 ) -> FeedbackPublic:
     """Rate an answer of one of the caller's conversations (again: replaces the earlier rating). An
     answer rated down leaves the answer cache: the next reader of the same scope who asks the same

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from assistant.api.deps import AdminDep, AssistantDep, DispatcherDep
+from assistant.api.deps import AdminDep, AssistantDep, DispatcherDep, RowId
 from assistant.core.db.adapters import feedback_by_adapter, get_adapter, get_snapshot, list_adapters
 from assistant.core.jobs import FINETUNE_TASK
 from assistant.core.llm.adapter_routing import AdapterRouter
@@ -52,20 +52,20 @@ async def adapters(assistant: AssistantDep, _admin: AdminDep, audience: str | No
 
 
 @router.get("/adapters/{adapter_id}")
-async def adapter(adapter_id: int, assistant: AssistantDep, _admin: AdminDep) -> dict[str, Any]:
+async def adapter(adapter_id: RowId, assistant: AssistantDep, _admin: AdminDep) -> dict[str, Any]:
     """One adapter. Raises NotFoundError (404) when there is none."""
     return (await run_in_threadpool(get_adapter, assistant.resources.db, adapter_id)).to_dict()
 
 
 @router.get("/snapshots/{snapshot_id}")
-async def snapshot(snapshot_id: int, assistant: AssistantDep, _admin: AdminDep) -> dict[str, Any]:
+async def snapshot(snapshot_id: RowId, assistant: AssistantDep, _admin: AdminDep) -> dict[str, Any]:
     """A dataset snapshot's audience, hash and row counts by origin (the rows: `assistant finetune export-dataset`)."""
     record = await run_in_threadpool(get_snapshot, assistant.resources.db, snapshot_id)
     return {k: v for k, v in record.__dict__.items() if k != "path"}
 
 
 @router.post("/adapters/{adapter_id}/promote")
-async def promote(adapter_id: int, body: PromoteCreate, assistant: AssistantDep, admin: AdminDep) -> dict[str, Any]:
+async def promote(adapter_id: RowId, body: PromoteCreate, assistant: AssistantDep, admin: AdminDep) -> dict[str, Any]:
     """Promote an adapter one step (candidate -> canary -> live) and publish it; 409 when it cannot be."""
     res = assistant.resources
     release = await run_in_threadpool(promote_and_publish, res.db, adapter_id, by=admin.name,

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from assistant.api.deps import AssistantDep, DispatcherDep, PrincipalDep
+from assistant.api.deps import AssistantDep, DispatcherDep, MAX_ROW_ID, PrincipalDep, RowId
 from assistant.api.routes.chat import request_audit
 from assistant.core.db.helpdesk import (
     DeliveryRecord,
@@ -278,7 +278,7 @@ async def get_tickets(
 
 
 @router.get("/tickets/{ticket_id}", response_model=TicketDetail)
-async def get_ticket(ticket_id: int, assistant: AssistantDep, service: ServiceDep) -> TicketDetail:
+async def get_ticket(ticket_id: RowId, assistant: AssistantDep, service: ServiceDep) -> TicketDetail:
     """One of this key's tickets with its evidence and resolution.
 
     Raises:
@@ -291,7 +291,7 @@ async def get_ticket(ticket_id: int, assistant: AssistantDep, service: ServiceDe
 
 @router.post("/tickets/{ticket_id}/resolution", response_model=TicketDetail)
 async def resolve_ticket(
-    ticket_id: int, body: ResolutionCreate, assistant: AssistantDep, dispatcher: DispatcherDep, service: ServiceDep
+    ticket_id: RowId, body: ResolutionCreate, assistant: AssistantDep, dispatcher: DispatcherDep, service: ServiceDep
 ) -> TicketDetail:
     """Record the agent's final answer and its outcome against the reply (accepted, edited, rejected),
     and queue its ingestion as a document readable by `audience` only (`resolution_job_id`: the job).
@@ -321,7 +321,7 @@ async def resolve_ticket(
 
 @router.get("/deliveries", response_model=list[DeliveryRecord])
 async def get_deliveries(
-    assistant: AssistantDep, service: ServiceDep, ticket_id: int | None = None, limit: int = Query(50, ge=1, le=500)
+    assistant: AssistantDep, service: ServiceDep, ticket_id: int | None = Query(None, ge=1, le=MAX_ROW_ID), limit: int = Query(50, ge=1, le=500)
 ) -> list[DeliveryRecord]:
     """This key's webhook deliveries, newest first, each with its attempts (`at`, `status_code`, `error`)."""
     return await run_in_threadpool(

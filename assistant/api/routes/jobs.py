@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.audit_origin import request_origin
-from assistant.api.deps import AdminDep, AssistantDep, DispatcherDep
+from assistant.api.deps import AdminDep, AssistantDep, DispatcherDep, RowId
 from assistant.core.auth.audit import record_event
 from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.jobs import JobRecord, get_job as load_job, queue_sync_job, recent_jobs
@@ -40,7 +40,7 @@ async def list_jobs(assistant: AssistantDep, admin: AdminDep, limit: int = Query
 
 
 @router.get("/jobs/{job_id}", response_model=JobRecord)
-async def get_job(job_id: int, assistant: AssistantDep, admin: AdminDep) -> JobRecord:
+async def get_job(job_id: RowId, assistant: AssistantDep, admin: AdminDep) -> JobRecord:
     """One job with the outcome of each file (admins only; an upload's file name only where the admin
     may read it).
 

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, Header, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from assistant.api.deps import AssistantDep, DispatcherDep
+from assistant.api.deps import AssistantDep, DispatcherDep, RowId
 from assistant.api.routes.jobs import queue_sync
 from assistant.core.db.jobs import JobRecord, get_job as load_job, syncs_ahead
 from assistant.core.errors import AuthenticationError, InvalidRequestError
@@ -61,7 +61,7 @@ async def local_ingest(body: LocalSyncCreate, assistant: AssistantDep, dispatche
 
 
 @router.get("/jobs/{job_id}", response_model=JobRecord)
-async def local_job(job_id: int, assistant: AssistantDep) -> JobRecord:
+async def local_job(job_id: RowId, assistant: AssistantDep) -> JobRecord:
     """One job with its live totals and per-file items.
 
     Raises:
@@ -71,7 +71,7 @@ async def local_job(job_id: int, assistant: AssistantDep) -> JobRecord:
 
 
 @router.get("/jobs/{job_id}/ahead", response_model=list[JobRecord])
-async def local_jobs_ahead(job_id: int, assistant: AssistantDep) -> list[JobRecord]:
+async def local_jobs_ahead(job_id: RowId, assistant: AssistantDep) -> list[JobRecord]:
     """The syncs job `job_id` waits behind (running, or queued before it), oldest first, so that the
     command line can say what it waits for."""
     return await run_in_threadpool(syncs_ahead, assistant.resources.db, job_id)
