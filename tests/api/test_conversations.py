@@ -231,3 +231,9 @@ def test_an_answer_rated_down_leaves_the_answer_cache(app_env):
         assert alice.put(f"/api/messages/{first['message_id']}/feedback", json={"rating": -1}).status_code == 200
         assert not asked(alice)["cached"]  # generated again after the rating down
         assert asked(alice)["cached"]  # and the new answer is cached in its turn
+
+        # Regenerate (fresh-user trial, 6 December: it served the cached answer in 0.0 s) writes anew.
+        conversation = alice.post("/api/conversations", json={}).json()["id"]
+        assert next(d for n, d in ask(alice, question, conversation_id=conversation) if n == "done")["cached"]
+        again = ask(alice, question, conversation_id=conversation, regenerate=True)
+        assert not next(d for n, d in again if n == "done")["cached"]

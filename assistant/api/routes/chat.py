@@ -125,6 +125,8 @@ async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalD
                 ticket.close()
             raise
         history = exchange.history
+    if body.regenerate:  # a new answer, not the cached one the reader asked to replace
+        await run_in_threadpool(assistant.answerer.forget_answer, body.question, principal=principal)
     audit = request_audit(assistant, request)
 
     async def events() -> AsyncIterator[tuple[str, dict]]:
