@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 import uuid
@@ -40,6 +41,14 @@ OKTA_REPLY = (
     "Right-click the Okta Verify icon in your taskbar and click 'Quit Okta Verify' [1]. "
     "Reopen the browser and try reaccessing Okta Verify [1]."
 )
+
+
+def okta_reply(request: dict) -> str:
+    """OKTA_REPLY citing the prompt's number for the Okta page, as a faithful model does: earlier
+    tests' resolutions become documents on the same words and may take source [1]."""
+    user = next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
+    numbers = [n for n, path in re.findall(r"^\[(\d+)\] (.*)$", user, re.MULTILINE) if OKTA in path]
+    return OKTA_REPLY.replace("[1]", f"[{numbers[0]}]") if numbers else OKTA_REPLY
 PASSWORD_REPLY = (
     "Create a password that is ideally 15 characters or longer [1]. "
     "Do not use the browser based auto-fill; the 1Password browser extension should be used [1]."
@@ -389,7 +398,7 @@ def test_tickets_need_an_api_key(helpdesk):
 
 def test_metrics_count_tickets_per_day_and_category(helpdesk, scripted):
     client, _, _ = helpdesk
-    scripted.answer = OKTA_REPLY
+    scripted.answer = okta_reply
     category = f"m-{uuid.uuid4().hex[:6]}"
     auto = post_ticket(client, subject="Okta Verify is not prompting me", category=category).json()
     post_ticket(client, subject="The coffee machine in the kitchen is leaking water", category=category)
