@@ -44,6 +44,10 @@ class Assistant:
             reranker = EndpointReranker(settings.reranker_url, model=settings.reranker_url_model,
                                         api_key=key.get_secret_value() if key else None,
                                         timeout_s=settings.reranker_timeout_s)
+        elif settings.reranker != "off":
+            from assistant.retrieval.reranker import BUILTIN_RERANKER_LANGUAGES, BuiltinReranker
+
+            reranker = BuiltinReranker(languages=BUILTIN_RERANKER_LANGUAGES[settings.reranker])
         # What was measured for the embedding model (interleaving, abstention) is looked up by its
         # configured name, the one the index was built with.
         embedding_model = settings.embedding_model

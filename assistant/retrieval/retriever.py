@@ -43,7 +43,7 @@ INTERLEAVE_TURNS: tuple[int, ...] = (0, 1, 0)
 
 if TYPE_CHECKING:
     from assistant.retrieval.crosslingual import Translation
-    from assistant.retrieval.reranker import EndpointReranker, Reranker
+    from assistant.retrieval.reranker import BuiltinReranker, EndpointReranker, Reranker
 
 # Position (1-based) that the best chunk in the translation's language takes when a question is searched
 # with its translation and one page in the question's language fills every place up to it
@@ -171,7 +171,8 @@ class Retriever:
     Args:
         store: the vector store.
         embedder: the embedding model (same one that embedded the chunks).
-        reranker: optional cross-encoder stage (a local model or a server endpoint).
+        reranker: optional cross-encoder stage (the built-in English one, a local model or a server
+            endpoint); it is given the question without its translation.
         prefetch_k: candidates per prefetch (dense and sparse) before fusion.
         mode: `hybrid` (default), `dense` or `sparse`.
         rrf_weights: (dense, sparse) weights of the fusion in hybrid mode when it is `rrf`.
@@ -199,7 +200,7 @@ class Retriever:
         *,
         store: VectorStore,
         embedder: Embedder,
-        reranker: "Reranker | EndpointReranker | None" = None,
+        reranker: "BuiltinReranker | Reranker | EndpointReranker | None" = None,
         prefetch_k: int = DEFAULT_PREFETCH_K,
         mode: SearchMode = "hybrid",
         rrf_weights: tuple[float, float] = DEFAULT_RRF_WEIGHTS,
@@ -274,6 +275,7 @@ class Retriever:
         submit = getattr(self.embedder, "submit_query", None)
         texts = [query, translation] if translation else [query]
         pending = [submit(text) for text in texts] if submit else None
+        question = query  # the reranker reads the question itself, in its own language
         if translation:
             query = f"{query} {translation}"
         plan = self._plan(query, top_k, crosslingual=bool(translation))
@@ -286,7 +288,7 @@ class Retriever:
         hits = self._ranked_hits(plan, request, dense, keyword_ranking)
         chunks = [self._retrieved_chunk(hit, plan, dense) for hit in hits]
         if self.reranker and chunks:
-            chunks = self.reranker.rerank(query, chunks)
+            chunks = self.reranker.rerank(question, chunks)
         if translation and self.other_language_at:
             chunks = other_language_at(chunks, self.other_language_at, plan.lang)
         chunks = group_by_document(chunks, top_k, self.chunks_per_document)
@@ -322,7 +324,7 @@ class Retriever:
             semantic=semantic,
             languages=languages,
             mode=mode,
-            limit=(max(top_k * FETCH_PER_DOCUMENT, self.prefetch_k // 2) if self.reranker else top_k * FETCH_PER_DOCUMENT)
+            limit=self._fetch_limit(top_k)
             + (OTHER_LANGUAGE_CANDIDATES if crosslingual and self.other_language_at else 0),
             translation=translation,
             keywords=sparse.encode_query(query, extra=extra),
@@ -331,6 +333,17 @@ class Retriever:
             # ranking's best documents a place near the top.
             interleaving=mode == "hybrid" and self.interleave_depth > 0,
         )
+
+    def _fetch_limit(self, top_k: int) -> int:
+        """Hits to fetch for `top_k` documents: `FETCH_PER_DOCUMENT` per document; with a reranker of
+        documents (`BuiltinReranker.documents`), as many for each of its documents; with a reranker of
+        chunks, at least half the prefetch."""
+        if self.reranker is None:
+            return top_k * FETCH_PER_DOCUMENT
+        documents = getattr(self.reranker, "documents", None)
+        if isinstance(documents, int):
+            return max(top_k, documents) * FETCH_PER_DOCUMENT
+        return max(top_k * FETCH_PER_DOCUMENT, self.prefetch_k // 2)
 
     def _store_request(self, plan: "QueryPlan", principal: Principal) -> dict:
         """The store query's arguments common to every ranking of one search (`VectorStore.query`)."""
