@@ -256,7 +256,9 @@ class Answerer:
 
         With `draft` (the web chat, docs/architecture.md "Chat events"), the sources come first, as
         `{"type": "sources", "sources": citations.source_entries}` with `{"type": "status", "stage":
-        "reading", "sources": n}`, then the draft as it is written and its check (`GroundedStream`:
+        "reading", "sources": n}` (a Chinese question that is translated first sends the sources found
+        for the question alone, `"preliminary": true` with `{"stage": "translating"}`, then the final
+        ones), then the draft as it is written and its check (`GroundedStream`:
         `status` writing/checking, draft `token`s, `sentence`, `revise` or `replace`); `done` then also
         holds `closest` (`citations.closest_documents`) when the answer is "not found", and `quoted`.
 
@@ -275,7 +277,10 @@ class Answerer:
             if event["type"] == "done":
                 event.pop("citations")  # already sent in the `citations` event
             if event["type"] == "sources":
-                if draft:
+                if draft and event.get("preliminary"):  # replaced by the next `sources` event
+                    yield {"type": "sources", "sources": source_entries(event["sources"]), "preliminary": True}
+                    yield {"type": "status", "stage": "translating"}
+                elif draft:
                     yield {"type": "sources", "sources": source_entries(event["sources"])}
                     yield {"type": "status", "stage": "reading", "sources": len(event["sources"])}
                 continue
@@ -394,6 +399,13 @@ class Answerer:
                 query = await rewrite_query(question, history, llm=self.llm if use_llm else None)
             translation = None
             if self.translates(query):
+                # The translation waits for the chat model (a second on idle cores, up to its timeout
+                # behind other answers): the sources found for the question alone are shown first, then
+                # replaced by those found with its translation (issue 42: sources within 2 s).
+                first = await asyncio.to_thread(
+                    self.retriever.search, query, principal=principal, top_k=self.top_k, evidence=False
+                )
+                yield {"type": "sources", "sources": first.chunks, "preliminary": True}
                 if ticket is not None:
                     await ticket.acquire()
                 translation = await self.translation(query)

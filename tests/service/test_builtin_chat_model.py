@@ -142,6 +142,40 @@ def test_a_chinese_question_about_an_english_page_is_searched_with_its_translati
 
 
 
+def test_a_translated_question_shows_the_sources_found_for_it_alone_before_the_translation(mixed_index):
+    # Fresh-user trial (issue 42): a Chinese question showed nothing for 8-39 s while its translation
+    # waited for the chat model. The sources found for the question alone come first, marked preliminary,
+    # then the translation's, which replace them; only then is the prompt read.
+    question = "笔记本电脑闲置多久后屏幕要自动锁定？"
+    answerer = Assistant.build(mixed_index).answerer
+    audit = Retrievals()
+
+    async def run():
+        stream = answerer.stream(question, principal=ANONYMOUS, draft=True, audit=audit)
+        first = await anext(stream)
+        asked_before_first = list(audit.queries)  # nothing translated, nothing audited yet
+        rest = [e async for e in stream]
+        return first, asked_before_first, rest
+
+    first, asked_before_first, rest = asyncio.run(run())
+    assert first["type"] == "sources" and first["preliminary"] is True, first
+    assert first["sources"][0]["source"].endswith("password-management.md"), first["sources"]
+    assert asked_before_first == []
+    assert rest[0] == {"type": "status", "stage": "translating"}, rest[:2]
+    final = rest[1]
+    assert final["type"] == "sources" and "preliminary" not in final, final
+    assert final["sources"][0]["source"].endswith("computer-standards.md"), final["sources"]
+    assert rest[2] == {"type": "status", "stage": "reading", "sources": len(final["sources"])}
+    assert len(audit.queries) == 1 and audit.queries[0].startswith(question)  # the final search is audited
+    # Without the draft (/v1, CLI, helpdesk) no sources event is sent at all.
+    plain = asyncio.run(_events(answerer.stream(question, principal=ANONYMOUS)))
+    assert not [e for e in plain if e["type"] in ("sources", "status")], [e["type"] for e in plain]
+
+
+async def _events(stream):
+    return [e async for e in stream]
+
+
 def test_chinese_pages_on_the_same_words_leave_the_second_place_to_an_english_one(mixed_index):
     # Fresh-user trial (3 December): in an index of both languages, 我的密码应该至少多长？ found five chunks
     # of a Chinese database page on passwords, and the handbook page that answers reached no place.

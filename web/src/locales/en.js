@@ -37,6 +37,7 @@ export default {
   "empty.body": "The answer cites the documents it comes from; click a source to read it.",
   "answer.checking": "Being checked against the sources",
   "answer.withdrawn": "{n} sentence(s) of the draft were withdrawn: the sources do not support them.",
+  "status.translating": "Searching the English documents too…",
   "status.reading": "Reading {n} sources…",
   "status.writing": "Writing… (each sentence is checked against its source)",
   "status.checking": "Checking the answer against the sources…",

@@ -37,6 +37,7 @@ export default {
   "empty.body": "回答会引用其来源文档；点击来源即可阅读。",
   "answer.checking": "正在对照资料核对",
   "answer.withdrawn": "草稿中有 {n} 句被撤回：资料不支持这些内容。",
+  "status.translating": "正在翻译问题，同时检索英文文档…",
   "status.reading": "正在阅读 {n} 份资料…",
   "status.writing": "正在撰写…（每句话都会对照其资料核对）",
   "status.checking": "正在对照资料核对回答…",
