@@ -14,7 +14,11 @@ With `--folder DIR` the index is DIR as it is (e.g. the product's own docs/, whi
 and every question of `--questions` is asked; their `answer_files` are paths relative to DIR. With
 `--data-dir VAR` the index is kept in VAR and only synced by the next run (a whole corpus is embedded once).
 
-Run: PYTHONPATH=. python bench/capture_answers.py OUT.jsonl [--questions FILE] [--per-lang N] [--no-answer N]
+Several question files may be asked in one run (one index of all their answer files): `--questions
+FILE[:PER_LANG:NO_ANSWER] ...`, each sampled with its own counts (default `--per-lang`, `--no-answer`);
+each output row names its file's stem as `split`, and languages alternate in the order asked.
+
+Run: PYTHONPATH=. python bench/capture_answers.py OUT.jsonl [--questions FILE[:N:M] ...] [--per-lang N] [--no-answer N]
         [--source-tokens N] [--window N] [--model NAME] [--folder DIR [--data-dir VAR]]
 """
 
@@ -57,6 +61,16 @@ def choose(questions, per_lang: int, no_answer: int, seed: int):
         chosen += rng.sample(answerable, min(per_lang, len(answerable)))
         chosen += rng.sample(unanswerable, min(no_answer, len(unanswerable)))
     return chosen
+
+
+def interleaved(questions):
+    """`questions` with languages alternating (en, zh, en, …) in their order, so that a capture cut
+    short holds both languages."""
+    by_lang = [[q for q in questions if q.lang == lang] for lang in ("en", "zh")]
+    out = []
+    for i in range(max(map(len, by_lang), default=0)):
+        out += [group[i] for group in by_lang if i < len(group)]
+    return out
 
 
 def build_folder(questions, dst: Path, seed: int) -> int:
@@ -108,7 +122,8 @@ async def capture(answerer, question: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
-    parser.add_argument("--questions", type=Path, default=REPO / "tests" / "data" / "dev_questions.jsonl")
+    parser.add_argument("--questions", nargs="+", default=[str(REPO / "tests" / "data" / "dev_questions.jsonl")],
+                        help="question files, each FILE or FILE:PER_LANG:NO_ANSWER")
     parser.add_argument("--per-lang", type=int, default=6)
     parser.add_argument("--no-answer", type=int, default=2)
     parser.add_argument("--seed", type=int, default=7)
@@ -121,9 +136,15 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="keep the index in this data folder (synced, so a second run re-embeds nothing)")
     args = parser.parse_args()
-    questions = load_questions(args.questions)
-    if args.folder is None:
-        questions = choose(questions, args.per_lang, args.no_answer, args.seed)
+    questions, split_of = [], {}
+    for spec in args.questions:
+        path, *counts = spec.split(":")
+        per_lang, no_answer = (int(counts[0]), int(counts[1])) if counts else (args.per_lang, args.no_answer)
+        some = load_questions(Path(path))
+        if args.folder is None:
+            some = interleaved(choose(some, per_lang, no_answer, args.seed))
+        split_of.update({q.id: Path(path).stem for q in some})
+        questions += some
     asked = [q for q in questions if q.lang in args.langs.split(",")]
     with tempfile.TemporaryDirectory(prefix="capture-") as tmp:
         if args.folder is None:
@@ -143,7 +164,7 @@ def main() -> None:
             answerer = Assistant.build(res).answerer
             with args.out.open("w", encoding="utf-8") as out:
                 for q in asked:
-                    row = {"id": q.id, "lang": q.lang, "question": q.question, "answer_files": q.answer_files,
+                    row = {"id": q.id, "split": split_of[q.id], "lang": q.lang, "question": q.question, "answer_files": q.answer_files,
                            "must_contain_any": q.must_contain_any, **asyncio.run(capture(answerer, q.question)),
                            "load1": round(os.getloadavg()[0], 1)}
                     out.write(json.dumps(row, ensure_ascii=False) + "\n")

@@ -83,11 +83,11 @@ async def run(args) -> None:
     stats: dict[str, dict[str, list[bool]]] = {}
     agree: dict[str, list[bool]] = {"judge": [], "check": []}
     for captured in args.captured:
-        split = captured.stem
         for line in captured.read_text(encoding="utf-8").splitlines():
             if not line.strip():
                 continue
             row = json.loads(line)
+            split = row.get("split", captured.stem)
             answerable = bool(row["answer_files"])
             bucket = stats.setdefault(f"{split} {row['lang']} {'answerable' if answerable else 'no-answer'}", {})
             if row["gate_abstained"]:

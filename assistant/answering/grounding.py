@@ -10,7 +10,9 @@ invents facts when its sources hold none. So:
    names, else the one sharing most of its words (through the dictionary translation across
    languages). Its evidence is the window of that source's sentences that shares most of its words.
 3. Rules the judge cannot apply: every number and every name (an identifier, a command, an acronym;
-   every Latin-script word of a Chinese sentence) must be written in the source as in the sentence.
+   every Latin-script word of a Chinese sentence) must be written in the source as in the sentence,
+   and every number in the evidence window itself: a wrong claim built of numbers found elsewhere on
+   the page ("16 indexes" from another row of a limits table) never reaches the judge.
 4. A near-verbatim sentence (`FAST_PATH_SHARE` of its terms in the window, same polarity) is supported
    without a model call; the others go to the evidence judge (`judge.EvidenceJudge`: one batched
    prompt per answer, the served chat model says YES or NO per sentence/passage pair).
@@ -144,10 +146,11 @@ def is_fence(text: str) -> bool:
 
 
 def numbers_in(text: str) -> set[str]:
-    """The numbers a text states (`15`, `1,400`, `3.5`), digits only; markers and a list item's number
-    (`2. Turn on ...`) excluded; full-width digits read as ASCII (NFKC)."""
+    """The numbers a text states (`15`, `1400` for `1,400`, `3.5`: a decimal point kept, so that "7.5"
+    is not "75"); markers and a list item's number (`2. Turn on ...`) excluded; full-width digits read
+    as ASCII (NFKC)."""
     text = _ENUMERATOR.sub("", _ANY_MARKER.sub(" ", unicodedata.normalize("NFKC", text)))
-    return {re.sub(r"[.,]", "", n) for n in _NUMBER.findall(text)}
+    return {re.sub(r",(?=\d{3}\b)", "", n) for n in _NUMBER.findall(text)}
 
 
 def names_in(text: str) -> set[str]:
@@ -386,6 +389,8 @@ class Grounder:
         if n is None:  # no source holds its numbers (or names): the first source says which
             return Verdict(sentence, None, 0.0, True, by=self.states_values_of(sentence.text, 1))
         passage, share = self.evidence(terms, n)
+        if not numbers_in(sentence.text) <= numbers_in(passage):  # the page's numbers, but not by the claim
+            return Verdict(sentence, None, share, True, passage=passage, by="numbers", candidate=n)
         if share >= FAST_PATH_SHARE and is_negated(sentence.text) == is_negated(passage):
             return Verdict(sentence, n, share, True, passage=passage, by="copy", candidate=n)
         return Verdict(sentence, None, share, True, passage=passage, candidate=n)

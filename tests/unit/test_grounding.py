@@ -265,3 +265,15 @@ def test_the_stream_retries_once_in_the_question_language(grounder):
     assert stream.retried and len(prompts) == 2 and "简体中文" in prompts[1][-1]["content"]
     assert {"type": "replace", "text": ""} in events  # the English draft is cleared
     assert answer_lang_matches("忘记了 TiDB 的 root 密码，怎么重置？", stream.text)
+
+
+def test_a_number_found_on_the_page_but_not_by_the_claim_removes_the_sentence():
+    # A claim assembled from the page's numbers (a judge said YES to "16 indexes, 3072 bytes" from other
+    # rows of this limits table, docs/benchmarks.md): 1017 is the Columns row's, 65535 the VARBINARY row's.
+    limits = source(DOCS_ZH, "tidb-limitations.md", "lim")
+    question = "一张表最多能有多少列？"
+    grounder = Grounder([limits], question=question, topic=f"{question} How many columns can a table have?")
+    right = ground("单个 Table 的 Columns 默认为 1017，最大可调至 4096。", grounder, lang="zh")
+    assert not right.declined and right.cited == [1], right.text
+    wrong = ground("单个 Table 的 Columns 默认为 1017，最大可调至 65535。", grounder, lang="zh")
+    assert [v.by for v in wrong.verdicts] == ["numbers"] and wrong.cited == [], wrong.verdicts
