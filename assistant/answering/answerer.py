@@ -279,7 +279,7 @@ class Answerer:
             if event["type"] == "sources":
                 if draft and event.get("preliminary"):  # replaced by the next `sources` event
                     yield {"type": "sources", "sources": source_entries(event["sources"]), "preliminary": True}
-                    yield {"type": "status", "stage": "translating"}
+                    yield {"type": "status", "stage": event["stage"], "sources": len(event["sources"])}
                 elif draft:
                     yield {"type": "sources", "sources": source_entries(event["sources"])}
                     yield {"type": "status", "stage": "reading", "sources": len(event["sources"])}
@@ -405,7 +405,7 @@ class Answerer:
                 first = await asyncio.to_thread(
                     self.retriever.search, query, principal=principal, top_k=self.top_k, evidence=False
                 )
-                yield {"type": "sources", "sources": first.chunks, "preliminary": True}
+                yield {"type": "sources", "sources": first.chunks, "preliminary": True, "stage": "translating"}
                 if ticket is not None:
                     await ticket.acquire()
                 translation = await self.translation(query)

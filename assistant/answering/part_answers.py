@@ -107,7 +107,8 @@ async def answer_parts(
 ) -> AsyncIterator[dict]:
     """`Answerer._events` for a question of several `parts`: the same event types, composed.
 
-    Events: a `sources` event (internal) after each part with every source so far, numbered as the
+    Events: a preliminary `sources` event (internal) with what each part's search finds, before any part
+    is answered; a `sources` event after each part with every source so far, numbered as the
     composed answer's markers; one `token` per part with its checked answer (its markers renumbered)
     or `NOT_COVERED`; `citations`; `done` with the composed `answer`, `abstained` (no part answered),
     `cached` False, `finish_reason` ("length" when a part was cut), `usage` (all parts), `citations`,
@@ -136,6 +137,14 @@ async def answer_parts(
     usage = Usage()
     finish = "stop"
     closest: list[dict] = []
+    # Each part is answered in turn (a minute a part on CPU): what every part finds is shown at once.
+    found: dict[str, RetrievedChunk] = {}
+    for part in parts:
+        retrieval = await asyncio.to_thread(
+            answerer.retriever.search, part.query, principal=principal, top_k=answerer.top_k, evidence=False
+        )
+        found.update((c.chunk_id, c) for c in retrieval.chunks if c.chunk_id not in found)
+    yield {"type": "sources", "sources": list(found.values()), "preliminary": True, "stage": "reading"}
     for part in parts:
         sources: list[RetrievedChunk] = []
         done: dict = {}

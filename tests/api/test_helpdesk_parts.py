@@ -87,6 +87,10 @@ def test_a_question_of_two_parts_answers_one_and_names_the_other_as_not_covered(
     done = next(data for name, data in events if name == "done")
     citations = next(data for name, data in events if name == "citations")
     assert not done["abstained"]
+    # What each part finds is listed before the first part is answered (parts are answered in turn).
+    (kind, found), (status, stage) = events[:2]
+    assert kind == "sources" and found["preliminary"] and GROUPS in {s["source"] for s in found["sources"]}, events[:2]
+    assert (status, stage["stage"]) == ("status", "reading"), events[:2]
     first, second = done["parts"]
     assert first["text"] == "How do I create a Google Group?" and first["covered"] and first["chunk_ids"]
     assert second["text"] == UNCOVERED and not second["covered"]

@@ -161,7 +161,7 @@ def test_a_translated_question_shows_the_sources_found_for_it_alone_before_the_t
     assert first["type"] == "sources" and first["preliminary"] is True, first
     assert first["sources"][0]["source"].endswith("password-management.md"), first["sources"]
     assert asked_before_first == []
-    assert rest[0] == {"type": "status", "stage": "translating"}, rest[:2]
+    assert rest[0] == {"type": "status", "stage": "translating", "sources": len(first["sources"])}, rest[:2]
     final = rest[1]
     assert final["type"] == "sources" and "preliminary" not in final, final
     assert final["sources"][0]["source"].endswith("computer-standards.md"), final["sources"]
