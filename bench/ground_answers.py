@@ -26,7 +26,7 @@ import json
 from pathlib import Path
 
 from assistant.answering.citations import make_citations
-from assistant.answering.grounding import Grounder, conclude, drop_unknown_markers, split_sentences
+from assistant.answering.grounding import Grounder, aconclude, drop_unknown_markers, split_sentences
 from assistant.answering.judge import EvidenceJudge
 from assistant.core.language import question_language
 from assistant.evaluation.metrics import contains_key_fact
@@ -50,6 +50,13 @@ class CachedJudge(EvidenceJudge):
                 self.known[f"{pair.sentence}\x00{pair.passage}"] = verdict
             self.path.write_text(json.dumps(self.known, ensure_ascii=False))
         return [self.known[k] for k in keys]
+
+    async def answers(self, question, passage):
+        key = f"answers\x00{question}\x00{passage}"
+        if key not in self.known:
+            self.known[key] = await super().answers(question, passage)
+            self.path.write_text(json.dumps(self.known, ensure_ascii=False))
+        return self.known[key]
 
 
 def outcome_of(row: dict, grounded, sources) -> dict:
@@ -98,7 +105,7 @@ async def run(args) -> None:
                 grounder = Grounder(sources, judge=judge, translate=translate, question=row["question"], topic=topic)
                 sentences = split_sentences(drop_unknown_markers(row["raw"], len(sources)))
                 verdicts = await grounder.check(sentences)
-                grounded = conclude(verdicts, grounder, lang=question_language(row["question"]))
+                grounded = await aconclude(verdicts, grounder, lang=question_language(row["question"]))
                 outcome = outcome_of(row, grounded, sources)
                 for v in verdicts:
                     if not v.claim or v.echo:

@@ -21,7 +21,7 @@ import re
 from typing import AsyncIterator, Callable
 
 from assistant.answering.grounding import (
-    SENTENCE_BOUNDARY, Grounder, Sentence, Verdict, conclude, drop_unknown_markers, segments, split_sentences,
+    SENTENCE_BOUNDARY, Grounder, Sentence, Verdict, aconclude, drop_unknown_markers, segments, split_sentences,
     supported_share,
 )
 from assistant.answering.judge import EvidenceJudge
@@ -138,7 +138,7 @@ class GroundedStream:
         if self.draft:
             yield {"type": "status", "stage": "checking", "sentences": len(self.sentences)}
         self.verdicts = await self.grounder.check(self.sentences, cut=was_cut)
-        grounded = conclude(self.verdicts, self.grounder, lang=self.lang, cut=was_cut)
+        grounded = await aconclude(self.verdicts, self.grounder, lang=self.lang, cut=was_cut)
         self.declined, self.quoted = grounded.declined, grounded.quoted
         note = LANGUAGE_NOTE[self.lang] + "\n\n" if self._note and not grounded.declined else ""
         self.text = note + grounded.text

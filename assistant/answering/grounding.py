@@ -65,6 +65,11 @@ MIN_ECHO_OVERLAP = 0.6
 # client meetings" for "What is the dress code for meetings with clients?", which no page answers.
 MIN_QUOTE_SHARE = 0.6
 MIN_QUOTE_TERMS = 2
+# With a judge, a quote is any of the best windows of this many sources that holds this share of the
+# question's terms and that the judge says answers the question (`Grounder.judged_quote`): everyday
+# paraphrases share few words with the page that answers them ("married" / "marriage certificate").
+MIN_JUDGED_QUOTE_SHARE = 0.2
+JUDGED_QUOTES = 2
 QUOTE_CHARS = 280
 QUOTE_LEAD = {"en": "The closest passage in your documents says:", "zh": "文档中最相关的段落写道："}
 
@@ -289,6 +294,7 @@ class Grounder:
         self.sources = list(sources)
         self.judge = judge
         self.translate = translate
+        self.question = question
         self.lang = "zh" if question and cjk_share(question) >= MIN_CJK_SHARE_ZH else "en"
         self._topic_terms = {
             t for t in sparse.terms(topic or question)
@@ -441,13 +447,14 @@ class Grounder:
         # right answer declined) but "apply" also met "application" (the company-car case above).
         return len(words) >= MIN_TOPIC_TERMS and not self._topic_terms & terms
 
-    def quote(self) -> str | None:
-        """An extractive answer: the window of two source sentences holding most of the question's
-        index terms (`sparse.terms` of `topic`, stemmed; those in the window's script), at least
-        `MIN_QUOTE_SHARE` of them and `MIN_QUOTE_TERMS`, quoted with its marker after a short lead
-        (`QUOTE_LEAD`); None when no source holds enough of them (retrieval is not confident)."""
+    def quote_windows(self, *, min_share: float, min_terms: int, limit: int = 1) -> list[tuple[int, list[str]]]:
+        """The windows of one or two source sentences holding most of the question's index terms
+        (`sparse.terms` of `topic`, stemmed; those in the window's script; a Latin stem of 5 letters or
+        more also held when it starts one of the window's: "marri" in "marriage"), at least `min_share`
+        of them and `min_terms`: up to `limit` `(source number, sentences)`, one per source, best first
+        (most of the question's terms, then the shorter)."""
         wanted = self._topic_terms
-        best: tuple[tuple[float, int], int, list[str]] | None = None
+        best: dict[int, tuple[tuple[float, int], list[str]]] = {}
         for n, page in enumerate(self._sentences, start=1):
             for i in range(len(page)):
                 for window in (page[i : i + 1], page[i : i + 2]):  # one sentence, or with the next
@@ -455,13 +462,42 @@ class Grounder:
                     chinese = cjk_share(text) >= MIN_CJK_SHARE_ZH
                     scope = {t for t in wanted if bool(_CJK_RUN.search(t)) == chinese}
                     found = sparse.found_terms(scope, text)
+                    own = set(sparse.terms(text))
+                    found |= {t for t in scope - found if len(t) >= 5 and not _CJK_RUN.search(t) and any(w.startswith(t) for w in own)}
                     score = (len(found) / len(scope) if scope else 0.0, -len(text))
-                    if len(found) >= MIN_QUOTE_TERMS and score[0] >= MIN_QUOTE_SHARE and (best is None or score > best[0]):
-                        best = (score, n, window)
-        if best is None:
-            return None
-        body = "\n".join(f"> {' '.join(line.split()).strip('#*_- ')}" for line in best[2])
-        return f"{QUOTE_LEAD[self.lang]}\n\n{body[:QUOTE_CHARS + 8]} [{best[1]}]"
+                    if len(found) >= min_terms and score[0] >= min_share and (n not in best or score > best[n][0]):
+                        best[n] = (score, window)
+        ranked = sorted(best.items(), key=lambda item: (item[1][0], -item[0]), reverse=True)
+        return [(n, window) for n, (_, window) in ranked[:limit]]
+
+    def quoted(self, n: int, window: Sequence[str]) -> str:
+        """The extractive answer of `window` (sentences of source `n`): a short lead (`QUOTE_LEAD`), the
+        sentences as a block quote, the source's marker."""
+        body = "\n".join(f"> {' '.join(line.split()).strip('#*_- ')}" for line in window)
+        return f"{QUOTE_LEAD[self.lang]}\n\n{body[:QUOTE_CHARS + 8]} [{n}]"
+
+    def quote(self) -> str | None:
+        """An extractive answer without a judge: the best window (`quote_windows`) holding at least
+        `MIN_QUOTE_SHARE` of the question's terms and `MIN_QUOTE_TERMS`, quoted (`quoted`); None when no
+        source holds enough of them."""
+        found = self.quote_windows(min_share=MIN_QUOTE_SHARE, min_terms=MIN_QUOTE_TERMS)
+        return self.quoted(*found[0]) if found else None
+
+    async def judged_quote(self) -> str | None:
+        """An extractive answer the judge confirmed: of the `JUDGED_QUOTES` best windows of different
+        sources holding at least `MIN_JUDGED_QUOTE_SHARE` of the question's terms, the first the judge
+        says answers the question (`EvidenceJudge.answers`, one call each), quoted; without a judge,
+        `quote`. None when none does: the reader gets "not found".
+
+        Raises:
+            UpstreamUnavailableError: the judge's model server cannot be reached.
+        """
+        if self.judge is None or not self.question:
+            return self.quote()
+        for n, window in self.quote_windows(min_share=MIN_JUDGED_QUOTE_SHARE, min_terms=1, limit=JUDGED_QUOTES):
+            if await self.judge.answers(self.question, " ".join(window)[:QUOTE_CHARS]):
+                return self.quoted(n, window)
+        return None
 
 
 def _pending(verdicts: Sequence[Verdict]) -> list[Verdict]:
@@ -577,14 +613,30 @@ def conclude(verdicts: list[Verdict], grounder: Grounder, *, lang: str = "en", c
     return Grounded(text, False, verdicts)
 
 
+async def aconclude(verdicts: list[Verdict], grounder: Grounder, *, lang: str = "en", cut: bool = False) -> Grounded:
+    """`conclude` with the judge: an answer that would be replaced gets the quote the judge confirmed
+    answers the question (`Grounder.judged_quote`), else `NO_ANSWER`.
+
+    Raises:
+        UpstreamUnavailableError: the judge's model server cannot be reached.
+    """
+    text = render(verdicts)
+    if declines(verdicts, text, cut=cut) or grounder.off_the_question(verdicts):
+        quote = await grounder.judged_quote()
+        if quote is not None:
+            return Grounded(quote, False, verdicts, quoted=True)
+        return Grounded(NO_ANSWER[lang], True, verdicts)
+    return Grounded(text, False, verdicts)
+
+
 async def aground(answer: str, grounder: Grounder, *, lang: str = "en", cut: bool = False) -> Grounded:
-    """Ground a whole answer (`Grounder.check`, then `conclude`); unknown markers dropped first.
+    """Ground a whole answer (`Grounder.check`, then `aconclude`); unknown markers dropped first.
 
     Raises:
         UpstreamUnavailableError: the judge's model server cannot be reached.
     """
     sentences = split_sentences(drop_unknown_markers(answer, len(grounder.sources)))
-    return conclude(await grounder.check(sentences, cut=cut), grounder, lang=lang, cut=cut)
+    return await aconclude(await grounder.check(sentences, cut=cut), grounder, lang=lang, cut=cut)
 
 
 def ground(answer: str, grounder: Grounder, *, lang: str = "en", cut: bool = False) -> Grounded:

@@ -25,6 +25,15 @@ JUDGE_SYSTEM = (
     "\"Do not use X\" and the statement says you can use X), or gives a different number or name, or does "
     "not mention it, the passage does not support the statement."
 )
+# Whether a passage answers a question (`EvidenceJudge.answers`): asked one passage per prompt. Batched
+# with the statement pairs, Qwen2.5-Coder-1.5B said YES to 3 of 4 passages that do not answer (a
+# name-change page for "How long should my password be?"); one per prompt, to none of them (and to 1 of
+# 2 that do), so a YES lets an extractive quote through (docs/benchmarks.md).
+ANSWERS_SYSTEM = (
+    "You check whether a passage from the company's documents answers an employee's question. It answers "
+    "only when it states what the question asks for (the value, the person, the steps). A passage on a "
+    "related topic that does not state it does not answer."
+)
 JUDGE_INSTRUCTION = "For each pair: does the passage support the statement? Answer YES or NO."
 # Tokens the reply may take per pair ("12: YES\n" is 5 tokens in Qwen's tokenizer), and a little more.
 TOKENS_PER_PAIR = 6
@@ -65,6 +74,13 @@ def parse_verdicts(reply: str, n: int) -> list[bool]:
     return [verdicts.get(i, False) for i in range(1, n + 1)]
 
 
+def answers_messages(question: str, passage: str) -> list[ChatMessage]:
+    """The chat prompt asking whether `passage` answers `question` (YES or NO)."""
+    user = (f"Question: {' '.join(question.split())}\nPassage: {' '.join(passage.split())}\n\n"
+            "Does the passage answer the question? Reply YES or NO.")
+    return [{"role": "system", "content": ANSWERS_SYSTEM}, {"role": "user", "content": user}]
+
+
 class EvidenceJudge:
     """Judges sentence/passage pairs with a chat model, in one request per call.
 
@@ -94,3 +110,13 @@ class EvidenceJudge:
             )
             out += parse_verdicts(reply, len(batch))
         return out
+
+    async def answers(self, question: str, passage: str) -> bool:
+        """True when the model says YES, `passage` (a few source sentences) answers `question`; one
+        request (greedy decoding, `answers_messages`).
+
+        Raises:
+            UpstreamUnavailableError: the model server cannot be reached (from the backend).
+        """
+        reply = await self.llm.complete(answers_messages(question, passage), max_tokens=3, temperature=0.0)
+        return parse_verdicts(reply, 1)[0]

@@ -231,3 +231,27 @@ def test_an_answer_the_judge_rejects_is_quoted_from_the_page_when_it_holds_the_q
     grounder = Grounder(sources, judge=judge, question="How many characters should a password have?")
     grounded = asyncio.run(aground("You can let the browser autofill your passwords, which need 8 characters.", grounder))
     assert grounded.quoted and "15 characters" in grounded.text and grounded.text.endswith("[1]"), grounded.text
+
+
+def test_an_answer_nothing_supports_is_quoted_from_the_passage_the_judge_says_answers_the_question(judge):
+    # Development capture en-13: the model wrote only the sources' header lines; the name-change page,
+    # retrieved second, answers the question in other words than it asks ("married" / "marriage
+    # certificate": 2 of its 9 terms, too few for the quote without a judge). The judge is asked about the
+    # best window of each source: the feedback survey does not answer, the name-change page does.
+    feedback = "departments/engineering/demo-day.md"
+    names = "departments/people-talent/people-ops/process/name-changes.md"
+    sources = [
+        chunk_of(HANDBOOK, feedback, "## Got feedback?\n\nTell us what you're loving and what we can improve on in this feedback survey.", 0),
+        chunk_of(HANDBOOK, names, (
+            "### Step 1 Notify People Ops\n\n- Notify people-ops@sourcegraph.com as soon as possible with your name change request.\n"
+            "- If a legal change, include legal documentation such as a court order, marriage certificate, etc. to show proof of the name change."
+        ), 1),
+    ]
+    question = "I got married and took my spouse's surname: who must I tell and what proof do they want?"
+    answer = f"{question} [1] {feedback} — Demo day > Got feedback?"
+    grounded = asyncio.run(aground(answer, Grounder(sources, judge=judge, question=question)))
+    assert grounded.quoted and "marriage certificate" in grounded.text and grounded.text.endswith("[2]"), grounded.text
+    assert Grounder(sources, question=question).quote() is None  # without the judge: not enough of its words
+    unanswered = "What proof of address do I need for the company parking permit?"
+    declined = asyncio.run(aground("Bring a utility bill [2].", Grounder(sources, judge=judge, question=unanswered)))
+    assert declined.declined and not declined.quoted, declined.text
