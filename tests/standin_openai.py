@@ -15,13 +15,14 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-from assistant.answering.judge import JUDGE_INSTRUCTION
+from assistant.answering.judge import ANSWERS_SYSTEM, JUDGE_INSTRUCTION
 from assistant.answering.polarity import is_list_item, is_negating_heading
 
 _SOURCE_HEADER = re.compile(r"^\[(\d+)\] .*$", re.MULTILINE)
 _WORD = re.compile(r"[a-z0-9]{3,}|[\u4e00-\u9fff]{2}", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 _JUDGE_PAIR = re.compile(r"^Pair (\d+)\nPassage: (.*)\nStatement: (.*)$", re.MULTILINE)
+_ANSWERS = re.compile(r"^Question: (.*)\nPassage: (.*)$", re.MULTILINE)
 DECLINE = "I could not find this in the documents you can access."
 
 
@@ -38,9 +39,15 @@ def _terms(text: str) -> set[str]:
 
 def judge_reply(request: dict) -> str | None:
     """A stand-in judge's verdicts for the product's evidence-check prompt (`assistant.answering.judge`):
-    `i: YES` when at least 60 % of the statement's terms are in its passage, else `i: NO`; None when
-    the request is not an evidence check. Deterministic, as `extractive_answer` is for answers."""
+    `i: YES` when at least 60 % of the statement's terms are in its passage, else `i: NO` (and for
+    whether a passage answers a question, `EvidenceJudge.answers`, YES when 60 % of the question's
+    terms are in it); None when the request is not an evidence check. Deterministic, as `extractive_answer` is for answers."""
     user = next((m["content"] for m in reversed(request.get("messages", [])) if m.get("role") == "user"), "")
+    asked = _ANSWERS.search(user)
+    if asked and any(m.get("content") == ANSWERS_SYSTEM for m in request.get("messages", [])):
+        # "Does the passage answer the question?": YES when 60 % of the question's terms are in it.
+        said, held = _terms(asked.group(1)), _terms(asked.group(2))
+        return "YES" if said and len(said & held) >= 0.6 * len(said) else "NO"
     if JUDGE_INSTRUCTION not in user:
         return None
     lines = []
