@@ -123,7 +123,7 @@ async def run(args) -> None:
                     print(f"\n=== {split} {row['id']} {row['question']}\n    answer files: {row['answer_files']}")
                     for v in verdicts:
                         mark = f"[{v.source}]" if v.source else ("--" if v.claim else "..")
-                        print(f"  {mark:5} {v.by or '-':8}{' ECHO' if v.echo else ''}  {v.sentence.text[:150]}")
+                        print(f"  {mark:5} {v.by or '-':8}{v.lexical:4.2f}{' ECHO' if v.echo else ''}  {v.sentence.text[:150]}")
                     print(f"  -> {outcome}\n  {grounded.text[:300]!r}")
             if not answerable:
                 outcome = {"declined": outcome["declined"]}

@@ -14,7 +14,8 @@ invents facts when its sources hold none. So:
    and every number in the evidence window itself: a wrong claim built of numbers found elsewhere on
    the page ("16 indexes" from another row of a limits table) never reaches the judge.
 4. A near-verbatim sentence (`FAST_PATH_SHARE` of its terms in the window, same polarity) is supported
-   without a model call; the others go to the evidence judge (`judge.EvidenceJudge`: one batched
+   without a model call, one sharing less than `MIN_JUDGED_SHARE` with a window in its own language is
+   not; the others go to the evidence judge (`judge.EvidenceJudge`: one batched
    prompt per answer, the served chat model says YES or NO per sentence/passage pair).
 5. Unsupported sentences are removed (a list item's bullet moves to what is left of its line, never
    left alone). When less than `MIN_SUPPORTED_SHARE` of the claims is supported, or the supported
@@ -43,6 +44,12 @@ from assistant.retrieval import RetrievedChunk
 # of them; at 0.6 (the lexical threshold of the rules this replaces) 10% of sentences of other pages of
 # the same folder passed (bench/calibrate_grounding.py), so the fast path takes only near-copies.
 FAST_PATH_SHARE = 0.85
+# A claim with less than this share of its terms in its evidence window (in the window's language) is
+# not asked about: in one batched prompt Qwen2.5-Coder-1.5B said YES to invented printer steps ("Click on
+# "Add Printer"", shares 0.0-0.33) against a page about returning laptops, where every supported paraphrase
+# of the development captures shared at least 0.50 and a hand-written one ("You should not let the browser
+# fill in your passwords automatically") 0.40: a third of its words (bench/ground_answers.py, docs/benchmarks.md).
+MIN_JUDGED_SHARE = 1 / 3
 # Without a judge (finetune's dataset filter, `ground`), a sentence is supported when this share of its
 # terms is in one source: 100% of copied and 94-99% of reworded sentences, 10% of unrelated ones.
 MIN_LEXICAL = 0.6
@@ -232,7 +239,8 @@ class Verdict:
     none does); `claim` is False for a sentence too short to state a checkable fact; `echo` is True for
     a copy of the system prompt, of a source's header line, or a question; `lexical` the share of its
     terms in its evidence window; `passage` that window; `by` what decided: "copy" (fast path),
-    "judge", "lexical" (no judge), "numbers" / "names" (a value not in any source), "" (no claim)."""
+    "judge", "lexical" (no judge), "numbers" / "names" (a value not in any source or not in the
+    window), "overlap" (too few of its words in the window to ask), "" (no claim)."""
 
     sentence: Sentence
     source: int | None
@@ -397,6 +405,8 @@ class Grounder:
         passage, share = self.evidence(terms, n)
         if not numbers_in(sentence.text) <= numbers_in(passage):  # the page's numbers, but not by the claim
             return Verdict(sentence, None, share, True, passage=passage, by="numbers", candidate=n)
+        if share < MIN_JUDGED_SHARE and self._chinese[n - 1] == (cjk_share(sentence.text) >= MIN_CJK_SHARE_ZH):
+            return Verdict(sentence, None, share, True, passage=passage, by="overlap", candidate=n)
         if share >= FAST_PATH_SHARE and is_negated(sentence.text) == is_negated(passage):
             return Verdict(sentence, n, share, True, passage=passage, by="copy", candidate=n)
         return Verdict(sentence, None, share, True, passage=passage, candidate=n)
@@ -484,16 +494,17 @@ class Grounder:
         return self.quoted(*found[0]) if found else None
 
     async def judged_quote(self) -> str | None:
-        """An extractive answer the judge confirmed: of the `JUDGED_QUOTES` best windows of different
-        sources holding at least `MIN_JUDGED_QUOTE_SHARE` of the question's terms, the first the judge
-        says answers the question (`EvidenceJudge.answers`, one call each), quoted; without a judge,
-        `quote`. None when none does: the reader gets "not found".
+        """An extractive answer: `quote` when a window holds enough of the question's words, else one
+        the judge confirmed: of the `JUDGED_QUOTES` best windows of different sources holding at least
+        `MIN_JUDGED_QUOTE_SHARE` of the question's terms, the first the judge says answers the question
+        (`EvidenceJudge.answers`, one call each), quoted. None when none does: the reader gets "not found".
 
         Raises:
             UpstreamUnavailableError: the judge's model server cannot be reached.
         """
-        if self.judge is None or not self.question:
-            return self.quote()
+        lexical = self.quote()
+        if lexical is not None or self.judge is None or not self.question:
+            return lexical
         for n, window in self.quote_windows(min_share=MIN_JUDGED_QUOTE_SHARE, min_terms=1, limit=JUDGED_QUOTES):
             if await self.judge.answers(self.question, " ".join(window)[:QUOTE_CHARS]):
                 return self.quoted(n, window)

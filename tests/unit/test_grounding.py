@@ -277,3 +277,18 @@ def test_a_number_found_on_the_page_but_not_by_the_claim_removes_the_sentence():
     assert not right.declined and right.cited == [1], right.text
     wrong = ground("单个 Table 的 Columns 默认为 1017，最大可调至 65535。", grounder, lang="zh")
     assert [v.by for v in wrong.verdicts] == ["numbers"] and wrong.cited == [], wrong.verdicts
+
+
+def test_a_claim_sharing_few_words_with_its_window_is_not_asked_about():
+    # Development capture en-37 (no page answers "How do I add the office printer to my laptop?"): in one
+    # batched prompt the judge said YES to invented steps against a page about returning laptops.
+    from assistant.answering.judge import EvidenceJudge
+
+    leaving = source(HANDBOOK, "departments/people-talent/people-ops/process/leaving.md", "lv")
+    grounder = Grounder([leaving], judge=EvidenceJudge(llm=None), question="How do I add the office printer to my laptop?")
+    answer = 'Click on "Add Printer" [1]. This should allow you to use the office printer from your laptop [1].'
+    verdicts = grounder.prejudge(split_sentences(answer))  # before any call of the judge
+    assert [(v.by, v.source) for v in verdicts] == [("overlap", None), ("overlap", None)], verdicts
+    paraphrase = "Leavers can buy their laptops at a discounted rate, or else ship them back [1]."
+    [pending] = grounder.prejudge(split_sentences(paraphrase))
+    assert pending.by == "" and pending.candidate == 1, pending  # shares enough: the judge decides
