@@ -147,10 +147,13 @@ BUILTIN_RERANKER_MAX_TOKENS = 256
 # `ASSISTANT_RERANKER` values: the languages of the questions the built-in reranker reorders (off: none).
 # The model knows English only (Chinese MRR 0.66 on hand-written pairs, ../shared/MODELS.md).
 BUILTIN_RERANKER_LANGUAGES = {"off": frozenset(), "builtin-en": frozenset({"en"}), "builtin-all": frozenset({"en", "zh"})}
-# Documents reranked and how the two orders combine: chosen on the development split
+# Documents reranked, how the two orders combine and chunks scored a document: chosen on the development
+# splits (dev and dev2: every RRF configuration tied on R@1, R@5 and nDCG@10 in English, the reranker's
+# own order lost on dev2; the cheapest RRF one is kept). On the held-aside split it neither gains nor loses
 # (bench/bench_retrieval_ablation.py; docs/benchmarks.md, "Retrieval on held-aside questions").
-DEFAULT_RERANK_DOCUMENTS = 10
+DEFAULT_RERANK_DOCUMENTS = 5
 DEFAULT_RERANK_COMBINE = "rrf"
+DEFAULT_RERANK_PASSAGES = 1
 RRF_K = 60  # Cormack, Clarke & Buettcher, "Reciprocal rank fusion outperforms Condorcet...", SIGIR 2009
 
 
@@ -259,40 +262,48 @@ class OnnxCrossEncoder:
 
 class BuiltinReranker:
     """Reorders the first `documents` distinct documents of a ranking by a cross-encoder's judgement of
-    the question with each document's best chunk, for questions in `languages` only.
+    the question with each document's best chunks, for questions and documents in `languages` only.
 
     A cross-encoder reads the question and the passage together, so it sees that a paraphrase ("my
     inbox is drowning in GitHub mail") answers a page that shares few of its words, which neither the
     bi-encoder's cosine nor the keywords can (Nogueira & Cho, "Passage re-ranking with BERT", 2019).
-    The built-in model is English only: Chinese questions keep the hybrid order unless `languages`
-    holds `zh`.
+    The built-in model reads English only: Chinese questions keep the hybrid order unless `languages`
+    holds `zh`, and a document in another language keeps its place while the documents it reads are
+    reordered among the other places (its scores of a page it cannot read are noise: on the development
+    split it pushed the Chinese answering page of English questions about TiDB from first to fifth).
 
     Args:
         model: the cross-encoder; None: the built-in English one (`OnnxCrossEncoder()`).
-        languages: question languages (`question_language`) to rerank; others come back unchanged.
-        documents: distinct documents reranked, the ranking's first; the rest follow in their order.
+        languages: languages of the questions (`question_language`) and of the documents (a chunk's
+            `lang`, "" read as `en`) it reranks; other questions come back unchanged.
+        documents: distinct documents considered, the ranking's first; the rest follow in their order.
         combine: `rrf`: the documents ordered by reciprocal rank fusion of their hybrid and reranker
             ranks (k = 60; ties keep the hybrid order); `reranker`: by the reranker's score alone.
+        passages: chunks of each document scored, its first in the ranking; the document's score is
+            their best ("MaxP", Dai & Callan, SIGIR 2019).
 
     Scores stay those of the positions (the n-th chunk gets the n-th score of the input), so they keep
     one scale and fall with the rank, as after interleaving.
     """
 
-    def __init__(self, model: OnnxCrossEncoder | None = None, *, languages: Collection[str] = ("en",),
-                 documents: int = DEFAULT_RERANK_DOCUMENTS, combine: str = DEFAULT_RERANK_COMBINE):
+    def __init__(self, model: "OnnxCrossEncoder | None" = None, *, languages: Collection[str] = ("en",),
+                 documents: int = DEFAULT_RERANK_DOCUMENTS, combine: str = DEFAULT_RERANK_COMBINE,
+                 passages: int = DEFAULT_RERANK_PASSAGES):
         if combine not in ("rrf", "reranker"):
             raise ValueError(f"combine must be 'rrf' or 'reranker', not {combine!r}")
-        if documents < 2:
-            raise ValueError(f"documents must be at least 2, not {documents}")
+        if documents < 2 or passages < 1:
+            raise ValueError(f"documents must be at least 2 and passages at least 1, not {documents} and {passages}")
         self.model = model or OnnxCrossEncoder()
         self.languages = frozenset(languages)
         self.documents = documents
         self.combine = combine
+        self.passages = passages
 
     def rerank(self, query: str, chunks: list["RetrievedChunk"]) -> list["RetrievedChunk"]:
-        """`chunks` (ranked, best first) with their first `documents` documents reordered; each
-        document's chunks stay together in their order at its new place, the other documents follow.
-        Unchanged when the question's language is not among `languages`."""
+        """`chunks` (ranked, best first) with the documents in `languages` among the first `documents`
+        reordered among their places; each document's chunks stay together in their order at its
+        place, the other documents keep theirs. Unchanged when the question's language is not among
+        `languages`."""
         from assistant.core.language import question_language
 
         if question_language(query) not in self.languages or len(chunks) < 2:
@@ -301,13 +312,18 @@ class BuiltinReranker:
         for chunk in chunks:
             groups.setdefault(chunk.doc_id or chunk.chunk_id, []).append(chunk)
         docs = list(groups)
-        head, tail = docs[: self.documents], docs[self.documents :]
-        if len(head) < 2:
+        head = docs[: self.documents]
+        movable = [n for n, d in enumerate(head) if (groups[d][0].lang or "en") in self.languages]
+        if len(movable) < 2:
             return chunks
-        scores = self.model.score(query, [passage_text(g[0].title, g[0].heading, g[0].text)
-                                          for g in (groups[d] for d in head)])
-        order = self.order(scores)
-        ranked = [c for n in order for c in groups[head[n]]] + [c for d in tail for c in groups[d]]
+        texts = [[passage_text(c.title, c.heading, c.text) for c in groups[head[n]][: self.passages]] for n in movable]
+        flat = self.model.score(query, [t for group in texts for t in group])
+        bounds = np.cumsum([0] + [len(group) for group in texts])
+        scores = np.array([flat[bounds[k] : bounds[k + 1]].max() for k in range(len(movable))], dtype=np.float32)
+        places = list(head)
+        for place, k in zip(movable, self.order(scores)):
+            places[place] = head[movable[k]]
+        ranked = [c for d in places + docs[self.documents :] for c in groups[d]]
         return [replace(chunk, score=chunks[n].score) for n, chunk in enumerate(ranked)]
 
     def order(self, scores: np.ndarray) -> list[int]:
