@@ -4,7 +4,8 @@ dictionary expansion, on the development and the held-aside question sets, Engli
 
 Usage (no index needed: the bench builds its own Qdrant Edge collections in a temporary folder):
 
-    .venv/bin/python bench/bench_retrieval_ablation.py [--no-small-chunks] [--distractors 15] [--json out.json]
+    .venv/bin/python bench/bench_retrieval_ablation.py [--no-small-chunks | --e5-only] [--dev2] [--no-reranker]
+        [--distractors 15] [--json out.json]
 
 Documents: every answer file of both question sets plus a fixed random sample (`--seed`) of
 `--distractors` other pages per corpus, the same set for every configuration (the whole corpus is
@@ -15,6 +16,14 @@ disk per (model, chunk size) under `--cache` (default /work/cache/retrieval), so
 nothing. Searches go through `Retriever.search` on Qdrant Edge (the product's path); the fusions
 that the product does not make (two dense channels, document-level RRF) are computed here from the
 single rankings the retriever returns.
+
+Reranker rows: the built-in English cross-encoder (`retrieval.reranker.BuiltinReranker`) over today's
+default hybrid ranking, through `Retriever.search`, for each number of documents (and chunks a document)
+reranked and each way of combining its order with the hybrid one; English questions as `builtin-en`
+reranks them, Chinese ones as `builtin-all` would, so that the Chinese columns show what it would do
+there (`builtin-en` leaves them in the hybrid order). Its scores are cached per (question, passage) in
+`--cache`; pairs/s and the seconds it adds to a question are printed. `--dev2` adds the second
+development set as columns of its own (its answer pages join the index, the draw of the others is kept).
 
 Metrics: recall@1/5/10 (any answer file among the first k distinct documents) and nDCG@10, per
 language and question set (`assistant.evaluation.metrics`).
@@ -46,6 +55,7 @@ from assistant.core.vectorstore.edge import EdgeVectorStore  # noqa: E402
 from assistant.evaluation.dataset import Question, load_questions  # noqa: E402
 from assistant.evaluation.metrics import document_ranking, ranking_metrics  # noqa: E402
 from assistant.retrieval.crosslingual import translate  # noqa: E402
+from assistant.retrieval.reranker import BuiltinReranker, OnnxCrossEncoder  # noqa: E402
 from assistant.retrieval.retriever import Retriever  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "corpus"
@@ -55,11 +65,15 @@ ROOTS = {
 }
 DATA = REPO / "tests" / "data"
 DEV_SETS = (DATA / "dev_questions.jsonl",)
+DEV2_SETS = (DATA / "dev2_questions.jsonl",)  # the second development set (`--dev2`)
 HELDOUT_SETS = (DATA / "retrieval_heldout.jsonl",)
 DEPTH_DOCS = 10
 RRF_K = 60  # Cormack, Clarke & Buettcher, "Reciprocal rank fusion outperforms Condorcet...", SIGIR 2009
 # (model, chunk tokens) pairs embedded; 0 is the model's own default.
 INDEXES = ((BUILTIN_E5, 0), (BUILTIN_MINILM, 0), (BUILTIN_E5, 128))
+# (documents, chunks a document) reranked x how its order combines with the hybrid one.
+RERANK_SIZES = ((20, 1), (10, 1), (5, 1), (10, 2), (5, 2))
+RERANK_COMBINES = ("reranker", "rrf")
 
 
 @dataclass
@@ -71,9 +85,12 @@ class Doc:
     root: str
 
 
-def pick_documents(questions: Sequence[Question], distractors: int, seed: int) -> list[Doc]:
+def pick_documents(questions: Sequence[Question], distractors: int, seed: int,
+                   extra: Sequence[Question] = ()) -> list[Doc]:
     """Every answer file of `questions` plus `distractors` other Markdown pages per corpus, drawn once
-    with `seed`; sorted, so that every configuration indexes the same pages in the same order."""
+    with `seed`, plus the answer files of `extra` (which leave the draw as it was); sorted, so that
+    every configuration indexes the same pages in the same order."""
+    added = {f for q in extra for f in q.answer_files}
     wanted = {f for q in questions for f in q.answer_files}
     docs: list[Doc] = []
     rnd = random.Random(seed)
@@ -81,7 +98,8 @@ def pick_documents(questions: Sequence[Question], distractors: int, seed: int) -
         pages = sorted(str(p.relative_to(root)) for p in root.rglob("*.md"))
         answers = [p for p in pages if p in wanted]
         others = [p for p in pages if p not in wanted]
-        chosen = sorted(answers + rnd.sample(others, min(distractors, len(others))))
+        drawn = rnd.sample(others, min(distractors, len(others)))
+        chosen = sorted(set(answers + drawn) | {p for p in pages if p in added})
         docs += [Doc(source=p, path=root / p, root=root_name) for p in chosen]
     return docs
 
@@ -164,6 +182,35 @@ def build_index(
     return store
 
 
+class CachedCrossEncoder:
+    """The built-in cross-encoder with its scores kept per (question, passage) in a JSON file, so that
+    the reranker configurations after the first (and a second run) score nothing again; `pairs` and
+    `seconds` count only the pairs the model scored."""
+
+    def __init__(self, folder: Path):
+        self.model = OnnxCrossEncoder()
+        self.path = folder / "reranker_en-256.json"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.scores: dict[str, float] = json.loads(self.path.read_text()) if self.path.exists() else {}
+
+    @property
+    def pairs(self) -> int:
+        return self.model.pairs
+
+    @property
+    def seconds(self) -> float:
+        return self.model.seconds
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        keys = [hashlib.sha1(f"{query}\0{p}".encode("utf-8")).hexdigest() for p in passages]
+        todo = [n for n, k in enumerate(keys) if k not in self.scores]
+        if todo:
+            fresh = self.model.score(query, [passages[n] for n in todo])
+            self.scores.update({keys[n]: float(v) for n, v in zip(todo, fresh)})
+            self.path.write_text(json.dumps(self.scores))
+        return np.array([self.scores[k] for k in keys], dtype=np.float32)
+
+
 def rankings(retriever: Retriever, questions: Sequence[Question]) -> dict[str, list[str]]:
     """Question ID -> distinct documents (sources), best first, at most `DEPTH_DOCS`."""
     out = {}
@@ -211,15 +258,21 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("/work/cache/retrieval"))
     parser.add_argument("--json", type=Path)
     parser.add_argument("--no-small-chunks", action="store_true", help="skip the e5 index of 128-token chunks")
+    parser.add_argument("--e5-only", action="store_true",
+                        help="embed only the e5 index of default chunks (skip the MiniLM and 128-token indexes and their rows)")
+    parser.add_argument("--no-reranker", action="store_true", help="skip the built-in reranker rows")
+    parser.add_argument("--dev2", action="store_true",
+                        help="also measure the second development set (its answer pages join the index)")
     parser.add_argument("--embed-only", choices=["e5", "e5-128", "minilm"], help="fill the cache of one model's chunks and stop")
     parser.add_argument("--show-misses", action="store_true", help="print the development set's misses at 5")
     args = parser.parse_args()
 
     dev = [q for path in DEV_SETS for q in load_questions(path)]
     held = [q for path in HELDOUT_SETS for q in load_questions(path)]
-    docs = pick_documents(dev + held, args.distractors, args.seed)
+    dev2 = [q for path in DEV2_SETS for q in load_questions(path)] if args.dev2 else []
+    docs = pick_documents(dev + held, args.distractors, args.seed, extra=dev2)
     runs: dict[str, dict[str, dict[str, list[str]]]] = {}  # config -> split -> qid -> docs
-    splits = {"dev": dev, "heldout": held}
+    splits = {"dev": dev, **({"dev2": dev2} if dev2 else {}), "heldout": held}
 
     def record(label: str, make: Callable[[list[Question]], dict[str, list[str]]]) -> None:
         runs[label] = {name: make(qs) for name, qs in splits.items()}
@@ -228,7 +281,7 @@ def main() -> None:
         embedders: dict[str, Embedder] = {}
         stores = {}
         for model, size in INDEXES:
-            if size == 128 and args.no_small_chunks:
+            if (size == 128 and args.no_small_chunks) or (args.e5_only and (model, size) != (BUILTIN_E5, 0)):
                 continue
             if args.embed_only and (model, size) != {"e5": (BUILTIN_E5, 0), "e5-128": (BUILTIN_E5, 128),
                                                      "minilm": (BUILTIN_MINILM, 0)}[args.embed_only]:
@@ -250,7 +303,9 @@ def main() -> None:
         small = (BUILTIN_E5, 128) in stores
         if small:
             record("e5 dense, 128-token chunks", lambda qs: rankings(retr(BUILTIN_E5, 128, mode="dense"), qs))
-        record("MiniLM dense", lambda qs: rankings(retr(BUILTIN_MINILM, 0, mode="dense"), qs))
+        minilm = (BUILTIN_MINILM, 0) in stores
+        if minilm:
+            record("MiniLM dense", lambda qs: rankings(retr(BUILTIN_MINILM, 0, mode="dense"), qs))
         record("sparse", lambda qs: rankings(retr(BUILTIN_E5, 0, mode="sparse"), qs))
         record("sparse + dictionary", lambda qs: rankings(retr(BUILTIN_E5, 0, mode="sparse", translate=translate), qs))
         record("e5 + sparse, DBSF (today's default, no dictionary)", lambda qs: rankings(retr(BUILTIN_E5, 0), qs))
@@ -265,8 +320,11 @@ def main() -> None:
         if small:
             record("e5 128 + sparse + dictionary, DBSF",
                    lambda qs: rankings(retr(BUILTIN_E5, 128, translate=translate), qs))
-        record("MiniLM + sparse + dictionary, DBSF (before e5)",
-               lambda qs: rankings(retr(BUILTIN_MINILM, 0, translate=translate, interleave_depth=5), qs))
+        if minilm:
+            record("MiniLM + sparse + dictionary, DBSF (before e5)",
+                   lambda qs: rankings(retr(BUILTIN_MINILM, 0, translate=translate, interleave_depth=5), qs))
+        if not args.no_reranker:
+            rerank_rows(record, retr, splits, args.cache)
         # Document-level fusions of the single rankings above.
         measured = list(runs)
         for name in splits:
@@ -274,17 +332,18 @@ def main() -> None:
             ids = list(single["e5 dense"])
             fused = {
                 "RRF e5 + sparse+dict": lambda i: rrf([single["e5 dense"][i], single["sparse + dictionary"][i]]),
-                "RRF MiniLM + e5 + sparse+dict": lambda i: rrf(
-                    [single["MiniLM dense"][i], single["e5 dense"][i], single["sparse + dictionary"][i]]),
             }
-            if small:
+            if minilm:
+                fused["RRF MiniLM + e5 + sparse+dict"] = lambda i: rrf(
+                    [single["MiniLM dense"][i], single["e5 dense"][i], single["sparse + dictionary"][i]])
+            if small and minilm:
                 fused["RRF MiniLM + e5 + e5-128 + sparse+dict"] = lambda i: rrf(
                     [single["MiniLM dense"][i], single["e5 dense"][i], single["e5 dense, 128-token chunks"][i],
                      single["sparse + dictionary"][i]])
             for label, fuse in fused.items():
                 runs.setdefault(label, {})[name] = {i: fuse(i) for i in ids}
         # MiniLM only for English questions (it knows no Chinese): language-routed two dense channels.
-        for name, qs in splits.items():
+        for name, qs in (splits.items() if minilm else ()):
             base = runs["RRF MiniLM + e5 + sparse+dict"][name]
             alt = runs["RRF e5 + sparse+dict"][name]
             runs.setdefault("RRF (MiniLM for en) + e5 + sparse+dict", {})[name] = {
@@ -301,10 +360,49 @@ def main() -> None:
         args.json.write_text(json.dumps({"documents": len(docs), "table": table, "runs": runs}, ensure_ascii=False, indent=1))
 
 
+def rerank_rows(record: Callable, retr: Callable[..., Retriever], splits: dict[str, list[Question]], cache: Path) -> None:
+    """Rows of the built-in reranker over today's default (e5 + keywords + dictionary, DBSF) for each
+    number of documents and chunks a document (`RERANK_SIZES`) and combination (`RERANK_COMBINES`).
+    English questions are reranked as `builtin-en` does (English pages only); Chinese ones as
+    `builtin-all` does (pages of both languages), to show what it would do there. Then
+    the seconds it adds to a question, timed uncached on the held-aside English questions with the
+    default configuration (`BuiltinReranker()`), against the same search without it."""
+    model = CachedCrossEncoder(cache)
+    questions = sum(len(qs) for qs in splits.values())
+
+    def reranked(documents: int, combine: str, passages: int) -> Callable[[list[Question]], dict[str, list[str]]]:
+        by_lang = {lang: retr(BUILTIN_E5, 0, translate=translate, reranker=BuiltinReranker(
+            model, languages=langs, documents=documents, combine=combine, passages=passages))
+            for lang, langs in (("en", ("en",)), ("zh", ("en", "zh")))}
+        return lambda qs: {k: v for lang, r in by_lang.items() for k, v in rankings(r, [q for q in qs if q.lang == lang]).items()}
+
+    for documents, passages in RERANK_SIZES:
+        for combine in RERANK_COMBINES:
+            how = "RRF with the hybrid rank" if combine == "rrf" else "reranker order"
+            label = f"default + reranker, first {documents} documents{f' x {passages} chunks' if passages > 1 else ''}, {how}"
+            record(label, reranked(documents, combine, passages))
+    if model.pairs:
+        print(f"reranker: {model.pairs} pairs scored in {model.seconds:.1f} s ({model.pairs / model.seconds:.1f} pairs/s, "
+              f"{questions} questions, the configurations above)", file=sys.stderr, flush=True)
+    timed = [q for q in splits["heldout"] if q.lang == "en"]
+    fresh = BuiltinReranker(OnnxCrossEncoder(), languages=("en",))
+    plain, with_reranker = retr(BUILTIN_E5, 0, translate=translate), retr(BUILTIN_E5, 0, translate=translate, reranker=fresh)
+    seconds = {}
+    for label, retriever in (("without", plain), ("with", with_reranker)):
+        started = time.perf_counter()
+        rankings(retriever, timed)
+        seconds[label] = (time.perf_counter() - started) / len(timed)
+    print(f"reranker timing ({len(timed)} held-aside English questions, first {fresh.documents} documents, "
+          f"{fresh.combine}): {fresh.model.pairs / fresh.model.seconds:.1f} pairs/s, "
+          f"{1000 * fresh.model.seconds / len(timed):.0f} ms scoring a question; search "
+          f"{1000 * seconds['without']:.0f} ms without, {1000 * seconds['with']:.0f} ms with "
+          f"(+{1000 * (seconds['with'] - seconds['without']):.0f} ms)", flush=True)
+
+
 def print_table(table: dict, *, n_docs: int) -> None:
     """Markdown table: one row per configuration, R@1 / R@5 / nDCG@10 per split and language."""
-    cols = [(s, l) for s in ("dev", "heldout") for l in ("en", "zh")]
     first = next(iter(table.values()))
+    cols = [(s, l) for s in first for l in ("en", "zh")]
     head = " | ".join(f"{s} {l} (n={first[s][l]['n']}) R@1 / R@5 / R@10 / nDCG@10" for s, l in cols)
     print(f"\n{n_docs} documents in one index\n\n| configuration | {head} |\n|---|" + "---|" * len(cols))
     for label, by in table.items():
@@ -320,6 +418,8 @@ def show_misses(runs: dict, dev: Sequence[Question]) -> None:
     rankings (held-aside misses are never shown: nothing is fitted on them)."""
     for q in dev:
         for label in ("e5 dense", "MiniLM dense", "e5 + sparse + dictionary, DBSF (today's default)"):
+            if label not in runs:
+                continue
             top = runs[label]["dev"][q.id][:5]
             if q.answer_files and not set(q.answer_files) & set(top):
                 print(f"{q.id} [{label}] {q.question}\n   want {q.answer_files[0]}\n   got {top[:3]}")
