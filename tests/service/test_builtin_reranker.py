@@ -91,3 +91,16 @@ def test_chinese_questions_keep_the_hybrid_order_when_the_reranker_is_routed_to_
     everyone = BuiltinReranker(english_only.model, languages=BUILTIN_RERANKER_LANGUAGES["builtin-all"])
     _sources(embedder, store, CHINESE_QUESTION, everyone)
     assert english_only.model.pairs >= len(hybrid)
+
+
+@pytest.mark.parametrize("value, languages", [("builtin-en", {"en"}), ("builtin-all", {"en", "zh"}), ("off", None)])
+def test_the_setting_composes_the_reranker_of_its_languages(tmp_path, value, languages):
+    from assistant.composition import Assistant
+    from tests.conftest import make_settings, open_resources
+
+    resources = open_resources(make_settings(tmp_path / "var", reranker=value))
+    try:
+        reranker = Assistant.build(resources).retriever.reranker
+    finally:
+        resources.close()
+    assert (reranker.languages if reranker else None) == languages
