@@ -39,13 +39,16 @@ from ingest.pipeline import Ingestor  # noqa: E402
 async def timed(answerer, question: str) -> dict:
     """Seconds from the request to each stage of one answer (`None` for a stage that did not come)."""
     started = time.perf_counter()
-    marks: dict = {"sources_s": None, "first_text_s": None, "checking_s": None, "checked_s": None}
+    marks: dict = {"sources_s": None, "final_sources_s": None, "first_text_s": None, "checking_s": None,
+                   "checked_s": None}
     done: dict = {}
     async for event in answerer.stream(question, principal=ANONYMOUS, draft=True):
         now = round(time.perf_counter() - started, 2)
         kind = event["type"]
         if kind == "sources" and marks["sources_s"] is None:
             marks["sources_s"] = now
+        if kind == "sources" and not event.get("preliminary"):
+            marks["final_sources_s"] = now  # a translated question's sources after its translation
         elif kind == "token" and marks["first_text_s"] is None:
             marks["first_text_s"] = now
         elif kind == "status" and event.get("stage") == "checking":
@@ -79,17 +82,17 @@ def main() -> None:
             answerer = Assistant.build(res).answerer
             asyncio.run(answerer.translation("预热")) if answerer.translate_questions else None  # load the model
             rows = []
-            print("question  sources_s  first_text_s  checking_s  checked_s  judged  copies  outcome  load1")
+            print("question  sources_s  final_sources_s  first_text_s  checking_s  checked_s  judged  copies  outcome  load1")
             for q in questions:
                 row = asyncio.run(timed(answerer, q.question))
                 outcome = "declined" if row["abstained"] else ("quoted" if row["quoted"] else "answered")
                 rows.append(row)
-                print(f"{q.id:9} {row['sources_s']!s:>9}  {row['first_text_s']!s:>12}  {row['checking_s']!s:>10}  "
+                print(f"{q.id:9} {row['sources_s']!s:>9}  {row['final_sources_s']!s:>15}  {row['first_text_s']!s:>12}  {row['checking_s']!s:>10}  "
                       f"{row['checked_s']!s:>9}  {row['judged']:6}  {row['copies']:6}  {outcome:8}  {os.getloadavg()[0]:.1f}",
                       flush=True)
         finally:
             res.close()
-    for key in ("sources_s", "first_text_s", "checked_s"):
+    for key in ("sources_s", "final_sources_s", "first_text_s", "checked_s"):
         values = [r[key] for r in rows if r[key] is not None]
         if values:
             print(f"{key}: median {statistics.median(values):.1f} s, max {max(values):.1f} s (n={len(values)})")
