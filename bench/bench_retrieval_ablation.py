@@ -5,7 +5,7 @@ dictionary expansion, on the development and the held-aside question sets, Engli
 Usage (no index needed: the bench builds its own Qdrant Edge collections in a temporary folder):
 
     .venv/bin/python bench/bench_retrieval_ablation.py [--no-small-chunks | --e5-only] [--dev2] [--no-reranker]
-        [--distractors 15] [--json out.json]
+        [--llm-rerank [--llm-docs 3 5] [--llm-dump out.json]] [--distractors 15] [--json out.json]
 
 Documents: every answer file of both question sets plus a fixed random sample (`--seed`) of
 `--distractors` other pages per corpus, the same set for every configuration (the whole corpus is
@@ -24,6 +24,17 @@ reranks them, Chinese ones as `builtin-all` would, so that the Chinese columns s
 there (`builtin-en` leaves them in the hybrid order). Its scores are cached per (question, passage) in
 `--cache`; pairs/s and the seconds it adds to a question are printed. `--dev2` adds the second
 development set as columns of its own (its answer pages join the index, the draw of the others is kept).
+
+LLM judge rows (`--llm-rerank`): the chat model as a pointwise judge of today's default hybrid ranking's
+first N distinct documents (N in `--llm-docs`): the best chunk of each (its first in the ranking, as
+`passages.passage_text` writes it, cut to `LLM_PASSAGE_TOKENS` of the chat model's tokens) is put to the
+answering package's "does this passage answer the question" prompt (`judge.answers_messages`, greedy,
+YES or NO) with the question as asked; the documents judged YES come first in their hybrid order, then
+the others. The model is the configured one, loaded as `bench/ground_answers.py` does (the built-in
+Qwen2.5-Coder-1.5B through llama.cpp, 2 threads). Verdicts are cached per (model, question, chunk ID,
+passage) in `--cache`; pairs/s and the seconds the judging adds to a question are printed. Pairs are
+judged a rank at a time over all questions (splits interleaved), so a run cut short leaves a cache from
+which the smaller N can be scored.
 
 Metrics: recall@1/5/10 (any answer file among the first k distinct documents) and nDCG@10, per
 language and question set (`assistant.evaluation.metrics`).
@@ -50,6 +61,7 @@ sys.path.insert(0, str(REPO))
 from assistant.core.embedder import BUILTIN_E5, BUILTIN_MINILM, Embedder  # noqa: E402
 from assistant.core.index_format import ChunkPayload, chunk_point, document_id  # noqa: E402
 from assistant.core.language import document_language  # noqa: E402
+from assistant.core.passages import passage_text  # noqa: E402
 from assistant.core.principals import ANONYMOUS  # noqa: E402
 from assistant.core.vectorstore.edge import EdgeVectorStore  # noqa: E402
 from assistant.evaluation.dataset import Question, load_questions  # noqa: E402
@@ -74,6 +86,9 @@ INDEXES = ((BUILTIN_E5, 0), (BUILTIN_MINILM, 0), (BUILTIN_E5, 128))
 # (documents, chunks a document) reranked x how its order combines with the hybrid one.
 RERANK_SIZES = ((20, 1), (10, 1), (5, 1), (10, 2), (5, 2))
 RERANK_COMBINES = ("reranker", "rrf")
+# Chat-model tokens of a passage put to the LLM judge (its best chunk with title and heading): on 2 shared
+# cores the prompt is evaluated at 15-35 ms a token, so a passage costs seconds.
+LLM_PASSAGE_TOKENS = 200
 
 
 @dataclass
@@ -263,6 +278,14 @@ def main() -> None:
     parser.add_argument("--no-reranker", action="store_true", help="skip the built-in reranker rows")
     parser.add_argument("--dev2", action="store_true",
                         help="also measure the second development set (its answer pages join the index)")
+    parser.add_argument("--llm-rerank", action="store_true",
+                        help="add rows of the chat model judging whether each of the first documents answers the question")
+    parser.add_argument("--llm-docs", type=int, nargs="+", default=[3, 5],
+                        help="numbers of first documents judged by the chat model (--llm-rerank)")
+    parser.add_argument("--llm-splits", nargs="+",
+                        help="splits the chat model judges (default: all measured); the others' LLM rows are left out")
+    parser.add_argument("--llm-dump", type=Path,
+                        help="with --llm-rerank: write each question's default ranking and judged passages (JSON) and judge nothing")
     parser.add_argument("--embed-only", choices=["e5", "e5-128", "minilm"], help="fill the cache of one model's chunks and stop")
     parser.add_argument("--show-misses", action="store_true", help="print the development set's misses at 5")
     args = parser.parse_args()
@@ -325,10 +348,14 @@ def main() -> None:
                    lambda qs: rankings(retr(BUILTIN_MINILM, 0, translate=translate, interleave_depth=5), qs))
         if not args.no_reranker:
             rerank_rows(record, retr, splits, args.cache)
+        if args.llm_rerank:
+            llm_rows(runs, retr(BUILTIN_E5, 0, translate=translate),
+                     {k: v for k, v in splits.items() if not args.llm_splits or k in args.llm_splits},
+                     args.llm_docs, args.cache, dump=args.llm_dump)
         # Document-level fusions of the single rankings above.
         measured = list(runs)
         for name in splits:
-            single = {label: runs[label][name] for label in measured}
+            single = {label: runs[label][name] for label in measured if name in runs[label]}
             ids = list(single["e5 dense"])
             fused = {
                 "RRF e5 + sparse+dict": lambda i: rrf([single["e5 dense"][i], single["sparse + dictionary"][i]]),
@@ -399,6 +426,105 @@ def rerank_rows(record: Callable, retr: Callable[..., Retriever], splits: dict[s
           f"(+{1000 * (seconds['with'] - seconds['without']):.0f} ms)", flush=True)
 
 
+class CachedAnswerJudge:
+    """The chat model asked whether a passage answers a question (`judge.EvidenceJudge.answers`), with its
+    verdicts kept in a JSON file keyed by SHA-1 of (model, question, chunk ID, passage); `pairs` and
+    `seconds` count only the pairs the model judged in this run."""
+
+    def __init__(self, folder: Path):
+        from assistant.answering.judge import EvidenceJudge
+        from assistant.core.llm.llama_cpp import LlamaCppLLM
+
+        self.llm = LlamaCppLLM(threads=2)
+        self.judge = EvidenceJudge(self.llm)
+        self.path = folder / "llm_answers_judge.json"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.verdicts: dict[str, bool] = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.pairs = 0
+        self.seconds = 0.0
+
+    def key(self, question: str, chunk_id: str, passage: str) -> str:
+        return hashlib.sha1("\0".join((self.llm.name, question, chunk_id, passage)).encode("utf-8")).hexdigest()
+
+    def known(self, question: str, chunk_id: str, passage: str) -> bool | None:
+        return self.verdicts.get(self.key(question, chunk_id, passage))
+
+    def answers(self, question: str, chunk_id: str, passage: str) -> bool:
+        """True when the model says YES, the passage answers the question (cached; saved at once)."""
+        key = self.key(question, chunk_id, passage)
+        if key not in self.verdicts:
+            import asyncio
+
+            started = time.perf_counter()
+            self.verdicts[key] = asyncio.run(self.judge.answers(question, passage))
+            self.seconds += time.perf_counter() - started
+            self.pairs += 1
+            self.path.write_text(json.dumps(self.verdicts))
+        return self.verdicts[key]
+
+    def cap(self, text: str, tokens: int = LLM_PASSAGE_TOKENS) -> str:
+        """`text` cut to its first `tokens` chat-model tokens (whole text when shorter)."""
+        ids = self.llm._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        if len(ids) <= tokens:
+            return text
+        return self.llm._llama.detokenize(ids[:tokens]).decode("utf-8", errors="ignore")
+
+
+def llm_rows(runs: dict, retriever: Retriever, splits: dict[str, list[Question]], sizes: Sequence[int], cache: Path,
+             dump: Path | None = None) -> None:
+    """Rows "default + LLM judge, first N documents" for each N in `sizes` (see the module docstring):
+    today's default ranking with the documents among its first N that the chat model judged to answer the
+    question moved before the others (each group in hybrid order). Judged a rank at a time, the splits'
+    questions interleaved; printed: pairs/s and seconds added to a question (N pairs at that rate)."""
+    judge = CachedAnswerJudge(cache)
+    depth = max(sizes)
+    searched: dict[str, tuple[Question, list[str], list[tuple[str, str]]]] = {}  # qid -> (q, docs, (chunk id, passage))
+    splits = {name: [q for q in qs if q.answerable] for name, qs in splits.items()}  # the others score nothing
+    for qs in splits.values():
+        for q in qs:
+            chunks = retriever.search(q.question, principal=ANONYMOUS, top_k=DEPTH_DOCS, evidence=False).chunks
+            docs = document_ranking((c.source for c in chunks), depth=DEPTH_DOCS)
+            best = {}
+            for c in chunks:
+                best.setdefault(c.source, (c.chunk_id, judge.cap(passage_text(c.title, c.heading, c.text))))
+            searched[q.id] = (q, docs, [best[d] for d in docs[:depth]])
+    if dump:
+        dump.write_text(json.dumps({qid: {"question": q.question, "lang": q.lang, "answer_files": list(q.answer_files),
+                                          "split": next(k for k, qs in splits.items() if q in qs), "documents": docs,
+                                          "judged": heads, "keys": [judge.key(q.question, *h) for h in heads]}
+                                    for qid, (q, docs, heads) in searched.items()}, ensure_ascii=False))
+        return
+    order = [qid for group in zip(*[[q.id for q in qs] for qs in splits.values()]) for qid in group]
+    order += [q.id for qs in splits.values() for q in qs if q.id not in order]
+    started = time.perf_counter()
+    for rank in range(depth):
+        for qid in order:
+            q, _docs, heads = searched[qid]
+            if rank < len(heads):
+                judge.answers(q.question, *heads[rank])
+        print(f"LLM judge: rank {rank + 1} judged for {len(order)} questions ({judge.pairs} pairs new, "
+              f"{time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+    for n in sizes:
+        for how in ("YES first", "first YES first"):
+            label = f"default + LLM judge (Qwen2.5-Coder-1.5B), first {n} documents, {how}"
+            moved = 0
+            for name, qs in splits.items():
+                run = {}
+                for q in qs:
+                    _q, docs, heads = searched[q.id]
+                    yes = [d for d, h in zip(docs[:n], heads) if judge.known(q.question, *h)]
+                    yes = yes if how == "YES first" else yes[:1]
+                    run[q.id] = yes + [d for d in docs if d not in yes]
+                    moved += run[q.id][:1] != docs[:1]
+                runs.setdefault(label, {})[name] = run
+            print(f"LLM judge, first {n}, {how}: first document changed for {moved} of {len(searched)} questions",
+                  file=sys.stderr)
+    if judge.pairs:
+        rate = judge.pairs / judge.seconds
+        print(f"LLM judge: {judge.pairs} pairs judged in {judge.seconds:.0f} s ({rate:.2f} pairs/s, 2 threads); "
+              + ", ".join(f"+{n / rate:.1f} s a question at N={n}" for n in sizes), flush=True)
+
+
 def print_table(table: dict, *, n_docs: int) -> None:
     """Markdown table: one row per configuration, R@1 / R@5 / nDCG@10 per split and language."""
     first = next(iter(table.values()))
@@ -408,7 +534,7 @@ def print_table(table: dict, *, n_docs: int) -> None:
     for label, by in table.items():
         cells = " | ".join(
             f"{by[s][l]['recall@1']:.2f} / {by[s][l]['recall@5']:.2f} / {by[s][l]['recall@10']:.2f} / {by[s][l]['ndcg@10']:.2f}"
-            for s, l in cols
+            if s in by else "-" for s, l in cols
         )
         print(f"| {label} | {cells} |")
 
