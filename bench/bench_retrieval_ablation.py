@@ -286,9 +286,14 @@ def main() -> None:
                         help="splits the chat model judges (default: all measured); the others' LLM rows are left out")
     parser.add_argument("--llm-dump", type=Path,
                         help="with --llm-rerank: write each question's default ranking and judged passages (JSON) and judge nothing")
+    parser.add_argument("--llm-score", type=Path,
+                        help="score the LLM rows from a --llm-dump file and the cached verdicts (questions whose first N are "
+                             "all judged) and stop: no index, no model")
     parser.add_argument("--embed-only", choices=["e5", "e5-128", "minilm"], help="fill the cache of one model's chunks and stop")
     parser.add_argument("--show-misses", action="store_true", help="print the development set's misses at 5")
     args = parser.parse_args()
+    if args.llm_score:
+        return score_llm_dump(args.llm_score, args.cache, args.llm_docs)
 
     dev = [q for path in DEV_SETS for q in load_questions(path)]
     held = [q for path in HELDOUT_SETS for q in load_questions(path)]
@@ -523,6 +528,36 @@ def llm_rows(runs: dict, retriever: Retriever, splits: dict[str, list[Question]]
         rate = judge.pairs / judge.seconds
         print(f"LLM judge: {judge.pairs} pairs judged in {judge.seconds:.0f} s ({rate:.2f} pairs/s, 2 threads); "
               + ", ".join(f"+{n / rate:.1f} s a question at N={n}" for n in sizes), flush=True)
+
+
+def score_llm_dump(dump_path: Path, cache: Path, sizes: Sequence[int]) -> None:
+    """Print R@1 / R@5 / nDCG@10 per split and language of the default ranking and of the LLM rows for each
+    N in `sizes`, from a `--llm-dump` file and the verdicts cached so far, over the questions whose first N
+    documents are all judged (their count is printed: a run cut short scores what it judged)."""
+    dump = json.loads(dump_path.read_text())
+    verdicts = json.loads((cache / "llm_answers_judge.json").read_text())
+    splits = sorted({d["split"] for d in dump.values()}, key=lambda s: (s == "heldout", s))
+    print(f"| configuration | {' | '.join(f'{s} {l}' for s in splits for l in ('en', 'zh'))} |\n|---|" + "---|" * 2 * len(splits))
+    for n in sizes:
+        rows: dict[str, list[str]] = {}
+        for split in splits:
+            for lang in ("en", "zh"):
+                ids = [i for i, d in dump.items() if d["split"] == split and d["lang"] == lang]
+                full = [i for i in ids if all(k in verdicts for k in dump[i]["keys"][:n])]
+                runs = {"default": {}, "YES first": {}, "first YES first": {}}
+                for i in full:
+                    docs = dump[i]["documents"]
+                    yes = [d for d, k in zip(docs[:n], dump[i]["keys"][:n]) if verdicts[k]]
+                    runs["default"][i] = docs
+                    runs["YES first"][i] = yes + [d for d in docs if d not in yes]
+                    runs["first YES first"][i] = yes[:1] + [d for d in docs if d not in yes[:1]]
+                for how, run in runs.items():
+                    per = ranking_metrics(run, {i: dump[i]["answer_files"] for i in full})
+                    cell = " / ".join(f"{np.mean([per[i][m] for i in full]):.2f}" if full else "-"
+                                      for m in ("recall@1", "recall@5", "ndcg@10"))
+                    rows.setdefault(how, []).append(f"{cell} ({len(full)}/{len(ids)})")
+        for how, cells in rows.items():
+            print(f"| {how}, first {n} judged | {' | '.join(cells)} |")
 
 
 def print_table(table: dict, *, n_docs: int) -> None:
