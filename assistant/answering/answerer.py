@@ -68,7 +68,8 @@ class Answer:
 # that the 768-token window leaves for sources held one English source: the answering page, second or
 # third for 5 of the 9 declined Chinese questions about English pages, never reached the model. At 1.0
 # (two sources): key fact 9 -> 12 of 21, cited answering page 12 -> 15, declined 9 -> 6, Chinese pages
-# unchanged (bench/bench_crosslingual_answers.py, docs/benchmarks.md).
+# unchanged (bench/bench_crosslingual_answers.py, docs/notes/answer-grounding-investigations.md,
+# "Two English sources for a Chinese question").
 CROSS_LINGUAL_SOURCE_FACTOR = 1.0
 
 

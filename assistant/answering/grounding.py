@@ -48,7 +48,8 @@ FAST_PATH_SHARE = 0.85
 # not asked about: in one batched prompt Qwen2.5-Coder-1.5B said YES to invented printer steps ("Click on
 # "Add Printer"", shares 0.0-0.33) against a page about returning laptops, where every supported paraphrase
 # of the development captures shared at least 0.50 and a hand-written one ("You should not let the browser
-# fill in your passwords automatically") 0.40: a third of its words (bench/ground_answers.py, docs/benchmarks.md).
+# fill in your passwords automatically") 0.40: a third of its words (bench/ground_answers.py,
+# docs/notes/answer-grounding-investigations.md, "Answers on the held-aside split").
 MIN_JUDGED_SHARE = 1 / 3
 # Without a judge (finetune's dataset filter, `ground`), a sentence is supported when this share of its
 # terms is in one source: 100% of copied and 94-99% of reworded sentences, 10% of unrelated ones.

@@ -25,10 +25,11 @@ JUDGE_SYSTEM = (
     "\"Do not use X\" and the statement says you can use X), or gives a different number or name, or does "
     "not mention it, the passage does not support the statement."
 )
-# Whether a passage answers a question (`EvidenceJudge.answers`): asked one passage per prompt. Batched
-# with the statement pairs, Qwen2.5-Coder-1.5B said YES to 3 of 4 passages that do not answer (a
-# name-change page for "How long should my password be?"); one per prompt, to none of them (and to 1 of
-# 2 that do), so a YES lets an extractive quote through (docs/benchmarks.md).
+# Whether a passage answers a question (`EvidenceJudge.answers`): asked one passage per prompt. Batched with
+# the statement pairs, Qwen2.5-Coder-1.5B said YES to 3 of 4 passages that do not answer (a name-change page
+# for "How long should my password be?"); one per prompt, to none of them (and to 1 of 2 that do), so a YES
+# lets an extractive quote through (docs/notes/answer-grounding-investigations.md, "Answers on the held-aside
+# split").
 ANSWERS_SYSTEM = (
     "You check whether a passage from the company's documents answers an employee's question. It answers "
     "only when it states what the question asks for (the value, the person, the steps). A passage on a "

@@ -81,7 +81,7 @@ class QuestionPart:
             first part), then `text`.
         query: what is searched for it: `question`, after the question of the part before it when it
             leans on that one ("… and how do I order one?"). The model is asked `question` alone: given
-            both, it answered the earlier one (helpdesk bench, docs/benchmarks.md).
+            both, it answered the earlier one (helpdesk bench, docs/notes/answer-grounding-investigations.md).
     """
 
     text: str

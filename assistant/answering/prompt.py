@@ -10,13 +10,13 @@ from assistant.core.language import question_language
 from assistant.core.llm import ChatMessage
 from assistant.retrieval import RetrievedChunk
 
-# Short numbered rules in plain words: a 0.5-1.5B instruct model follows a list better than prose.
-# No rule asks the model to decline: with one ("if the sources do not answer, write only: ..."), even
-# softened to "give the part they answer", Qwen2.5-Coder-1.5B declined 5 of 6 answerable English
-# development questions whose sources held the answer (bench/capture_answers.py, docs/benchmarks.md);
-# without it, it answered all 6 and invented on the no-answer ones, which grounding declines
-# (`grounding.declines`). The system prompt never varies per request (prefix cache); the per-request
-# reminder of the answer's language goes at the end of the user message.
+# Short numbered rules in plain words: a 0.5-1.5B instruct model follows a list better than prose. No rule
+# asks the model to decline: with one ("if the sources do not answer, write only: ..."), even softened to
+# "give the part they answer", Qwen2.5-Coder-1.5B declined 5 of 6 answerable English development questions
+# whose sources held the answer (bench/capture_answers.py, docs/notes/answer-grounding-investigations.md,
+# "Grounding fitted on Qwen2.5-Coder-1.5B's own answers"); without it, it answered all 6 and invented on the
+# no-answer ones, which grounding declines (`grounding.declines`). The system prompt never varies per request
+# (prefix cache); the per-request reminder of the answer's language goes at the end of the user message.
 SYSTEM_PROMPT = (
     "You are the company's internal assistant. You answer an employee's question from numbered sources.\n"
     "Rules:\n"

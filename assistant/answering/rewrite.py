@@ -49,8 +49,9 @@ TRANSLATE_SYSTEM = (
 
 # Two worked examples shown before the question (few-shot prompting): without them Qwen2.5-Coder-1.5B
 # answered 9 of 77 judged Chinese questions instead of translating them ("新生儿的父母可以享受多少周的全薪育儿假？"
-# got a number of weeks), docs/benchmarks.md. A yes/no question and a "which" question, the two kinds it
-# answered most; neither is a judged question.
+# got a number of weeks), docs/notes/answer-grounding-investigations.md, "Chinese questions answered from
+# English pages". A yes/no question and a "which" question, the two kinds it answered most; neither is a
+# judged question.
 TRANSLATE_EXAMPLES: tuple[tuple[str, str], ...] = (
     ("年假可以结转到下一年吗？", "Can annual leave be carried over to the next year?"),
     ("报销差旅费需要提交哪些材料？", "Which documents must be submitted to claim travel expenses?"),
@@ -116,10 +117,10 @@ async def translate_question(question: str, *, llm: LLM, timeout_s: float = 15.0
     pages, above the English page that answers a Chinese question (recall@1 0.19 on the judged
     questions whose answer is on an English page); the question and its translation searched together
     (`Retriever.search`'s `translation`) reach 0.76, with Chinese pages ranked about as before
-    (docs/benchmarks.md, "Chinese questions about English pages"). Query translation by a machine
-    translation system is the classic approach to cross-language retrieval (Oard, "A comparative study
-    of query and document translation for cross-language information retrieval", AMTA 1998); here the
-    chat model translates.
+    (docs/notes/retrieval-investigations.md, "Chinese questions about English pages"). Query
+    translation by a machine translation system is the classic approach to cross-language retrieval
+    (Oard, "A comparative study of query and document translation for cross-language information
+    retrieval", AMTA 1998); here the chat model translates.
 
     Args:
         question: the retrieval query (a standalone question), Chinese.

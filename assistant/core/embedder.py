@@ -197,7 +197,8 @@ class SentenceTransformerEmbedder(Embedder):
         with self._lock:
             # A question is a few dozen tokens: splitting its matrix products across threads costs
             # more in hand-offs than it saves, and on a busy machine every extra thread waits for a
-            # core (figures in docs/benchmarks.md, "Retrieval quality", "Query embedding dominates").
+            # core (figures in docs/notes/retrieval-investigations.md,
+            # "Query embedding dominates").
             threads = torch.get_num_threads()
             torch.set_num_threads(self.query_threads)
             try:

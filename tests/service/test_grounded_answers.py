@@ -205,7 +205,7 @@ def test_the_judge_keeps_paraphrases_and_removes_contradictions_and_inventions_i
     """One judge call for seven sentences that are no near-copies of their pages: the model must say YES
     to the paraphrases and NO to the contradicted or invented ones (with the batched prompt and 240-
     character windows the 1.5B model got all seven right; with 480-character windows it said YES to two
-    of the wrong ones, docs/benchmarks.md)."""
+    of the wrong ones, docs/notes/answer-grounding-investigations.md)."""
     sql = (DOCS_ZH / SQL_FAQ).read_text(encoding="utf-8")
     sql = sql[sql.index("## TiDB 的 codec") : sql.index("## 如何在 TiDB 中修改")]
     passwords = (HANDBOOK / PASSWORDS).read_text(encoding="utf-8")
@@ -224,7 +224,8 @@ def test_the_judge_keeps_paraphrases_and_removes_contradictions_and_inventions_i
     # None is a near-copy; one invention shares too few words with its window to be asked about.
     assert [v.by for v in verdicts] == ["", "overlap", "", "", "", "", ""], verdicts
     # The judge on all seven sentences and their windows, in one call (a batch of six, without the
-    # "overlap" one, got "Passwords must be changed every month" wrong: batched verdicts vary, benchmarks.md).
+    # "overlap" one, got "Passwords must be changed every month" wrong: batched verdicts vary,
+    # docs/notes/answer-grounding-investigations.md).
     said = asyncio.run(judge.judge([Pair(v.sentence.text, v.passage) for v in verdicts]))
     assert {v.sentence.text: (v.candidate if yes else None) for v, yes in zip(verdicts, said)} == cases
 

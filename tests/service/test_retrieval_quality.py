@@ -282,7 +282,8 @@ def test_dictionary_translation_finds_pages_in_the_other_language_with_minilm(mi
 )
 def test_english_questions_find_chinese_pages_with_the_multilingual_embedder(e5_index, mode, question, answer_file):
     # Measured, not asserted: the reverse direction (a Chinese question, an English page) fails with
-    # the 4-bit e5-small, which ranks any Chinese page above the right English one (docs/benchmarks.md).
+    # the 4-bit e5-small, which ranks any Chinese page above the right English one
+    # (docs/notes/retrieval-investigations.md).
     res = open_resources(e5_index)
     try:
         retriever = Retriever(store=res.store, embedder=res.embedder, mode=mode)
@@ -329,8 +330,8 @@ def test_reranker_path_with_a_small_local_cross_encoder(minilm_index, tmp_path):
 
 
 def test_interleaving_depth_follows_the_embedding_model_unless_configured(minilm_index, e5_index):
-    # Measured per model (docs/benchmarks.md): interleaving lifts MiniLM's English recall@5 and
-    # lowers multilingual-e5-small's, whose fused order already holds the pages.
+    # Measured per model (docs/notes/retrieval-investigations.md): interleaving lifts MiniLM's English
+    # recall@5 and lowers multilingual-e5-small's, whose fused order already holds the pages.
     depths = {}
     for name, settings in (("minilm", minilm_index), ("e5", e5_index),
                            ("set", minilm_index.model_copy(update={"interleave_depth": 2}))):

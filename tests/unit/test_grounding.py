@@ -268,8 +268,9 @@ def test_the_stream_retries_once_in_the_question_language(grounder):
 
 
 def test_a_number_found_on_the_page_but_not_by_the_claim_removes_the_sentence():
-    # A claim assembled from the page's numbers (a judge said YES to "16 indexes, 3072 bytes" from other
-    # rows of this limits table, docs/benchmarks.md): 1017 is the Columns row's, 65535 the VARBINARY row's.
+    # A claim assembled from the page's numbers (a judge said YES to "16 indexes, 3072 bytes" from other rows
+    # of this limits table, docs/notes/answer-grounding-investigations.md): 1017 is the Columns row's, 65535
+    # the VARBINARY row's.
     limits = source(DOCS_ZH, "tidb-limitations.md", "lim")
     question = "一张表最多能有多少列？"
     grounder = Grounder([limits], question=question, topic=f"{question} How many columns can a table have?")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 
-# llama.cpp's CPU backend is built with OpenMP, whose threads busy-wait between parallel regions by
-# default: on cores shared with the web server, the embedder and other processes that spinning cut
-# generation several-fold (docs/benchmarks.md). libgomp reads the policy when llama_cpp's library loads,
-# so this must run before `import llama_cpp`; an operator's own setting wins.
+# llama.cpp's CPU backend is built with OpenMP, whose threads busy-wait between parallel regions by default:
+# on cores shared with the web server, the embedder and other processes that spinning cut generation
+# several-fold (docs/notes/serving-and-ingestion-investigations.md, "The embedded chat model"). libgomp reads
+# the policy when llama_cpp's library loads, so this must run before `import llama_cpp`; an operator's own
+# setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import asyncio  # noqa: E402

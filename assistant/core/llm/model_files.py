@@ -72,7 +72,8 @@ QWEN_15B = BuiltinModel(
     origin="Qwen2.5-Coder-1.5B-Instruct (Q4_K_M) by the Qwen team, Alibaba Cloud, Apache-2.0",
 )
 BUILTIN_MODELS: dict[str, BuiltinModel] = {m.name: m for m in (QWEN_15B, QWEN_05B, SMOLLM2)}
-# Chosen by measurement (docs/benchmarks.md, "The embedded chat model"): with the product's prompt the
+# Chosen by measurement (docs/notes/serving-and-ingestion-investigations.md,
+# "The embedded chat model"): with the product's prompt the
 # 0.5B model repeats the first source's header instead of answering; the 1.5B model answers.
 DEFAULT_MODEL = QWEN_15B.name
 

@@ -181,7 +181,8 @@ class OpenAICompatLLM(LLM):
         try:
             # The SSE lines are read and decoded here rather than through `openai.AsyncStream`,
             # which builds a pydantic object per token: at hundreds of concurrent streams that
-            # parsing alone outgrew two cores (docs/benchmarks.md, "Serving under load").
+            # parsing alone outgrew two cores (docs/notes/serving-and-ingestion-investigations.md,
+            # "Serving under load").
             async for line in http.aiter_lines():
                 if not line.startswith("data:"):
                     continue

@@ -19,11 +19,11 @@ SPARSE = "sparse"
 # Cormack, Clarke & Buettcher (SIGIR 2009); both implementations are given it explicitly so that they
 # rank identically.
 RRF_K = 60
-# The product's RRF weights (dense, sparse), the one default of the store and the retriever: the keyword
-# list counts half as much as the dense one (measured on tests/data/dev_questions.jsonl, docs/benchmarks.md,
-# "Retrieval quality"). Weighted RRF multiplies each list's 1 / (k + rank) by its weight; Qdrant Edge
-# `Fusion.Rrf(k, weights)` and qdrant-client `Rrf(k, weights)` implement the same formula, so both
-# stores get the same weights and rank identically.
+# The product's RRF weights (dense, sparse), the one default of the store and the retriever: the keyword list
+# counts half as much as the dense one (measured on tests/data/dev_questions.jsonl,
+# docs/notes/retrieval-investigations.md, "Retrieval quality on the development set"). Weighted RRF multiplies
+# each list's 1 / (k + rank) by its weight; Qdrant Edge `Fusion.Rrf(k, weights)` and qdrant-client
+# `Rrf(k, weights)` implement the same formula, so both stores get the same weights and rank identically.
 RRF_WEIGHTS: tuple[float, float] = (2.0, 1.0)
 # Payload fields with a keyword index; `acl` is what every query filters on.
 INDEXED_KEYWORDS = ("acl", "doc_id", "content_hash")

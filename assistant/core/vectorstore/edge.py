@@ -274,7 +274,8 @@ class EdgeVectorStore(VectorStore):
         """`EdgeShard.optimize()`: Edge runs no background optimiser, so a large sync calls this.
 
         On the handbook + docs-zh index (9,825 chunks) it took 18.5 s and brought filtered hybrid
-        queries from p50 5.9 / p95 24 ms to 1.4 / 2.5 ms (docs/benchmarks.md). Queries wait for it.
+        queries from p50 5.9 / p95 24 ms to 1.4 / 2.5 ms (docs/notes/serving-and-ingestion-investigations.md,
+        "Qdrant Edge optimisation after a large sync"). Queries wait for it.
         """
         with self._lock:
             if self._shard is not None:
