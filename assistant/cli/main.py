@@ -126,12 +126,19 @@ def ingest(
         for o in [o for o in outcomes if o.status == "done" and o.reason][:50]:  # OCR pages, rows past a limit
             Console().print(f"  [dim]note[/dim] {escape(o.source)}: {escape(o.reason)}")
     if manifest is not None:
-        unmatched = manifest.unmatched([o.source for o in outcomes if "#" not in o.source])
+        sources = [o.source for o in outcomes if "#" not in o.source]
+        unmatched = manifest.unmatched(sources)
         if unmatched:  # a rule that matches nothing protects nothing: most likely a typo in its path
-            Console(stderr=True).print(
-                f"[yellow]warning[/yellow]: ACL rule path(s) {escape(', '.join(unmatched))} match no file of {escape(str(path))}; "
-                "paths are relative to it, e.g. 'finance/**' or 'finance'", soft_wrap=True,
+            err = Console(stderr=True)
+            err.print(
+                f"[yellow]warning[/yellow]: ACL rule path(s) {escape(', '.join(unmatched))} match no file of {escape(str(path))}, "
+                f"so they restrict nothing (every file is readable by: {escape(', '.join(manifest.default))}); "
+                "rule paths are relative to the folder ingested", soft_wrap=True,
             )
+            for pattern in unmatched:  # the likeliest mistake: the path written from a sub-folder
+                meant = manifest.rooted(pattern, sources)
+                if meant:
+                    err.print(f"  did you mean {escape(meant[0])!r}? it matches {meant[1]} file(s)", soft_wrap=True)
     if counts.get("failed"):
         raise typer.Exit(code=1)  # scripts and CI notice; the other files were ingested all the same
 

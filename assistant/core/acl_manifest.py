@@ -103,6 +103,20 @@ class AclManifest:
         """The rule paths that match none of `relative_paths` (likely typos: they protect nothing)."""
         return [rule.pattern for rule in self.rules if not any(rule.matches(p) for p in relative_paths)]
 
+    def rooted(self, pattern: str, relative_paths: list[str]) -> tuple[str, int] | None:
+        """The rule path `pattern` as it was probably meant, for a rule that matches none of
+        `relative_paths` because it was written relative to a sub-folder (`departments/finance/**`
+        for files under `handbook/departments/finance/`): the pattern behind the shortest leading
+        folder that makes it match, and how many of `relative_paths` it then matches. None when no
+        leading folder does."""
+        best: tuple[str, int] | None = None
+        for prefix in sorted({"/".join(p.split("/")[:i]) for p in relative_paths for i in range(1, p.count("/") + 1)}):
+            rule = AclRule(f"{prefix}/{pattern.lstrip('/')}", ())
+            matched = sum(1 for p in relative_paths if rule.matches(p))
+            if matched and (best is None or len(rule.pattern) < len(best[0])):
+                best = (rule.pattern, matched)
+        return best
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"default": list(self.default), "rules": [{"path": r.pattern, "allow": list(r.allow)} for r in self.rules]}
         if self.mask_pii:

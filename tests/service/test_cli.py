@@ -76,6 +76,20 @@ def test_a_rule_that_matches_no_file_is_reported(cli_env):
     assert result.exit_code == 0
     assert "finanse/**" in result.stderr and "match no file" in result.stderr
     assert "internal-security" not in result.stderr  # the plain folder path matched its files
+    assert "restrict nothing" in result.stderr and "did you mean" not in result.stderr  # no folder makes it match
+
+
+def test_a_rule_written_from_a_sub_folder_is_reported_with_the_path_that_matches(cli_env):
+    # Fresh-user trial (issue 42's session): the README's example path `departments/finance/**` on a
+    # folder whose pages sit under `handbook/` restricted nothing; the warning suggested 'finance/**'.
+    folder = copy_subset(HANDBOOK, cli_env / "company" / "handbook", [FILE])
+    manifest = cli_env / "acl.yaml"
+    manifest.write_text('rules:\n  - path: "departments/tech-ops/**"\n    allow: [group:security]\n')
+    result = CliRunner().invoke(app, ["ingest", str(folder.parent), "--acl", str(manifest), "--json"])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.stderr.split())
+    assert "departments/tech-ops/** match no file" in said and "restrict nothing" in said, said
+    assert "did you mean 'handbook/departments/tech-ops/**'? it matches 1 file(s)" in said, said
 
 
 @contextmanager
