@@ -276,6 +276,20 @@ def source_sentences(text: str) -> list[str]:
     return out
 
 
+_TABLE_RULE = re.compile(r"\|?(\s*:?-{3,}:?\s*\|)+\s*(:?-{3,}:?\s*)?")
+
+
+def states_nothing(page: Sequence[str], i: int) -> bool:
+    """Whether sentence `i` of a source's sentences (`source_sentences`) is only a Markdown heading, a
+    table's rule line or its header row (the row above a rule): a quote of such lines names the topic
+    and states no fact (fresh-user trial: a heading, and a table header without its rows, quoted)."""
+    line = page[i].strip()
+    following = page[i + 1].strip() if i + 1 < len(page) else ""
+    return line.startswith("#") or bool(_TABLE_RULE.fullmatch(line)) or (
+        line.startswith("|") and bool(_TABLE_RULE.fullmatch(following))
+    )
+
+
 class Grounder:
     """Attributes the sentences of an answer to its sources and checks them.
 
@@ -463,12 +477,16 @@ class Grounder:
         (`sparse.terms` of `topic`, stemmed; those in the window's script; a Latin stem of 5 letters or
         more also held when it starts one of the window's: "marri" in "marriage"), at least `min_share`
         of them and `min_terms`: up to `limit` `(source number, sentences)`, one per source, best first
-        (most of the question's terms, then the shorter)."""
+        (most of the question's terms, then the shorter). A window of headings and table headers only
+        (`states_nothing`) is never one."""
         wanted = self._topic_terms
         best: dict[int, tuple[tuple[float, int], list[str]]] = {}
         for n, page in enumerate(self._sentences, start=1):
+            empty = [states_nothing(page, i) for i in range(len(page))]
             for i in range(len(page)):
                 for window in (page[i : i + 1], page[i : i + 2]):  # one sentence, or with the next
+                    if all(empty[i : i + len(window)]):
+                        continue  # headings and table headers name a topic, they answer nothing
                     text = " ".join(window)[:QUOTE_CHARS]
                     chinese = cjk_share(text) >= MIN_CJK_SHARE_ZH
                     scope = {t for t in wanted if bool(_CJK_RUN.search(t)) == chinese}

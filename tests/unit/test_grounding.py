@@ -12,7 +12,7 @@ import pytest
 from assistant.answering.citations import make_citations
 from assistant.answering.grounded_stream import GroundedStream, SentenceBuffer
 from assistant.answering.grounding import (
-    QUOTE_LEAD, Grounder, drop_unknown_markers, ground, names_in, render, segments, split_sentences,
+    QUOTE_LEAD, Grounder, drop_unknown_markers, ground, names_in, render, segments, split_sentences, states_nothing,
 )
 from assistant.answering.judge import parse_verdicts
 from assistant.answering.language_check import answer_lang_matches
@@ -293,3 +293,18 @@ def test_a_claim_sharing_few_words_with_its_window_is_not_asked_about():
     paraphrase = "Leavers can buy their laptops at a discounted rate, or else ship them back [1]."
     [pending] = grounder.prejudge(split_sentences(paraphrase))
     assert pending.by == "" and pending.candidate == 1, pending  # shares enough: the judge decides
+
+
+def test_a_quote_is_never_only_a_heading_or_a_table_header():
+    # Fresh-user trial: "the closest passage says" quoted a heading ("单个 Table 的限制") and a table's
+    # header row without its rows: it holds the question's words and states nothing.
+    limits = source(DOCS_ZH, "tidb-limitations.md", "lim")
+    question = "单个 Table 的限制是什么？"
+    grounder = Grounder([limits], question=question)
+    page = grounder._sentences[0]
+    heading = page.index("## 单个 Table 的限制")
+    assert [states_nothing(page, i) for i in range(heading, heading + 4)] == [True, True, True, False]
+    quote = grounder.quote()
+    assert quote is not None, "a window of the section's rows or notes holds the question's words"
+    lines = [line for line in quote.splitlines() if line.startswith("> ")]
+    assert any(not line[2:].startswith(("单个 Table 的限制", "| 类型", "|:")) for line in lines), quote
