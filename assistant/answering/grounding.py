@@ -166,6 +166,32 @@ def numbers_in(text: str) -> set[str]:
     return {re.sub(r",(?=\d{3}\b)", "", n) for n in _NUMBER.findall(text)}
 
 
+_SPELLED_EN = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())} | {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60",
+                                                     "ninety": "90", "hundred": "100"}
+_SPELLED_EN_WORD = re.compile(r"\b(" + "|".join(_SPELLED_EN) + r")\b", re.IGNORECASE)
+_ZH_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"两": 2}
+_SPELLED_ZH = re.compile(r"[一二三四五六七八九两]?十[一二三四五六七八九]?|[零一二三四五六七八九两]")
+
+
+def _zh_number(text: str) -> str:
+    """`十五` -> "15", `二十` -> "20", `两` -> "2" (numbers below 100 written in Chinese numerals)."""
+    if "十" not in text:
+        return str(_ZH_DIGITS[text])
+    tens, _, units = text.partition("十")
+    return str(_ZH_DIGITS.get(tens, 1) * 10 + (_ZH_DIGITS[units] if units else 0))
+
+
+def page_numbers(text: str) -> set[str]:
+    """The numbers a source states (`numbers_in`) and those it spells out below 100 ("five minutes",
+    "十分钟", "两周"), so that a claim's "5 minutes" is found on a page that writes "five minutes". Only
+    a source's words are read so: in a claim, "one of the managers" is no number to check."""
+    spelled = {_SPELLED_EN[w.lower()] for w in _SPELLED_EN_WORD.findall(text)}
+    spelled |= {_zh_number(w) for w in _SPELLED_ZH.findall(text)}
+    return numbers_in(text) | spelled
+
+
 def names_in(text: str) -> set[str]:
     """The names a sentence must copy from its source, lower-cased: in a Chinese sentence every
     Latin-script word (names and commands keep their form in Chinese text), in an English one the
@@ -328,7 +354,7 @@ class Grounder:
         labelled = [f"{c.title} {c.heading} {t}" for c, t in zip(self.sources, self._texts)]
         self._lower = [unicodedata.normalize("NFKC", t).lower() for t in labelled]
         self._terms = [content_terms(t) for t in labelled]
-        self._numbers = [numbers_in(t) for t in labelled]
+        self._numbers = [page_numbers(t) for t in labelled]
         self._sentences = [source_sentences(t) for t in self._texts]
         self._sentence_terms = [[content_terms(s) for s in page] for page in self._sentences]
         self._echo_terms = [t for t in (content_terms(s) for s in re.split(r"(?<=[.:])\s+|\n", SYSTEM_PROMPT)) if t]
@@ -418,7 +444,7 @@ class Grounder:
         if n is None:  # no source holds its numbers (or names): the first source says which
             return Verdict(sentence, None, 0.0, True, by=self.states_values_of(sentence.text, 1))
         passage, share = self.evidence(terms, n)
-        if not numbers_in(sentence.text) <= numbers_in(passage):  # the page's numbers, but not by the claim
+        if not numbers_in(sentence.text) <= page_numbers(passage):  # the page's numbers, but not by the claim
             return Verdict(sentence, None, share, True, passage=passage, by="numbers", candidate=n)
         if share < MIN_JUDGED_SHARE and self._chinese[n - 1] == (cjk_share(sentence.text) >= MIN_CJK_SHARE_ZH):
             return Verdict(sentence, None, share, True, passage=passage, by="overlap", candidate=n)

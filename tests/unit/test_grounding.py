@@ -12,7 +12,8 @@ import pytest
 from assistant.answering.citations import make_citations
 from assistant.answering.grounded_stream import GroundedStream, SentenceBuffer
 from assistant.answering.grounding import (
-    QUOTE_LEAD, Grounder, drop_unknown_markers, ground, names_in, render, segments, split_sentences, states_nothing,
+    QUOTE_LEAD, Grounder, drop_unknown_markers, ground, names_in, page_numbers, render, segments, split_sentences,
+    states_nothing,
 )
 from assistant.answering.judge import parse_verdicts
 from assistant.answering.language_check import answer_lang_matches
@@ -308,3 +309,15 @@ def test_a_quote_is_never_only_a_heading_or_a_table_header():
     assert quote is not None, "a window of the section's rows or notes holds the question's words"
     lines = [line for line in quote.splitlines() if line.startswith("> ")]
     assert any(not line[2:].startswith(("单个 Table 的限制", "| 类型", "|:")) for line in lines), quote
+
+
+def test_a_number_the_page_spells_out_is_the_claims_number():
+    # Trial (issue 42): "5 minutes" was removed by the numbers rule where the page wrote the number in
+    # words. A page's spelled numbers count; a claim's words ("one of ...") are not read as numbers.
+    onboarding = source(HANDBOOK, "departments/engineering/dev/onboarding/software-engineer-onboarding.md", "onb")
+    grounder = Grounder([onboarding], question="How many starter tasks do new engineers get?")
+    result = ground("Your manager assigns you 3 starter tasks to complete in your first 3 weeks [1].", grounder)
+    assert [v.by for v in result.verdicts] != ["numbers"] and not result.declined, result.verdicts
+    wrong = ground("Your manager assigns you 4 starter tasks to complete in your first 3 weeks [1].", grounder)
+    assert [v.by for v in wrong.verdicts] == ["numbers"], wrong.verdicts
+    assert page_numbers("十五分钟后锁屏，两周内") >= {"15", "2"} and page_numbers("five minutes") == {"5"}
