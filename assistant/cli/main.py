@@ -248,7 +248,7 @@ def serve(
 
     from assistant.api.app import create_app
     from assistant.cli.users import account_db
-    from assistant.core.auth.accounts import ensure_bootstrap_admin
+    from assistant.core.auth.accounts import ensure_bootstrap_admin, list_users
     from assistant.core.log_config import logging_dict
     from assistant.core.settings import get_settings
     from assistant.core.signing import signing_key
@@ -265,6 +265,7 @@ def serve(
         password = ensure_bootstrap_admin(
             db, name=settings.bootstrap_admin_name, password=given.get_secret_value() if given else None
         )
+        admins = [u.name for u in list_users(db) if u.is_admin and not u.disabled]
     if password and not given:
         console.print(
             f"[bold]first admin created[/bold]: user [bold]{settings.bootstrap_admin_name}[/bold], "
@@ -280,6 +281,12 @@ def serve(
         console.print(
             "note: ASSISTANT_BOOTSTRAP_ADMIN_PASSWORD was not used: the database already has accounts, and the first "
             "admin is created only on a database without any; make one with `assistant users add NAME --admin`",
+            soft_wrap=True,
+        )
+    if not admins:  # accounts made before the first serve: none can manage the others (fresh-user trial)
+        console.print(
+            "[yellow]note[/yellow]: no administrator account: nobody can manage users, sources or models from the "
+            "web app; make one with `assistant users add NAME --admin`",
             soft_wrap=True,
         )
     # One format for the product's loggers and uvicorn's: JSON lines with the request ID in production.

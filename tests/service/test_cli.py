@@ -65,6 +65,11 @@ def test_a_bootstrap_password_that_cannot_be_used_is_reported(cli_env, monkeypat
     result = CliRunner().invoke(app, ["serve"])
     assert result.exit_code == 0, result.output
     assert "ASSISTANT_BOOTSTRAP_ADMIN_PASSWORD was not used" in " ".join(result.output.split())
+    # Fresh-user trial: with only people made before the first serve, nobody could manage the others.
+    assert "no administrator account" in " ".join(result.output.split())
+    assert CliRunner().invoke(app, ["users", "add", "root-admin", "--admin"]).exit_code == 0
+    result = CliRunner().invoke(app, ["serve"])
+    assert result.exit_code == 0 and "no administrator account" not in result.output, result.output
 
 
 def test_a_rule_that_matches_no_file_is_reported(cli_env):
