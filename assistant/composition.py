@@ -11,7 +11,7 @@ from assistant.answering.cache import AnswerCache, MemoryStore, RedisStore, inde
 from assistant.answering.request import GenerationParams
 from assistant.core.document_versions import readable_versions
 from assistant.core.db.adapters import serving_adapters
-from assistant.core.llm.adapter_routing import AdapterRouter, local_adapter, remote_adapter
+from assistant.adapters.routing import AdapterRouter, local_adapter, remote_adapter
 from assistant.core.llm.deferred import DeferredLLM
 from assistant.core.resources import Resources
 from assistant.retrieval import Retriever

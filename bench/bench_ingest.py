@@ -143,7 +143,7 @@ def run_workers(pages: list[Path], workers: int, scratch: Path) -> dict:
 
 def raw_throughput(pages: list[Path]) -> tuple[int, float]:
     """Chunks of `pages` (parsed and cut as the pipeline does) and raw encode chunks/s over them."""
-    from assistant.core.embedder import Embedder
+    from assistant.core.embedding.embedder import Embedder
     from assistant.core.errors import IngestError
     from ingest.chunking import Chunker
     from ingest.readers import parse_file

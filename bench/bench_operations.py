@@ -85,8 +85,8 @@ def main() -> None:
     print(f"| without the middleware | {without:.0f} |\n| with it | {with_:.0f} |\n| added | {with_ - without:.0f} |\n")
 
     from assistant.core.db.stats import operations_counts
-    from assistant.core.metrics import OperationsCollector, exposition
-    from assistant.core.operations.backup import restore_backup, take_backup
+    from assistant.operations.metrics import OperationsCollector, adapter_in_use, exposition
+    from assistant.operations.backup import restore_backup, take_backup
     from assistant.core.resources import Resources
     from ingest.pipeline import Ingestor
 
@@ -101,10 +101,10 @@ def main() -> None:
         Ingestor(res).sync(folder)
         chunks = res.store.count()
 
-        class State:
-            assistant = type("A", (), {"resources": res, "answerer": None})()
-
-        collector = OperationsCollector(State, sql_figures=lambda: operations_counts(res.db), queue_depth=lambda: None)
+        collector = OperationsCollector(
+            adapter=lambda: adapter_in_use(res.db), admission_queued=lambda: 0, breaker_state=res.llm_breaker_state,
+            sql_figures=lambda: operations_counts(res.db), queue_depth=lambda: None,
+        )
         started = time.perf_counter()
         for _ in range(20):
             body, _ = exposition(collector, None)

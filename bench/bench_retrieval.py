@@ -36,7 +36,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from assistant.core import sparse  # noqa: E402
+from assistant.core.index import sparse  # noqa: E402
 from assistant.core.principals import ANONYMOUS  # noqa: E402
 from assistant.core.resources import Resources  # noqa: E402
 from assistant.core.vectorstore.base import ChunkPoint, SparseEmbedding  # noqa: E402
@@ -216,7 +216,7 @@ def scale(args) -> dict:
 def latency(args) -> dict:
     import resource
 
-    from assistant.core.embedder import Embedder
+    from assistant.core.embedding.embedder import Embedder
     from assistant.retrieval.query_batcher import QueryBatcher
 
     res = Resources.open()

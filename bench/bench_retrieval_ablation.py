@@ -58,10 +58,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from assistant.core.embedder import BUILTIN_E5, BUILTIN_MINILM, Embedder  # noqa: E402
-from assistant.core.index_format import ChunkPayload, chunk_point, document_id  # noqa: E402
+from assistant.core.embedding.embedder import BUILTIN_E5, BUILTIN_MINILM, Embedder  # noqa: E402
+from assistant.core.index.payload import ChunkPayload, chunk_point, document_id  # noqa: E402
 from assistant.core.language import document_language  # noqa: E402
-from assistant.core.passages import passage_text  # noqa: E402
+from assistant.core.index.passages import passage_text  # noqa: E402
 from assistant.core.principals import ANONYMOUS  # noqa: E402
 from assistant.core.vectorstore.edge import EdgeVectorStore  # noqa: E402
 from assistant.evaluation.dataset import Question, load_questions  # noqa: E402

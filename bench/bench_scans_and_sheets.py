@@ -88,7 +88,7 @@ def write_workbook(path: Path, sheets: int, rows: int) -> None:
 def workbook_figures(path: Path, rows: int, embed_sample: int, part_chunks: int) -> dict:
     """Parse and chunk the workbook in the parser process, handed over in parts of `part_chunks` (0: one
     message): seconds, chunks, largest message, peak RSS of the parser process and of this one."""
-    from assistant.core.embedder import Embedder
+    from assistant.core.embedding.embedder import Embedder
     from assistant.core.settings import get_settings
     from ingest.isolated_parse import IsolatedParser
 

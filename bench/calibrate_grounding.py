@@ -162,7 +162,7 @@ def main() -> None:
 def embedding_figures(model: str) -> None:
     """Cosines of copied / reworded / unsupported sentences (as in `main`, 3 a passage) and the
     cross-lingual attribution of `CROSS_LINGUAL`, with the product's embedder `model`."""
-    from assistant.core.embedder import Embedder
+    from assistant.core.embedding.embedder import Embedder
     from assistant.retrieval import crosslingual
 
     embedder = Embedder(model)

@@ -74,7 +74,7 @@ def embedder_figures(n: int) -> dict:
     import torch
     from transformers import BertConfig, BertModel
 
-    from assistant.core.embedder import Embedder
+    from assistant.core.embedding.embedder import Embedder
     from assistant.core.settings import Settings
 
     passage = ("The VPN client must be updated before the first of each month; the IT desk publishes the "

@@ -35,7 +35,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from assistant.core.passages import passage_text  # noqa: E402
+from assistant.core.index.passages import passage_text  # noqa: E402
 from assistant.core.principals import ANONYMOUS  # noqa: E402
 from assistant.core.resources import Resources  # noqa: E402
 from assistant.retrieval.retriever import Retriever  # noqa: E402

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assistant.core.db.adapters import AdapterRecord
-from assistant.core.llm.peft_serving import PeftAdapterLLM, PeftServing
+from assistant.adapters.peft_serving import PeftAdapterLLM, PeftServing
 from assistant.core.principals import Principal
 from finetune.dataset import Row
 

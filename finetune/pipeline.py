@@ -14,7 +14,7 @@ from assistant.core.db.jobs import job_lease
 from assistant.core.db.session import Database
 from assistant.core.errors import ConflictError
 from assistant.core.llm.base import LLM
-from assistant.core.llm.lora_release import AdapterPublisher
+from assistant.adapters.release import AdapterPublisher
 from assistant.core.vectorstore.base import VectorStore
 from finetune.config import FinetuneConfig, check_audience
 from finetune.dataset import build_dataset, read_snapshot

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from assistant.core.db.adapters import AdapterRecord, Release
 from assistant.core.db.session import Database
-from assistant.core.llm.lora_release import AdapterPublisher, promote_and_publish
+from assistant.adapters.release import AdapterPublisher, promote_and_publish
 
 
 def publish_candidate(db: Database, adapter: AdapterRecord, *, publisher: AdapterPublisher, by: str) -> Release:

@@ -1,5 +1,5 @@
 """Personal data out of training rows: e-mail addresses, phone numbers, resident ID and bank card numbers
-are masked by `assistant.core.pii` (libphonenumber and python-stdnum checks) before a row is stored."""
+are masked by `assistant.compliance.pii` (libphonenumber and python-stdnum checks) before a row is stored."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Iterable, TypeVar
 
-from assistant.core.pii import mask_pii
+from assistant.compliance.pii import mask_pii
 
 Row = TypeVar("Row")
 

@@ -9,7 +9,7 @@ from assistant.core import resources
 from assistant.core.errors import ConflictError
 from assistant.core.jobs import FINETUNE_TASK, get_celery
 from assistant.core.llm.deferred import DeferredLLM
-from assistant.core.llm.lora_release import publisher_for
+from assistant.adapters.release import publisher_for
 from assistant.core.resources import Resources
 from finetune.config import FinetuneConfig
 from finetune.pipeline import RefreshOutcome, run_refresh

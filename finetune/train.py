@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from assistant.core.errors import InvalidRequestError
-from assistant.core.llm.transformers_base import chat_prompt, load_base
+from assistant.adapters.transformers_base import chat_prompt, load_base
 from finetune.config import VLLM_LORA_MODULES, VLLM_MAX_LORA_RANK, LoraHyperparameters
 from finetune.dataset import Row
 

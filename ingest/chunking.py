@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 from llama_index.core import Document as LIDocument
 from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter
 
-from assistant.core.passages import heading_prefix
+from assistant.core.index.passages import heading_prefix
 from ingest.readers import ParsedDocument
 
 # Real text averages 3-5 characters per token in English and 1-2 in Chinese; a chunk with more

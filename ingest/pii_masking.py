@@ -9,7 +9,7 @@ from collections import Counter
 from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.session import Database
 from assistant.core.db.sources import list_sources
-from assistant.core.pii import mask_pii
+from assistant.compliance.pii import mask_pii
 from ingest.isolated_parse import ParseResult
 
 
@@ -25,7 +25,7 @@ def stored_pii_kinds(db: Database, source_uri: str) -> tuple[str, ...] | None:
 
 def mask_parse_result(result: ParseResult, kinds: tuple[str, ...], counts: Counter) -> None:
     """Replace personal data of `kinds` in `result`'s title and in each chunk's text, embedded text and
-    heading (`assistant.core.pii.mask_pii`), in place; add the spans masked in the shown text (and
+    heading (`assistant.compliance.pii.mask_pii`), in place; add the spans masked in the shown text (and
     the title) to `counts` per kind (the embedded text repeats them, so it is not counted again)."""
 
     def masked(text: str, *, count: bool) -> str:

@@ -28,7 +28,7 @@ from assistant.core.errors import InvalidRequestError, not_utf8
 from assistant.core.resources import Resources
 from assistant.core.acl_manifest import AclManifest
 from ingest.embedding_cache import EmbeddingCache
-from assistant.core.index_format import NAMESPACE, chunk_id, document_id
+from assistant.core.index.payload import NAMESPACE, chunk_id, document_id
 from ingest.isolated_parse import IsolatedParser
 from ingest.pii_masking import stored_pii_kinds
 from ingest.progress import LiveTotals

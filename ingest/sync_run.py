@@ -31,9 +31,9 @@ from sqlalchemy.orm import Session
 
 from assistant.core.db.models import Document, JobItem, utcnow
 from assistant.core.db.session import Database
-from assistant.core.embedder import Embedder
+from assistant.core.embedding.embedder import Embedder
 from assistant.core.language import document_language as detect_lang
-from assistant.core.index_format import ChunkPayload, chunk_point, document_id
+from assistant.core.index.payload import ChunkPayload, chunk_point, document_id
 from assistant.core.vectorstore import VectorStore
 from ingest.embedding_cache import EmbeddingCache
 from ingest.isolated_parse import IsolatedParser, ParseResult

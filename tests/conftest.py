@@ -78,7 +78,7 @@ def shared_embedder(model: str = CORPUS_MODEL):
     """One embedding model of each kind per test session (loading one costs seconds; it holds no
     state). multilingual-e5-small is converted once per session, into ASSISTANT_MODEL_CACHE_DIR."""
     if model not in _EMBEDDER:
-        from assistant.core.embedder import Embedder
+        from assistant.core.embedding.embedder import Embedder
 
         _EMBEDDER[model] = Embedder(model)
     return _EMBEDDER[model]
@@ -86,7 +86,7 @@ def shared_embedder(model: str = CORPUS_MODEL):
 
 def open_resources(settings: Settings) -> Resources:
     """Resources for `settings` that reuse the session's embedder for a built-in model."""
-    from assistant.core.embedder import BUILTIN_MODELS
+    from assistant.core.embedding.embedder import BUILTIN_MODELS
 
     res = Resources.open(settings)
     if settings.embedding_model in BUILTIN_MODELS:

@@ -23,7 +23,7 @@ from assistant.answering.rewrite import rewrite_query, translate_question
 from assistant.core import metrics
 from assistant.core.language import question_language
 from assistant.core.llm import LLM, ChatMessage, FinishReason, StreamResult, Usage
-from assistant.core.llm.adapter_routing import AdapterRouter, current_principal, served_adapter
+from assistant.adapters.routing import AdapterRouter, current_principal, served_adapter
 from assistant.core.principals import Principal
 from assistant.retrieval import RetrievedChunk, Retriever
 from assistant.retrieval.abstention import AbstentionRule

@@ -22,7 +22,7 @@ from dataclasses import replace
 from assistant.answering.budget import truncate_to_tokens
 from assistant.answering.injection import without_instructions
 from assistant.answering.polarity import is_lead_in_line, is_list_item
-from assistant.core import sparse
+from assistant.core.index import sparse
 from assistant.retrieval import RetrievedChunk
 from assistant.retrieval.crosslingual import TermGroup, Translation
 

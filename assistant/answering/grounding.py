@@ -35,7 +35,7 @@ from assistant.answering.judge import EvidenceJudge, Pair
 from assistant.answering.language_check import MIN_CJK_SHARE_ZH
 from assistant.answering.polarity import is_list_item, is_negated, is_negating_heading
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT
-from assistant.core import sparse
+from assistant.core.index import sparse
 from assistant.core.language import QUESTION_WORDS_ZH, cjk_share
 from assistant.retrieval import RetrievedChunk
 

@@ -23,7 +23,7 @@ from assistant.answering.parts import QuestionPart
 from assistant.answering.request import AuditSink, GenerationParams
 from assistant.core.language import question_language
 from assistant.core.llm import Usage
-from assistant.core.llm.adapter_routing import served_adapter
+from assistant.adapters.routing import served_adapter
 from assistant.core.principals import Principal
 from assistant.retrieval import RetrievedChunk
 

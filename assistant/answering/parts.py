@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 
 from assistant.answering.rewrite import needs_rewrite
-from assistant.core import sparse
+from assistant.core.index import sparse
 from assistant.core.language import has_cjk
 
 # Parts answered separately at most; the questions beyond are answered with the last part (each part is

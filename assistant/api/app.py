@@ -32,7 +32,7 @@ from assistant.core import resources as resources_mod
 from assistant.core.jobs import JobDispatcher
 from assistant.core.resources import Resources
 from assistant.core.errors import ConfigError
-from assistant.core.rate_limits import RateLimiter
+from assistant.api.rate_limit_store import RateLimiter
 from assistant.core.settings import Settings, get_settings
 from assistant.core.signing import signing_key
 

@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from assistant.api.deps import get_principal
 from assistant.core.auth.api_keys import key_options
 from assistant.core.principals import Principal
-from assistant.core.rate_limits import Limits, RateLimiter
+from assistant.api.rate_limit_store import Limits, RateLimiter
 
 # request.state names shared by the dependency, the routes and the middleware.
 STATE_KEY = "rate_limit"

@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from assistant.core.auth.audit import record_event
+from assistant.compliance.audit import record_event
 from assistant.core.db.session import Database
 from assistant.core.principals import Principal
 

@@ -40,7 +40,7 @@ def _when(value: Optional[str], option: str) -> Optional[datetime]:
 
 def _events(db, *, since, until, user, action, document, limit: int):
     """Every matching row, oldest first, fetched a page at a time."""
-    from assistant.core.auth.audit import AuditQuery, list_events
+    from assistant.compliance.audit import AuditQuery, list_events
 
     after, left = 0, limit
     while left > 0:
@@ -127,7 +127,7 @@ def export(
 def verify(as_json: bool = typer.Option(False, "--json")) -> None:
     """Recompute the hash chain; exit status 1 (and the first broken row) when a row was edited,
     inserted or removed other than by retention."""
-    from assistant.core.auth.audit_chain import verify_chain
+    from assistant.compliance.audit_chain import verify_chain
 
     with account_db() as db:
         report = verify_chain(db)
@@ -147,7 +147,7 @@ def verify(as_json: bool = typer.Option(False, "--json")) -> None:
 def retention_run(as_json: bool = typer.Option(False, "--json")) -> None:
     """Apply the retention settings now (as the scheduled job does) and print what was deleted."""
     from assistant.cli.main import _resources
-    from assistant.core.retention import apply_retention
+    from assistant.compliance.retention import apply_retention
 
     try:
         res = _resources()
@@ -167,7 +167,7 @@ def retention_run(as_json: bool = typer.Option(False, "--json")) -> None:
 def unlock(name: str) -> None:
     """Clear user NAME's sign-in throttling from every address (the owner may sign in at once)."""
     from assistant.core.auth.accounts import unlock_account
-    from assistant.core.auth.audit import record_event
+    from assistant.compliance.audit import record_event
 
     with account_db() as db:
         cleared = unlock_account(db, name)
@@ -198,8 +198,8 @@ def hold(name: str, off: bool = typer.Option(False, "--off", help="lift the hold
 @users_app.command("export")
 def export_user_(name: str, output: Path = typer.Option(..., "--output", "-o", help="the zip file to write")) -> None:
     """Write user NAME's conversations, feedback, keys and uploads (with the files) to a zip of JSON."""
-    from assistant.core.auth.audit import record_event
-    from assistant.core.erasure import export_user
+    from assistant.compliance.audit import record_event
+    from assistant.compliance.erasure import export_user
 
     with account_db() as db:
         counts = export_user(db, name, output)
@@ -213,7 +213,7 @@ def erase(name: str, yes: bool = typer.Option(False, "--yes", help="do not ask f
     """Erase user NAME: conversations, feedback, uploads with their chunks, keys, sessions and the
     account; audit rows stay, their query text replaced per ASSISTANT_ERASURE_AUDIT_CONTENT."""
     from assistant.cli.main import _resources
-    from assistant.core.erasure import erase_user
+    from assistant.compliance.erasure import erase_user
 
     if not yes:
         typer.confirm(f"erase user {name} and everything they own? This cannot be undone", abort=True)

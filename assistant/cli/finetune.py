@@ -106,7 +106,7 @@ def promote(adapter_id: int, to: Optional[str] = typer.Option(None, "--to", help
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Promote an adapter one step (candidate -> canary -> live) and publish it; no restart needed."""
     from assistant.core.db.adapters import get_adapter
-    from assistant.core.llm.lora_release import promote_and_publish, publisher_for
+    from assistant.adapters.release import promote_and_publish, publisher_for
     from assistant.core.settings import get_settings
 
     with account_db() as db:
@@ -117,7 +117,7 @@ def promote(adapter_id: int, to: Optional[str] = typer.Option(None, "--to", help
 @finetune_app.command("rollback")
 def rollback(audience: str = typer.Option("everyone", "--audience"), as_json: bool = typer.Option(False, "--json")) -> None:
     """Retire the canary (or, without one, the live adapter, restoring the one before it) and unload it."""
-    from assistant.core.llm.lora_release import publisher_for, rollback_and_publish
+    from assistant.adapters.release import publisher_for, rollback_and_publish
     from assistant.core.settings import get_settings
 
     with account_db() as db:

@@ -92,7 +92,7 @@ def webhook(
     """POST key NAME's helpdesk results to URL; prints the new signing secret once (docs/helpdesk.md)."""
     from assistant.core.auth.api_keys import configure_api_key
     from assistant.core.settings import get_settings
-    from assistant.core.webhooks import check_url
+    from assistant.helpdesk.delivery import check_url
 
     with account_db() as db:  # a URL off the allow-list exits with status 2, as other refusals do
         target = check_url(url, get_settings().webhook_allowed_hosts) if url else None

@@ -246,7 +246,6 @@ def serve(
     """Serve the API and the web UI."""
     import uvicorn
 
-    from assistant.api.app import create_app
     from assistant.cli.users import account_db
     from assistant.core.auth.accounts import ensure_bootstrap_admin, list_users
     from assistant.core.log_config import logging_dict
@@ -294,11 +293,11 @@ def serve(
     address = {"host": host or settings.host, "port": port or settings.port, "log_level": "info", "log_config": log_config,
                # Explicit, so that uvicorn's own default (trust X-Forwarded-For from 127.0.0.1) does not apply.
                "forwarded_allow_ips": settings.forwarded_allow_ips}
-    if workers > 1:  # each process builds its own app from the environment
+    if workers > 1:
         operations.prepare_multiprocess_metrics(settings)
-        uvicorn.run("assistant.api.app:create_app", factory=True, workers=workers, **address)
-    else:
-        uvicorn.run(create_app(settings), **address)
+    # The app is built by its factory from the environment (each process its own with several workers),
+    # so that the CLI never imports the API: they are two faces of the same composition.
+    uvicorn.run("assistant.api.app:create_app", factory=True, workers=workers if workers > 1 else None, **address)
 
 
 @app.command()
@@ -323,7 +322,7 @@ def jobs(limit: int = typer.Option(20, "--limit"), as_json: bool = typer.Option(
     Console().print(table)
 
 
-from assistant.evaluation.command import eval_command  # noqa: E402
+from assistant.cli.evaluation import eval_command  # noqa: E402
 
 app.command("eval")(eval_command)
 from assistant.cli.reindex import reindex_command  # noqa: E402

@@ -23,7 +23,7 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="one JSON object: 
     Checks: settings, the database and its migrations, the vector store, each Redis, the LLM server
     or the chat model file, the embedding model files, free disk space under the data folder.
     """
-    from assistant.core.operations.doctor import Check, run_checks
+    from assistant.operations.doctor import Check, run_checks
     from assistant.core.settings import get_settings
 
     try:
@@ -50,7 +50,7 @@ def _server_backup(settings, url: str | None) -> Path:
     import httpx
 
     from assistant.cli.local_server import server_url, unreachable_server
-    from assistant.core.operations.operator_token import operator_token
+    from assistant.operations.operator_token import operator_token
 
     base = url or server_url(settings)
     try:
@@ -77,7 +77,7 @@ def backup(
     With the embedded vector store held by a running `assistant serve`, the server takes the backup
     (its writes held while the folder is copied) and it is moved to PATH.
     """
-    from assistant.core.operations.backup import take_backup
+    from assistant.operations.backup import take_backup
     from assistant.core.resources import Resources
     from assistant.core.settings import get_settings
 
@@ -119,7 +119,7 @@ def restore(
     The schema is migrated to this release afterwards, so a backup of an older release upgrades; files
     restored into other folders than the backup's have their paths and document IDs moved with them.
     """
-    from assistant.core.operations.backup import restore_backup
+    from assistant.operations.backup import restore_backup
     from assistant.core.settings import get_settings
 
     try:
@@ -135,7 +135,7 @@ def restore(
 def migrate(as_json: bool = typer.Option(False, "--json")) -> None:
     """Bring the database schema to this release's head (the server also does this when it starts)."""
     from assistant.core.db.session import Database
-    from assistant.core.operations.migrations import database_revisions, script_heads
+    from assistant.operations.migrations import database_revisions, script_heads
     from assistant.core.settings import get_settings
 
     try:

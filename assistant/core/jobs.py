@@ -25,7 +25,7 @@ from assistant.core.settings import Settings, get_settings
 log = logging.getLogger(__name__)
 
 # Modules that define tasks, loaded by name so that `core` imports neither `ingest` nor `finetune`.
-TASK_MODULES = ["ingest.tasks", "assistant.core.webhook_tasks", "assistant.core.retention_tasks", "finetune.tasks"]
+TASK_MODULES = ["ingest.tasks", "assistant.helpdesk.tasks", "assistant.compliance.tasks", "finetune.tasks"]
 # Which task runs each job kind.
 JOB_TASKS = {"sync": "ingest.sync_source"}
 RESUME_TASK = "jobs.resume_unfinished"

@@ -1,9 +1,10 @@
-"""Prometheus metrics the processes record as they work (prometheus-client), and their exposition.
+"""Prometheus metrics the processes record as they work (prometheus-client).
 
 The counters and histograms below are module-level, as prometheus-client intends: every part that does
 the work (the HTTP middleware, the answerer, the LLM circuit breaker) records into them. Figures whose
 truth lives elsewhere (jobs and helpdesk tickets in SQL, the Celery queue in Redis, the breaker's state,
-the admission queue) are read when Prometheus scrapes, by `OperationsCollector`.
+the admission queue) are read when Prometheus scrapes, by `assistant.operations.metrics`, which also
+writes the exposition.
 
 Several API processes (`assistant serve --workers N`, gunicorn/uvicorn workers) each hold their own
 counters; prometheus-client's multiprocess mode sums them when the environment variable
@@ -13,15 +14,7 @@ counters; prometheus-client's multiprocess mode sums them when the environment v
 
 from __future__ import annotations
 
-import logging
-from pathlib import Path
-from typing import Callable, Iterable
-
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
-from prometheus_client.multiprocess import MultiProcessCollector
-
-log = logging.getLogger(__name__)
+from prometheus_client import Counter, Histogram
 
 # Latency buckets in seconds: an API call (ms) up to a long streamed answer on CPU (minutes).
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -61,106 +54,3 @@ def count_tokens(prompt_tokens: int, completion_tokens: int) -> None:
     """Add one generation's token usage to `assistant_llm_tokens_total`."""
     LLM_TOKENS.labels("prompt").inc(max(0, prompt_tokens))
     LLM_TOKENS.labels("completion").inc(max(0, completion_tokens))
-
-
-def adapter_in_use(resources) -> str:
-    """The name of the LoRA adapter the answers are generated with, or "base" for the base model.
-
-    Args:
-        resources: the process's `Resources` (or None before they are open).
-
-    Returns:
-        The registry's serving adapters as `status:name` joined by commas (e.g. `live:everyone-3,canary:
-        everyone-4`), or "base" when none is live or canary (or the resources are not open).
-    """
-    if resources is None:
-        return "base"
-    from assistant.core.db.adapters import serving_adapters
-
-    serving = sorted(serving_adapters(resources.db), key=lambda a: (a.status != "live", a.name))
-    return ",".join(f"{a.status}:{a.name}" for a in serving) or "base"
-
-
-class OperationsCollector:
-    """Figures read at scrape time from where their truth lives (a prometheus-client custom collector).
-
-    Args:
-        app_state: the API's `app.state` (its `assistant` is the composed assistant, once started).
-        sql_figures: returns `{"jobs": {(kind, status): n}, "helpdesk_decisions": {(category, decision): n},
-            "helpdesk_outcomes": {(category, outcome): n}}` from the database (`assistant.core.db.stats`).
-        queue_depth: returns the messages waiting in the Celery queue, or None when not measurable.
-    """
-
-    def __init__(self, app_state, *, sql_figures: Callable[[], dict], queue_depth: Callable[[], int | None]):
-        self.app_state = app_state
-        self.sql_figures = sql_figures
-        self.queue_depth = queue_depth
-
-    def collect(self) -> Iterable:
-        """The gauges of one scrape (prometheus-client calls this)."""
-        assistant = getattr(self.app_state, "assistant", None)
-        resources = getattr(assistant, "resources", None)
-        info = InfoMetricFamily("assistant_adapter", "The LoRA adapter answers are generated with ('base': none)")
-        info.add_metric([], {"adapter": adapter_in_use(resources)})
-        yield info
-        limiter = getattr(getattr(assistant, "answerer", None), "limiter", None)
-        waiting = GaugeMetricFamily(
-            "assistant_llm_queue_depth", "Requests of this API process waiting for a model slot (admission queue)"
-        )
-        waiting.add_metric([], float(limiter.queued) if limiter is not None else 0.0)
-        yield waiting
-        state = GaugeMetricFamily(
-            "assistant_llm_circuit_state", "1 for the LLM circuit breaker's current state in this process", labels=["state"]
-        )
-        breaker = getattr(getattr(resources, "_llm", None), "breaker", None)  # never loads the model to report
-        current = breaker.state if breaker is not None else "closed"
-        for name in BREAKER_STATES:
-            state.add_metric([name], 1.0 if name == current else 0.0)
-        yield state
-        depth = self.queue_depth()
-        if depth is not None:
-            celery = GaugeMetricFamily("assistant_job_queue_depth", "Task messages waiting in the Celery queue")
-            celery.add_metric([], float(depth))
-            yield celery
-        try:
-            figures = self.sql_figures()
-        except Exception as exc:  # a scrape must still answer while the database is away
-            log.warning("metrics: the database figures could not be read: %s", type(exc).__name__)
-            return
-        yield _gauge("assistant_jobs", "Jobs in the database, by kind and status (done/failed: outcomes so far)",
-                     ["kind", "status"], figures["jobs"])
-        yield _gauge("assistant_helpdesk_tickets", "Helpdesk tickets received, by category and decision "
-                     "(auto_reply, escalate; 'none' while pending)", ["category", "decision"], figures["helpdesk_decisions"])
-        yield _gauge("assistant_helpdesk_outcomes", "Helpdesk tickets resolved by an agent, by category and outcome "
-                     "(accepted, edited, rejected)", ["category", "outcome"], figures["helpdesk_outcomes"])
-
-
-def _gauge(name: str, documentation: str, labels: list[str], values: dict[tuple, int]) -> GaugeMetricFamily:
-    family = GaugeMetricFamily(name, documentation, labels=labels)
-    for key, n in sorted(values.items(), key=lambda kv: tuple(str(k) for k in kv[0])):
-        family.add_metric([str(k) if k is not None else "none" for k in key], float(n))
-    return family
-
-
-def exposition(collector: OperationsCollector | None, multiproc_dir: Path | None) -> tuple[bytes, str]:
-    """The text Prometheus scrapes: the recorded metrics (summed over processes in multiprocess mode)
-    followed by the scrape-time figures.
-
-    Args:
-        collector: scrape-time figures, or None.
-        multiproc_dir: prometheus-client's multiprocess folder when several processes serve, else None.
-
-    Returns:
-        `(body, content_type)` in the Prometheus text format 0.0.4.
-    """
-    if multiproc_dir is not None:
-        recorded = CollectorRegistry()
-        MultiProcessCollector(recorded, path=str(multiproc_dir))
-    else:
-        recorded = REGISTRY
-    body = generate_latest(recorded)
-    if collector is not None:
-        live = CollectorRegistry()
-        live.register(collector)
-        body += generate_latest(live)
-    return body, CONTENT_TYPE_LATEST

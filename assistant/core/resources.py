@@ -15,7 +15,7 @@ from assistant.core.settings import Settings, get_settings
 from assistant.core.vectorstore import VectorStore, open_vector_store
 
 if TYPE_CHECKING:
-    from assistant.core.embedder import Embedder
+    from assistant.core.embedding.embedder import Embedder
     from assistant.core.llm import LLM
 
 
@@ -45,7 +45,7 @@ class Resources:
         """The embedding model, loaded on first use."""
         with self._lock:
             if self._embedder is None:
-                from assistant.core.embedder import Embedder
+                from assistant.core.embedding.embedder import Embedder
 
                 self._embedder = Embedder(
                     self.settings.embedding_model,
@@ -78,6 +78,12 @@ class Resources:
 
                 self._llm = open_llm(self.settings)
             return self._llm
+
+    def llm_breaker_state(self) -> str:
+        """The LLM circuit breaker's state ("closed", "half_open", "open"), without loading the model:
+        "closed" while none is loaded or the backend has no breaker (in-process llama.cpp)."""
+        breaker = getattr(self._llm, "breaker", None)
+        return breaker.state if breaker is not None else "closed"
 
     def close(self) -> None:
         """Close the vector store and SQL pool (the models are freed with the object)."""

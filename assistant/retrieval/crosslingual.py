@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import jieba
 
-from assistant.core import sparse
+from assistant.core.index import sparse
 from assistant.core.language import FUNCTION_CHARS_ZH, QUESTION_WORDS_ZH, has_cjk
 
 # Translations kept per source word: the first senses of an entry are its common ones, and each

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Collection, Sequence
 import numpy as np
 
 from assistant.core.errors import ConfigError
-from assistant.core.passages import passage_text
+from assistant.core.index.passages import passage_text
 
 if TYPE_CHECKING:
     from assistant.retrieval.retriever import RetrievedChunk

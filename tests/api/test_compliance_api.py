@@ -19,7 +19,7 @@ from assistant.core.acl_manifest import AclManifest
 from assistant.core.auth.accounts import create_user, set_flags
 from assistant.core.auth.api_keys import create_api_key
 from assistant.core.db.models import AuditEvent, Conversation, Feedback, Message, User
-from assistant.core.index_format import document_id
+from assistant.core.index.payload import document_id
 from ingest.pipeline import Ingestor
 from tests.api.conftest import parse_sse
 from tests.conftest import make_settings, open_resources

@@ -25,7 +25,7 @@ from assistant.core.auth.api_keys import configure_api_key, create_api_key
 from assistant.core.db.helpdesk import claim_ticket
 from assistant.core.db.models import User
 from assistant.core.identity import load_principal
-from assistant.core.webhooks import SIGNATURE_HEADER, verify_signature
+from assistant.helpdesk.delivery import SIGNATURE_HEADER, verify_signature
 from ingest.pipeline import Ingestor
 from tests.conftest import copy_subset, make_settings, open_resources
 from tests.corpus import HANDBOOK

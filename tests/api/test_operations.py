@@ -22,14 +22,14 @@ from sqlalchemy import select, update
 from assistant.composition import Assistant
 from assistant.core.auth.access import read_original
 from assistant.core.auth.api_keys import create_api_key
-from assistant.core.auth.audit import recent_events
+from assistant.compliance.audit import recent_events
 from assistant.core.db.models import HelpdeskTicket, User
 from assistant.core.db.uploads import get_upload
 from assistant.core.errors import ConfigError
 from assistant.core.identity import load_principal
 from assistant.core.log_config import logging_dict
-from assistant.core.operations.backup import restore_backup
-from assistant.core.operations.operator_token import operator_token
+from assistant.operations.backup import restore_backup
+from assistant.operations.operator_token import operator_token
 from assistant.core.principals import ANONYMOUS
 from tests.api.conftest import parse_sse
 from tests.api.live_server import LiveServer

@@ -11,7 +11,7 @@ from typing import Iterator
 
 import httpx
 
-from assistant.core.auth.audit import recent_events
+from assistant.compliance.audit import recent_events
 from assistant.core.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor
 from tests.api.conftest import parse_sse, shown_answer

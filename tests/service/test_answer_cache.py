@@ -106,7 +106,7 @@ def test_normalisation_keeps_meaning():
 
 def _done(answerer, question: str, principal: Principal) -> tuple[dict, str | None]:
     """The `done` event of `answerer.stream`, and the adapter the request recorded (`served_adapter`)."""
-    from assistant.core.llm.adapter_routing import served_adapter
+    from assistant.adapters.routing import served_adapter
 
     async def go():
         events = [e async for e in answerer.stream(question, principal=principal)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.core.embedder import BUILTIN_E5, BUILTIN_MINILM
+from assistant.core.embedding.embedder import BUILTIN_E5, BUILTIN_MINILM
 from assistant.core.errors import ConfigError
 from assistant.core.settings import Settings
 from assistant.core.vectorstore.factory import open_vector_store

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.core.embedder import BUILTIN_E5
-from assistant.core.index_format import ChunkPayload, chunk_point, document_id
+from assistant.core.embedding.embedder import BUILTIN_E5
+from assistant.core.index.payload import ChunkPayload, chunk_point, document_id
 from assistant.core.principals import ANONYMOUS
 from assistant.core.vectorstore.edge import EdgeVectorStore
 from assistant.retrieval import Retriever

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from assistant.core.db.session import Database
-from assistant.core.operations.doctor import run_checks
+from assistant.operations.doctor import run_checks
 from tests.conftest import make_settings
 
 CLOSED = "127.0.0.1:9"  # the discard port: nothing listens there

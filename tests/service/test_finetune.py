@@ -21,9 +21,9 @@ from assistant.core.db.feedback import rate_answer
 from assistant.core.db.jobs import get_job, job_lease
 from assistant.core.db.models import Document, HelpdeskTicket, Source, User, utcnow
 from assistant.core.errors import ConflictError
-from assistant.core.index_format import ChunkPayload, chunk_id, document_id
-from assistant.core.llm.adapter_routing import AdapterRouter, choose_adapter, local_adapter, served_adapter
-from assistant.core.llm.lora_release import InProcessPublisher, VllmPublisher, promote_and_publish, rollback_and_publish
+from assistant.core.index.payload import ChunkPayload, chunk_id, document_id
+from assistant.adapters.routing import AdapterRouter, choose_adapter, local_adapter, served_adapter
+from assistant.adapters.release import InProcessPublisher, VllmPublisher, promote_and_publish, rollback_and_publish
 from assistant.core.llm.model_files import smollm2_gguf_path
 from assistant.core.principals import Principal
 from assistant.core.vectorstore.base import ChunkPoint, SparseEmbedding
@@ -134,7 +134,7 @@ _SHARED: dict = {}
 
 def _router(res, share: float) -> AdapterRouter:
     """A router over the registry; its routers share one base model (loading one costs seconds)."""
-    from assistant.core.llm.peft_serving import PeftAdapterLLM, PeftServing
+    from assistant.adapters.peft_serving import PeftAdapterLLM, PeftServing
 
     if not _SHARED:
         # The same base as the adapters', without adapters: what a reader without one is answered by.
@@ -145,7 +145,7 @@ def _router(res, share: float) -> AdapterRouter:
 
 
 def _ask(router: AdapterRouter, principal: Principal) -> str:
-    from assistant.core.llm.adapter_routing import current_principal
+    from assistant.adapters.routing import current_principal
 
     async def go() -> str:
         current_principal.set(principal)

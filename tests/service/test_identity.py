@@ -21,7 +21,7 @@ from assistant.core.auth.accounts import (
     set_password,
 )
 from assistant.core.auth.api_keys import create_api_key, principal_for_api_key, revoke_api_key
-from assistant.core.auth.audit import recent_events, record_event
+from assistant.compliance.audit import recent_events, record_event
 from assistant.core.auth.oidc import sign_in_oidc_user
 from assistant.core.db.models import ApiKey, Document, Source, User
 from assistant.core.db.session import Database

@@ -10,8 +10,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from assistant.api.app import create_app
-from assistant.core import onnx_queries
-from assistant.core.embedder import Embedder
+from assistant.core.embedding import onnx_queries
+from assistant.core.embedding.embedder import Embedder
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings
 from tests.conftest import CORPUS_MODEL, make_settings

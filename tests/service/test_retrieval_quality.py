@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from assistant.composition import Assistant
-from assistant.core.embedder import BUILTIN_E5, Embedder
-from assistant.core.passages import passage_text
+from assistant.core.embedding.embedder import BUILTIN_E5, Embedder
+from assistant.core.index.passages import passage_text
 from assistant.core.principals import ANONYMOUS
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings

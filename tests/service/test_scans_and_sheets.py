@@ -20,7 +20,7 @@ import pytest
 
 from assistant.core.db.models import Document
 from assistant.core.errors import IngestError
-from assistant.core.index_format import document_id
+from assistant.core.index.payload import document_id
 from assistant.core.principals import ANONYMOUS
 from assistant.retrieval import Retriever
 from ingest.readers import Limits, parse_file

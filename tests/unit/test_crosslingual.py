@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assistant.core import sparse
+from assistant.core.index import sparse
 from assistant.retrieval.crosslingual import says_nothing_of_the_topic, translate
 
 

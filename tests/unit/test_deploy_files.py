@@ -228,7 +228,7 @@ def test_grafana_dashboard_plots_only_metrics_the_service_exports():
                 [family.name, *(f"{family.name}{s}" for s in ("_total", "_bucket", "_count", "_sum"))]}
     scraped = {"assistant_llm_queue_depth", "assistant_llm_circuit_state", "assistant_job_queue_depth", "assistant_jobs",
                "assistant_helpdesk_tickets", "assistant_helpdesk_outcomes", "assistant_adapter_info"}
-    source = (REPO / "assistant" / "core" / "metrics.py").read_text()
+    source = (REPO / "assistant" / "operations" / "metrics.py").read_text()
     assert all(name.removesuffix("_info") in source for name in scraped)
     used = {name for panel in dashboard["panels"] for target in panel["targets"]
             for name in re.findall(r"\bassistant_[a-z_]+", target["expr"])}

@@ -78,7 +78,7 @@ def test_own_question_sets_are_valid_balanced_and_judged_against_the_files():
 def test_the_table_shows_the_answer_language_row_only_when_answers_were_generated():
     from rich.console import Console
 
-    from assistant.evaluation.command import render_table
+    from assistant.cli.evaluation import render_table
     from assistant.evaluation.runner import EvalReport
 
     def shown(results):

@@ -10,7 +10,7 @@ import pytest
 from assistant.core.db.adapters import AdapterRecord
 from assistant.core.errors import InvalidRequestError
 from assistant.core.jobs import refresh_schedule
-from assistant.core.llm.adapter_routing import canary_bucket, choose_adapter
+from assistant.adapters.routing import canary_bucket, choose_adapter
 from assistant.core.principals import Principal
 from finetune.config import LoraHyperparameters, check_audience
 from finetune.dataset import Row, drop_duplicates, passage_text, readable_by, split_rows

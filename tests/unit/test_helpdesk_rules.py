@@ -10,7 +10,7 @@ import pytest
 
 from assistant.core.db.helpdesk import TicketRecord
 from assistant.core.errors import InvalidRequestError
-from assistant.core.webhooks import backoff_s, check_url, sign, signature_header, verify_signature
+from assistant.helpdesk.delivery import backoff_s, check_url, sign, signature_header, verify_signature
 from assistant.helpdesk.actions import action_request
 from assistant.helpdesk.confidence import EVIDENCE_FLOOR, Evidence, chunk_evidence, confidence, reply_evidence
 from assistant.helpdesk.resolutions import resolution_document, resolution_outcome
@@ -18,7 +18,7 @@ from assistant.helpdesk.tickets import TicketRequest, latest_message, ticket_que
 from assistant.retrieval import RetrievedChunk
 from assistant.retrieval.abstention import CALIBRATED
 from assistant.retrieval.retriever import Retrieval
-from assistant.core.embedder import BUILTIN_E5, BUILTIN_MINILM
+from assistant.core.embedding.embedder import BUILTIN_E5, BUILTIN_MINILM
 
 ACTIONS = [
     ("Please reset my Okta account, I am locked out.", True),

@@ -1,7 +1,7 @@
 """The index format stays readable by every collection written so far: point IDs, payload keys, vectors."""
 
-from assistant.core import sparse
-from assistant.core.index_format import ChunkPayload, chunk_id, chunk_point, document_id
+from assistant.core.index import sparse
+from assistant.core.index.payload import ChunkPayload, chunk_id, chunk_point, document_id
 
 # Keys of a chunk's payload in the order ingestion has always written them; a collection built by an
 # earlier release holds exactly these.

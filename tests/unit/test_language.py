@@ -1,6 +1,6 @@
 """The one language detector: what counts as a CJK ideograph, and how questions and documents are judged."""
 
-from assistant.core import sparse
+from assistant.core.index import sparse
 from assistant.core.language import (
     CJK_RUN,
     count_cjk,

@@ -15,7 +15,7 @@ RECORD = (
     "metrics.count_tokens(100, 7); metrics.FIRST_TOKEN_SECONDS.observe(0.2)"
 )
 SCRAPE = (
-    "import sys; from pathlib import Path; from assistant.core.metrics import exposition; "
+    "import sys; from pathlib import Path; from assistant.operations.metrics import exposition; "
     "sys.stdout.write(exposition(None, Path(sys.argv[1]))[0].decode())"
 )
 

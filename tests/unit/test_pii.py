@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.core.pii import PII_KINDS, find_pii, mask_pii
+from assistant.compliance.pii import PII_KINDS, find_pii, mask_pii
 
 # A valid resident ID (GB 11643 check character X) and Luhn-valid card numbers made for the test.
 RESIDENT_ID = "11010519491231002X"

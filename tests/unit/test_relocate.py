@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from assistant.core.errors import ConfigError
-from assistant.core.operations.backup import data_folders
-from assistant.core.operations.relocate import Move
+from assistant.operations.backup import data_folders
+from assistant.operations.relocate import Move
 from tests.conftest import make_settings
 
 MOVE = Move(Path("/srv/old data/uploads"), Path("/var/lib/assistant/uploads"))

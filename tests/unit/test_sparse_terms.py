@@ -2,7 +2,7 @@
 
 import pytest
 
-from assistant.core import sparse
+from assistant.core.index import sparse
 
 
 @pytest.mark.parametrize(

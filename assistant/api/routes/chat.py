@@ -18,11 +18,11 @@ from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.schemas import ChatRequest
 from assistant.api.sse import SSE_HEADERS, paced_stream, render_sse_events
 from assistant.composition import Assistant
-from assistant.core.auth.audit import record_event
+from assistant.compliance.audit import record_event
 from assistant.core.db.conversations import add_answer, get_conversation, start_exchange
 from assistant.core.db.adapters import record_answer_adapter
 from assistant.core.db.usage import record_usage
-from assistant.core.llm.adapter_routing import served_adapter
+from assistant.adapters.routing import served_adapter
 from assistant.core.db.session import Database
 from assistant.core.errors import AssistantError
 from assistant.core.principals import Principal

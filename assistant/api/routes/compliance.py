@@ -17,12 +17,12 @@ from starlette.concurrency import run_in_threadpool
 from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep, MAX_ROW_ID, get_principal
 from assistant.core.auth.accounts import UserPublic, set_flags, unlock_account
-from assistant.core.auth.audit import AuditQuery, list_events, record_event
-from assistant.core.auth.audit_chain import verify_chain
-from assistant.core.erasure import erase_user, export_user
+from assistant.compliance.audit import AuditQuery, list_events, record_event
+from assistant.compliance.audit_chain import verify_chain
+from assistant.compliance.erasure import erase_user, export_user
 from assistant.core.errors import PermissionDeniedError
 from assistant.core.principals import Principal
-from assistant.core.retention import apply_retention
+from assistant.compliance.retention import apply_retention
 from assistant.core.visibility import Cited, Visibility, withheld_audit_row
 
 router = APIRouter(prefix="/api", tags=["compliance"])

@@ -13,7 +13,7 @@ from assistant.api.audit_origin import request_origin
 from assistant.api.deps import DatabaseDep, PrincipalDep
 from assistant.api.schemas import DocumentMetaPublic
 from assistant.core.auth.access import read_original, readable_document
-from assistant.core.auth.audit import record_event
+from assistant.compliance.audit import record_event
 from assistant.core.errors import NotFoundError
 
 router = APIRouter(prefix="/api/documents", tags=["documents"])

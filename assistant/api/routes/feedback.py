@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep
 from assistant.core.db.feedback import FeedbackPublic, QualityReport, list_feedback, quality_report
 from assistant.core.db.quality import SlowAnswer, gap_questions, slowest_answers
-from assistant.core.knowledge_gaps import DEFAULT_SIMILARITY, KnowledgeGap, group_gaps
+from assistant.operations.knowledge_gaps import DEFAULT_SIMILARITY, KnowledgeGap, group_gaps
 from assistant.core.visibility import Visibility
 
 router = APIRouter(prefix="/api/admin", tags=["admin"])

@@ -1,5 +1,5 @@
 """Prometheus metrics at `/metrics`, for admins, the scraper's bearer token (`metrics_token`) or the
-operator token (`assistant.core.operations.operator_token`)."""
+operator token (`assistant.operations.operator_token`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from starlette.concurrency import run_in_threadpool
 
 from assistant.api.operator_auth import require_token_or_admin
 from assistant.core.db.stats import operations_counts
-from assistant.core.metrics import OperationsCollector, exposition
-from assistant.core.operations.operator_token import is_operator_token
-from assistant.core.queue_depth import celery_queue_depth
+from assistant.operations.metrics import OperationsCollector, adapter_in_use, exposition
+from assistant.operations.operator_token import is_operator_token
+from assistant.operations.queue_depth import celery_queue_depth
 
 router = APIRouter()
 
@@ -35,9 +35,13 @@ async def metrics(request: Request) -> Response:
         return is_operator_token(settings, value)
 
     await require_token_or_admin(request, accepts)
+    assistant = getattr(state, "assistant", None)  # None until the lifespan has composed it
+    resources = getattr(assistant, "resources", None)
     collector = OperationsCollector(
-        state,
-        sql_figures=lambda: operations_counts(state.assistant.resources.db),
+        adapter=lambda: adapter_in_use(resources.db if resources is not None else None),
+        admission_queued=lambda: assistant.answerer.limiter.queued if assistant is not None else 0,
+        breaker_state=lambda: resources.llm_breaker_state() if resources is not None else "closed",
+        sql_figures=lambda: operations_counts(resources.db),
         queue_depth=lambda: celery_queue_depth(settings),
     )
     body, content_type = await run_in_threadpool(exposition, collector, settings.prometheus_multiproc_dir)

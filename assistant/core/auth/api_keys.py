@@ -173,7 +173,7 @@ def configure_api_key(
     """Change key `name`'s options; an argument left out keeps its value, None resets it. Setting a
     webhook URL generates a new signing secret (returned once here, and used for every delivery).
 
-    The URL is stored as given: check it against the allow-list first (`assistant.core.webhooks.check_url`).
+    The URL is stored as given: check it against the allow-list first (`assistant.helpdesk.delivery.check_url`).
 
     Raises:
         NotFoundError: no unrevoked key of that name.

@@ -1,6 +1,6 @@
 """The queries behind the quality view's lists: the slowest answers, and the questions the documents
 did not answer (the "not found" answer) or whose answer was rated down, from which knowledge gaps are
-grouped (`assistant.core.knowledge_gaps`). A question's text is shown through `assistant.core.visibility`:
+grouped (`assistant.operations.knowledge_gaps`). A question's text is shown through `assistant.core.visibility`:
 withheld where the viewer may not read every document its answer cited."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from assistant.core.db.jobs import JobItemRecord, JobRecord
 from assistant.core.db.models import Document, Job, JobItem, Source, Upload, User, utcnow
 from assistant.core.db.session import Database
 from assistant.core.errors import NotFoundError
-from assistant.core.index_format import document_id
+from assistant.core.index.payload import document_id
 from assistant.core.visibility import Visibility
 
 # Outcomes of a file that mean its document is searchable.

@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from assistant.core.db.quality import GapQuestion
-from assistant.core.embedder import Embedder
+from assistant.core.embedding.embedder import Embedder
 
 # Cosine similarity of a question to a group's mean at or above which it joins the group. With
 # multilingual-e5-small, paraphrases of one question score about 0.9 and unrelated questions about 0.75.

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from assistant.core.auth.audit import record_event
+from assistant.compliance.audit import record_event
 from assistant.core.db.session import Database
 from assistant.core.db.sources import delete_source_rows, source_document_ids
 from assistant.core.db.user_data import UploadFile, erase_user_rows, find_user, user_records, user_uploads

@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence
 
-from assistant.core import sparse
+from assistant.core.index import sparse
 from assistant.core.vectorstore.base import ChunkPoint
 
 NAMESPACE = uuid.UUID("6f1c1f0e-3a9b-5e2f-9d57-2b8f1f6c0a11")

@@ -9,12 +9,12 @@ from typing import Any
 
 from sqlalchemy import and_, delete, false, or_, select
 
-from assistant.core.auth.audit import record_event
-from assistant.core.auth.audit_chain import RETENTION_ACTION
+from assistant.compliance.audit import record_event
+from assistant.compliance.audit_chain import RETENTION_ACTION
 from assistant.core.db.models import AuditEvent, Conversation, Feedback, Job, JobItem, User
 from assistant.core.db.session import Database
 from assistant.core.db.user_data import delete_upload_rows, user_uploads
-from assistant.core.erasure import remove_uploads
+from assistant.compliance.erasure import remove_uploads
 from assistant.core.principals import Principal
 from assistant.core.vectorstore.base import VectorStore
 

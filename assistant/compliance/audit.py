@@ -1,5 +1,5 @@
 """The audit trail: who did what (chat, search, download, sign-in, admin changes), to which documents,
-from where; appended to a hash chain (`assistant.core.auth.audit_chain`) and read with filters."""
+from where; appended to a hash chain (`assistant.compliance.audit_chain`) and read with filters."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from sqlalchemy import String, cast, func, select, update
 
-from assistant.core.auth.audit_chain import content_digest, row_digest
+from assistant.compliance.audit_chain import content_digest, row_digest
 from assistant.core.db.models import AuditChainHead, AuditEvent, utcnow
 from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Sequence
 
 from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage, stop_list
-from assistant.core.llm.transformers_base import load_base
+from assistant.adapters.transformers_base import load_base
 
 
 class PeftServing:

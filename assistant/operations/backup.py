@@ -41,8 +41,8 @@ from sqlalchemy.engine import make_url
 
 from assistant import __version__
 from assistant.core.errors import ConfigError
-from assistant.core.operations.migrations import database_revisions
-from assistant.core.operations.relocate import Move, relocate
+from assistant.operations.migrations import database_revisions
+from assistant.operations.relocate import Move, relocate
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings
 from assistant.core.vectorstore.edge import take_owner_lock

@@ -6,7 +6,7 @@ import logging
 
 from assistant.core import resources
 from assistant.core.jobs import RETENTION_TASK, get_celery
-from assistant.core.retention import apply_retention
+from assistant.compliance.retention import apply_retention
 
 log = logging.getLogger(__name__)
 

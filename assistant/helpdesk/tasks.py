@@ -8,7 +8,7 @@ import threading
 
 from assistant.core import resources
 from assistant.core.jobs import WEBHOOK_TASK, get_celery
-from assistant.core.webhooks import attempt_delivery
+from assistant.helpdesk.delivery import attempt_delivery
 
 log = logging.getLogger(__name__)
 
