@@ -39,7 +39,7 @@ def adapter_in_use(db: Database | None) -> str:
     return ",".join(f"{a.status}:{a.name}" for a in serving) or "base"
 
 
-@dataclass
+@dataclass(eq=False)  # a prometheus-client registry keys collectors by identity
 class OperationsCollector:
     """Figures read at scrape time from where their truth lives (a prometheus-client custom collector).
 
