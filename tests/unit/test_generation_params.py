@@ -7,7 +7,7 @@ import pytest
 
 from assistant.answering.request import GenerationParams
 from assistant.answering.stops import STOP_SEQUENCES
-from assistant.api.routes.openai_compat import ChatCompletionRequest
+from assistant.api.schemas.openai_compat import ChatCompletionRequest
 from assistant.core.errors import InvalidRequestError
 from assistant.core.settings import Settings
 

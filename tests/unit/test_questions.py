@@ -2,7 +2,8 @@
 
 import pytest
 
-from assistant.api.schemas import ChatRequest, SearchRequest
+from assistant.api.schemas.chat import ChatRequest
+from assistant.api.schemas.search import SearchRequest
 from assistant.core.errors import InvalidRequestError
 from assistant.core.questions import MAX_QUERY_CHARS, check_query
 

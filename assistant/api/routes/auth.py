@@ -10,11 +10,11 @@ from authlib.integrations.base_client import OAuthError
 from authlib.integrations.starlette_client import OAuth
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
-from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.audit_origin import client_address, request_origin
 from assistant.api.deps import SESSION_CSRF, SESSION_TOKEN, DatabaseDep, PrincipalDep, get_db
+from assistant.api.schemas.auth import LoginRequest, MePublic, ProvidersPublic
 from assistant.core.auth.accounts import authenticate_password
 from assistant.core.auth import sign_in_throttle as throttle
 from assistant.compliance.audit import record_event
@@ -30,25 +30,6 @@ public_router = APIRouter(prefix="/api/auth", tags=["auth"])
 router = APIRouter(prefix="/api/auth", tags=["auth"])
 log = logging.getLogger(__name__)
 OIDC_CLIENT = "sso"
-
-
-class LoginRequest(BaseModel):
-    username: str = Field(min_length=1, max_length=255)
-    password: str = Field(min_length=1, max_length=1024)
-
-
-class MePublic(BaseModel):
-    name: str
-    groups: list[str]
-    is_admin: bool
-    is_service: bool
-    auth: str = Field(description="'session' or 'api_key'")
-    csrf_token: str | None = Field(description="send as X-CSRF-Token on state-changing requests (sessions only)")
-
-
-class ProvidersPublic(BaseModel):
-    password: bool
-    oidc: bool
 
 
 def build_oauth(settings: Settings) -> OAuth | None:

@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AssistantDep, PrincipalDep
-from assistant.api.schemas import ChatRequest
+from assistant.api.schemas.chat import ChatRequest
 from assistant.api.sse import SSE_HEADERS, paced_stream, render_sse_events
 from assistant.composition import Assistant
 from assistant.compliance.audit import record_event

@@ -10,12 +10,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse
-from pydantic import BaseModel
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep, MAX_ROW_ID, get_principal
+from assistant.api.schemas.compliance import UserFlagsUpdate
 from assistant.core.auth.accounts import UserPublic, set_flags, unlock_account
 from assistant.compliance.audit import AuditQuery, list_events, record_event
 from assistant.compliance.audit_chain import verify_chain
@@ -40,11 +40,6 @@ def require_audit_reader(principal: Annotated[Principal, Depends(get_principal)]
 
 
 AuditReaderDep = Annotated[Principal, Depends(require_audit_reader)]
-
-
-class UserFlagsUpdate(BaseModel):
-    is_auditor: bool | None = None
-    legal_hold: bool | None = None
 
 
 @router.get("/audit")

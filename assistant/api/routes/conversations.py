@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Response
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AssistantDep, DatabaseDep, PrincipalDep, RowId
-from assistant.api.schemas import ConversationCreate, ConversationUpdate, FeedbackCreate
+from assistant.api.schemas.conversations import ConversationCreate, ConversationUpdate, FeedbackCreate
 from assistant.core.auth.access import readable_sources
 from assistant.core.db.conversations import (
     ConversationPublic,

@@ -5,29 +5,19 @@ gaps (unserved questions grouped by meaning: the documents to write). Stored tex
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 
 from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep
-from assistant.core.db.feedback import FeedbackPublic, QualityReport, list_feedback, quality_report
-from assistant.core.db.quality import SlowAnswer, gap_questions, slowest_answers
-from assistant.operations.knowledge_gaps import DEFAULT_SIMILARITY, KnowledgeGap, group_gaps
+from assistant.api.schemas.feedback import QualityView
+from assistant.core.db.feedback import FeedbackPublic, list_feedback, quality_report
+from assistant.core.db.quality import gap_questions, slowest_answers
+from assistant.operations.knowledge_gaps import DEFAULT_SIMILARITY, group_gaps
 from assistant.core.visibility import Visibility
 
 router = APIRouter(prefix="/api/admin", tags=["admin"])
-
-
-@dataclass(frozen=True)
-class QualityView(QualityReport):
-    """The quality report with the slowest answers (slowest first) and the knowledge gaps (largest
-    first); `gaps_withheld` counts the unserved questions left out of the gaps because their answer
-    cited a document the viewer may not read."""
-
-    slowest: list[SlowAnswer] = field(default_factory=list)
-    gaps: list[KnowledgeGap] = field(default_factory=list)
-    gaps_withheld: int = 0
 
 
 @router.get("/feedback", response_model=list[FeedbackPublic])

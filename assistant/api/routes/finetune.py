@@ -3,32 +3,19 @@ list and read adapters, promote and roll back in one step, and compare canary an
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AdminDep, AssistantDep, DispatcherDep, RowId
+from assistant.api.schemas.finetune import PromoteCreate, RefreshCreate, RollbackCreate
 from assistant.core.db.adapters import feedback_by_adapter, get_adapter, get_snapshot, list_adapters
 from assistant.core.jobs import FINETUNE_TASK
 from assistant.adapters.routing import AdapterRouter
 from assistant.adapters.release import promote_and_publish, publisher_for, rollback_and_publish
 
 router = APIRouter(prefix="/api/admin/finetune")
-
-
-class RefreshCreate(BaseModel):
-    audience: str = Field(default="everyone", pattern=r"^(everyone|group:[^\s:]+)$", description="who the adapter serves")
-    dry_run: bool = Field(default=False, description="build and record the dataset snapshot only")
-
-
-class PromoteCreate(BaseModel):
-    to: Literal["canary", "live"] | None = Field(default=None, description="default: one step up")
-
-
-class RollbackCreate(BaseModel):
-    audience: str = Field(default="everyone", pattern=r"^(everyone|group:[^\s:]+)$")
 
 
 def _refresh_router(assistant) -> None:

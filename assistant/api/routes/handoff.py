@@ -7,10 +7,10 @@ from __future__ import annotations
 import hashlib
 
 from fastapi import APIRouter
-from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AssistantDep, PrincipalDep
+from assistant.api.schemas.handoff import HandoffPublic, HandoffSettings
 from assistant.core.db.conversations import conversation_messages
 from assistant.core.db.helpdesk import claim_ticket, store_decision
 from assistant.core.errors import ConflictError, InvalidRequestError
@@ -19,19 +19,6 @@ router = APIRouter(prefix="/api", tags=["helpdesk"])
 # The ticket store's client for tickets the web app hands over (API keys post under their own names).
 WEB_CLIENT = "web-app"
 _SUBJECT_CHARS = 500
-
-
-class HandoffSettings(BaseModel):
-    """Whether the page offers "ask the helpdesk"."""
-
-    enabled: bool
-
-
-class HandoffPublic(BaseModel):
-    """The ticket a conversation became."""
-
-    ticket_id: int
-    decision: str
 
 
 @router.get("/handoff", response_model=HandoffSettings)

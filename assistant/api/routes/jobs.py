@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AdminDep, AssistantDep, DispatcherDep, RowId
+from assistant.api.schemas.jobs import SyncCreate
 from assistant.compliance.audit import record_event
 from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.jobs import JobRecord, get_job as load_job, queue_sync_job, recent_jobs
@@ -25,11 +25,6 @@ from assistant.core.jobs import JOB_TASKS
 from assistant.core.visibility import Visibility
 
 router = APIRouter(prefix="/api")
-
-
-class SyncCreate(BaseModel):
-    path: str = Field(min_length=1, max_length=4096, description="a folder or file on the server")
-    acl: dict[str, Any] | None = Field(default=None, description="ACL manifest: {default, rules}")
 
 
 @router.get("/jobs", response_model=list[JobRecord])

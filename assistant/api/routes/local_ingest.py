@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import hmac
 from pathlib import Path
-from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Request
-from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AssistantDep, DispatcherDep, RowId
 from assistant.api.routes.jobs import queue_sync
+from assistant.api.schemas.local_ingest import LocalSyncCreate
 from assistant.core.db.jobs import JobRecord, get_job as load_job, syncs_ahead
 from assistant.core.errors import AuthenticationError, InvalidRequestError
 from assistant.core.signing import local_ingest_token
@@ -41,11 +40,6 @@ def require_local(request: Request, token: str | None = Header(default=None, ali
 
 
 router = APIRouter(prefix="/api/local", include_in_schema=False, dependencies=[Depends(require_local)])
-
-
-class LocalSyncCreate(BaseModel):
-    path: str = Field(min_length=1, max_length=4096, description="an absolute folder or file path on this machine")
-    acl: dict[str, Any] | None = Field(default=None, description="ACL manifest: {default, rules}")
 
 
 @router.post("/ingest", response_model=JobRecord, status_code=202)

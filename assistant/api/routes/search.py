@@ -7,7 +7,7 @@ from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.answering.citations import document_route
 from assistant.answering.injection import without_instructions
-from assistant.api.schemas import SearchHitPublic, SearchRequest
+from assistant.api.schemas.search import SearchHitPublic, SearchRequest
 from assistant.compliance.audit import record_event
 from assistant.core.questions import check_query
 

@@ -8,13 +8,13 @@ import shutil
 import unicodedata
 import uuid
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Response, UploadFile
-from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AssistantDep, DispatcherDep, PrincipalDep
+from assistant.api.schemas.uploads import AudienceOption
 from assistant.core.db.uploads import UploadPublic, add_upload, delete_upload_row, get_upload, list_uploads, upload_files
 from assistant.core.errors import ConflictError, InvalidRequestError, PermissionDeniedError
 from assistant.core.jobs import JOB_TASKS
@@ -23,14 +23,6 @@ from assistant.core.source_removal import delete_source_contents
 
 router = APIRouter(prefix="/api/uploads", tags=["uploads"])
 _COPY_BYTES = 1 << 20
-
-
-class AudienceOption(BaseModel):
-    """An audience the caller may give an upload: `value` is its ACL entry."""
-
-    value: str
-    kind: Literal["me", "group", "everyone"]
-    name: str
 
 
 def audience_options(principal: Principal) -> list[AudienceOption]:
