@@ -90,10 +90,9 @@ class AuditQuery:
 
 def event_dict(e: AuditEvent) -> dict[str, Any]:
     """The JSON-ready form of one row, as the API, the CLI and exports show it."""
-    at = e.at if e.at.tzinfo else e.at.replace(tzinfo=timezone.utc)
     details = dict(e.details or {})
     return {
-        "id": e.id, "at": at.isoformat(), "principal": e.principal, "auth_method": e.auth_method or "",
+        "id": e.id, "at": e.at.isoformat(), "principal": e.principal, "auth_method": e.auth_method or "",
         "action": e.action, "query": e.query, "doc_ids": list(e.doc_ids or []), "chunk_ids": list(e.chunk_ids or []),
         "address": e.address or "", "request_id": e.request_id, "details": details,
         "erased": e.erased_at is not None, "row_hash": e.row_hash or "",

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from datetime import timezone
 from typing import Any
 
 from sqlalchemy import select
@@ -29,9 +28,8 @@ def content_digest(text: str) -> str:
 
 
 def _canonical(e: AuditEvent) -> bytes:
-    at = e.at if e.at.tzinfo else e.at.replace(tzinfo=timezone.utc)  # SQLite returns naive datetimes
     fields: dict[str, Any] = {
-        "id": e.id, "at": at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "principal": e.principal,
+        "id": e.id, "at": e.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "principal": e.principal,
         "auth_method": e.auth_method or "", "action": e.action, "address": e.address or "",
         "chunk_ids": list(e.chunk_ids or []), "doc_ids": list(e.doc_ids or []), "details": e.details or {},
         "content_hash": e.content_hash, "prev_hash": e.prev_hash or "", "request_id": e.request_id or "",

@@ -35,9 +35,7 @@ class UploadFile:
 
 
 def _iso(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).isoformat()
+    return moment.isoformat() if moment is not None else None
 
 
 def find_user(session: Session, name: str) -> User:
