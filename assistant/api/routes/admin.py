@@ -9,10 +9,10 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep, DispatcherDep, RowId
-from assistant.core.auth.accounts import (
+from assistant.auth.accounts import (
     UserPublic, add_member, create_user, list_users, remove_member, set_disabled, set_password,
 )
-from assistant.core.auth.api_keys import create_api_key, list_api_keys, revoke_api_key
+from assistant.auth.api_keys import create_api_key, list_api_keys, revoke_api_key
 from assistant.core.db.adapters import serving_adapters
 from assistant.core.db.jobs import JobRecord, queue_sync_job
 from assistant.core.db.source_status import SourceStatusPublic, source_statuses
