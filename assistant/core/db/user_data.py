@@ -78,6 +78,17 @@ def user_uploads(session: Session, user_id: int, *, before: datetime | None = No
     return out
 
 
+def hold_and_uploads(db: Database, name: str) -> tuple[bool, list[UploadFile]]:
+    """Whether user `name` is under legal hold, and their uploads.
+
+    Raises:
+        NotFoundError: no such user.
+    """
+    with db.session() as session:
+        user = find_user(session, name)
+        return bool(user.legal_hold), user_uploads(session, user.id)
+
+
 def delete_upload_rows(session: Session, upload_ids: list[str]) -> int:
     """Delete the rows of uploads `upload_ids` (their files, sources and chunks are the caller's)."""
     table = uploads_table(session)
