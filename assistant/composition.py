@@ -9,7 +9,7 @@ from assistant.answering.admission import FairLimiter
 from assistant.answering.prompt import SYSTEM_PROMPT
 from assistant.answering.cache import AnswerCache, MemoryStore, RedisStore, index_version
 from assistant.answering.request import GenerationParams
-from assistant.core.document_versions import readable_versions
+from assistant.core.db.documents import readable_versions
 from assistant.core.db.adapters import serving_adapters
 from assistant.adapters.routing import AdapterRouter, local_adapter, remote_adapter
 from assistant.core.llm.deferred import DeferredLLM

@@ -40,8 +40,8 @@ import time
 from pathlib import Path
 
 from assistant.composition import Assistant
-from assistant.core.auth.accounts import create_user
-from assistant.core.auth.api_keys import create_api_key, principal_for_api_key
+from assistant.auth.accounts import create_user
+from assistant.auth.api_keys import create_api_key, principal_for_api_key
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings
 from assistant.answering.parts import split_question

@@ -34,7 +34,7 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from assistant.core.auth.api_keys import create_api_key  # noqa: E402
+from assistant.auth.api_keys import create_api_key  # noqa: E402
 from assistant.core.resources import Resources  # noqa: E402
 from assistant.core.settings import Settings  # noqa: E402
 from ingest.pipeline import Ingestor  # noqa: E402

@@ -141,7 +141,7 @@ class AnswerCache:
     Args:
         store: a `MemoryStore` or `RedisStore`.
         versions: `(doc_ids, principal) -> {doc_id: content_hash}` of the documents the principal may
-            read now (`assistant.core.document_versions.readable_versions` bound to the database).
+            read now (`assistant.core.db.documents.readable_versions` bound to the database).
         index_version: identifies the index and generation settings; a change empties the cache
             logically (old keys are never asked for again and expire).
         ttl_s: seconds an entry lives.

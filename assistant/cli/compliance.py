@@ -166,7 +166,7 @@ def retention_run(as_json: bool = typer.Option(False, "--json")) -> None:
 @users_app.command("unlock")
 def unlock(name: str) -> None:
     """Clear user NAME's sign-in throttling from every address (the owner may sign in at once)."""
-    from assistant.core.auth.accounts import unlock_account
+    from assistant.auth.accounts import unlock_account
     from assistant.compliance.audit import record_event
 
     with account_db() as db:
@@ -178,7 +178,7 @@ def unlock(name: str) -> None:
 @users_app.command("auditor")
 def auditor(name: str, off: bool = typer.Option(False, "--off", help="withdraw the role")) -> None:
     """Grant user NAME the auditor role: reads the audit trail (API and CLI), documents only through its ACLs."""
-    from assistant.core.auth.accounts import set_flags
+    from assistant.auth.accounts import set_flags
 
     with account_db() as db:
         user = set_flags(db, name, is_auditor=not off)
@@ -188,7 +188,7 @@ def auditor(name: str, off: bool = typer.Option(False, "--off", help="withdraw t
 @users_app.command("hold")
 def hold(name: str, off: bool = typer.Option(False, "--off", help="lift the hold")) -> None:
     """Place user NAME under legal hold: retention deletes none of their rows until it is lifted."""
-    from assistant.core.auth.accounts import set_flags
+    from assistant.auth.accounts import set_flags
 
     with account_db() as db:
         user = set_flags(db, name, legal_hold=not off)

@@ -40,7 +40,7 @@ def eval_command(
     abstention, the question's language) on QUESTIONS, per language and overall."""
     from assistant.composition import Assistant
     from assistant.core import resources as resources_mod
-    from assistant.core.auth.access import readable_sources
+    from assistant.core.db.documents import readable_sources
     from assistant.core.errors import NotFoundError
     from assistant.core.principals import ANONYMOUS
     from assistant.core.resources import Resources
@@ -61,7 +61,7 @@ def eval_command(
         resources_mod.set_current(res)
         principal = ANONYMOUS
         if as_user is not None:
-            from assistant.core.identity import load_principal
+            from assistant.core.db.identity import load_principal
 
             principal = load_principal(res.db, as_user)
         res.prepare_query_runtime()  # latency as the server measures it (ONNX Runtime when configured)

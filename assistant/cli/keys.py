@@ -23,7 +23,7 @@ def create(
     as_json: bool = typer.Option(False, "--json", help='print {"name", "key"} as JSON'),
 ) -> None:
     """Create key NAME for service account NAME; prints the key once (only its hash is stored)."""
-    from assistant.core.auth.api_keys import create_api_key
+    from assistant.auth.api_keys import create_api_key
 
     with account_db() as db:
         created = create_api_key(db, name, groups=group or [])
@@ -40,7 +40,7 @@ def create(
 @keys_app.command("revoke")
 def revoke(name: str) -> None:
     """Revoke key NAME; requests presenting it are refused from now on."""
-    from assistant.core.auth.api_keys import revoke_api_key
+    from assistant.auth.api_keys import revoke_api_key
 
     with account_db() as db:
         revoke_api_key(db, name)
@@ -50,7 +50,7 @@ def revoke(name: str) -> None:
 @keys_app.command("list")
 def list_(as_json: bool = typer.Option(False, "--json")) -> None:
     """Every key's name, prefix, owner and dates (never the key)."""
-    from assistant.core.auth.api_keys import list_api_keys
+    from assistant.auth.api_keys import list_api_keys
 
     with account_db() as db:
         rows = list_api_keys(db)
@@ -71,7 +71,7 @@ def limits(
     default: bool = typer.Option(False, "--default", help="forget both: the ASSISTANT_RATE_LIMIT_* settings apply"),
 ) -> None:
     """Set key NAME's own rate limits on /v1 and the helpdesk routes (they replace the settings' values)."""
-    from assistant.core.auth.api_keys import configure_api_key
+    from assistant.auth.api_keys import configure_api_key
 
     changes: dict = {"requests_per_minute": None, "tokens_per_minute": None} if default else {}
     if rpm is not None:
@@ -90,7 +90,7 @@ def webhook(
     url: str = typer.Argument("", help="http(s) URL on ASSISTANT_WEBHOOK_ALLOWED_HOSTS; empty: remove the webhook"),
 ) -> None:
     """POST key NAME's helpdesk results to URL; prints the new signing secret once (docs/helpdesk.md)."""
-    from assistant.core.auth.api_keys import configure_api_key
+    from assistant.auth.api_keys import configure_api_key
     from assistant.core.settings import get_settings
     from assistant.helpdesk.delivery import check_url
 

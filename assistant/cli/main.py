@@ -52,7 +52,7 @@ def _resources():
 def _principal(res, as_user: str | None) -> Principal:
     if as_user is None:
         return ANONYMOUS
-    from assistant.core.identity import load_principal  # provided by the identity module
+    from assistant.core.db.identity import load_principal  # provided by the identity module
 
     return load_principal(res.db, as_user)
 
@@ -247,7 +247,7 @@ def serve(
     import uvicorn
 
     from assistant.cli.users import account_db
-    from assistant.core.auth.accounts import ensure_bootstrap_admin, list_users
+    from assistant.auth.accounts import ensure_bootstrap_admin, list_users
     from assistant.core.log_config import logging_dict
     from assistant.core.settings import get_settings
     from assistant.core.signing import signing_key

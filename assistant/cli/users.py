@@ -70,7 +70,7 @@ def add(
     ),
 ) -> None:
     """Create user NAME, optionally with groups, the admin role and a local password."""
-    from assistant.core.auth.accounts import create_user
+    from assistant.auth.accounts import create_user
 
     password = _read_password() if password_stdin else None
     with account_db() as db:
@@ -81,7 +81,7 @@ def add(
 @users_app.command("list")
 def list_(as_json: bool = typer.Option(False, "--json")) -> None:
     """Every account, its groups and roles."""
-    from assistant.core.auth.accounts import list_users
+    from assistant.auth.accounts import list_users
 
     with account_db() as db:
         users = list_users(db)
@@ -97,7 +97,7 @@ def list_(as_json: bool = typer.Option(False, "--json")) -> None:
 @users_app.command("set-password")
 def set_password_(name: str) -> None:
     """Replace user NAME's local password with one line read from stdin."""
-    from assistant.core.auth.accounts import set_password
+    from assistant.auth.accounts import set_password
 
     password = _read_password()
     with account_db() as db:
@@ -108,7 +108,7 @@ def set_password_(name: str) -> None:
 @users_app.command("disable")
 def disable(name: str) -> None:
     """Disable user NAME: its sessions end now, its sign-in and API keys stop working."""
-    from assistant.core.auth.accounts import set_disabled
+    from assistant.auth.accounts import set_disabled
 
     with account_db() as db:
         set_disabled(db, name, True)
@@ -118,7 +118,7 @@ def disable(name: str) -> None:
 @users_app.command("enable")
 def enable(name: str) -> None:
     """Enable user NAME again."""
-    from assistant.core.auth.accounts import set_disabled
+    from assistant.auth.accounts import set_disabled
 
     with account_db() as db:
         set_disabled(db, name, False)
@@ -128,7 +128,7 @@ def enable(name: str) -> None:
 @users_app.command("remove")
 def remove(name: str, yes: bool = typer.Option(False, "--yes", help="do not ask for confirmation")) -> None:
     """Delete user NAME with its groups memberships, sessions, API keys and conversations."""
-    from assistant.core.auth.accounts import remove_user
+    from assistant.auth.accounts import remove_user
 
     if not yes:
         typer.confirm(f"delete user {name} and its conversations?", abort=True)
@@ -140,7 +140,7 @@ def remove(name: str, yes: bool = typer.Option(False, "--yes", help="do not ask 
 @groups_app.command("add")
 def group_add(user: str, group: str) -> None:
     """Add USER to GROUP (created when missing)."""
-    from assistant.core.auth.accounts import add_member
+    from assistant.auth.accounts import add_member
 
     with account_db() as db:
         account = add_member(db, user, group)
@@ -150,7 +150,7 @@ def group_add(user: str, group: str) -> None:
 @groups_app.command("remove")
 def group_remove(user: str, group: str) -> None:
     """Remove USER from GROUP."""
-    from assistant.core.auth.accounts import remove_member
+    from assistant.auth.accounts import remove_member
 
     with account_db() as db:
         account = remove_member(db, user, group)

@@ -4,19 +4,17 @@ from where; appended to a hash chain (`assistant.compliance.audit_chain`) and re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from typing import Any, Sequence
 
-from sqlalchemy import String, cast, func, select, update
-
 from assistant.compliance.audit_chain import content_digest, row_digest
-from assistant.core.db.models import AuditChainHead, AuditEvent, utcnow
+from assistant.core.db import audit as audit_db
+from assistant.core.db.models import AuditEvent
 from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError
 from assistant.core.principals import Principal
 from assistant.core.request_context import current_request_id
 
-CHAIN_HEAD_ID = 1
 # Actions of the trail, for filters and documentation (`admin.*` rows name the change in `details`).
 AUDIT_ACTIONS = (
     "chat", "search", "document.read", "auth.login", "auth.login_failed", "auth.login_throttled",
@@ -53,26 +51,11 @@ def record_event(
     """
     extras = dict(details or {})
     request_id = request_id or current_request_id()
-    with db.session() as session:
-        # Updating the head first takes the write lock, so concurrent appends queue here (one chain).
-        session.execute(
-            update(AuditChainHead).where(AuditChainHead.id == CHAIN_HEAD_ID)
-            .values(appended=AuditChainHead.appended + 1)
-        )
-        head = session.get(AuditChainHead, CHAIN_HEAD_ID, populate_existing=True)
-        if head is None:  # a database made without the migrations (the migration inserts the head)
-            head = AuditChainHead(id=CHAIN_HEAD_ID, last_hash="", appended=1)
-            session.add(head)
-        event = AuditEvent(
-            at=utcnow(), principal=principal.name, action=action, query=query, chunk_ids=list(chunk_ids),
-            doc_ids=list(dict.fromkeys(doc_ids)), details=extras, auth_method=auth_method, address=address[:64],
-            content_hash=content_digest(query), prev_hash=head.last_hash, request_id=request_id,
-        )
-        session.add(event)
-        session.flush()
-        event.row_hash = row_digest(event)
-        head.last_hash = event.row_hash
-        return event.id
+    return audit_db.append_event(
+        db, principal=principal.name, action=action, query=query, chunk_ids=chunk_ids, doc_ids=doc_ids,
+        details=extras, auth_method=auth_method, address=address, request_id=request_id,
+        content_hash=content_digest(query), row_digest=row_digest,
+    )
 
 
 @dataclass(frozen=True)
@@ -90,10 +73,9 @@ class AuditQuery:
 
 def event_dict(e: AuditEvent) -> dict[str, Any]:
     """The JSON-ready form of one row, as the API, the CLI and exports show it."""
-    at = e.at if e.at.tzinfo else e.at.replace(tzinfo=timezone.utc)
     details = dict(e.details or {})
     return {
-        "id": e.id, "at": at.isoformat(), "principal": e.principal, "auth_method": e.auth_method or "",
+        "id": e.id, "at": e.at.isoformat(), "principal": e.principal, "auth_method": e.auth_method or "",
         "action": e.action, "query": e.query, "doc_ids": list(e.doc_ids or []), "chunk_ids": list(e.chunk_ids or []),
         "address": e.address or "", "request_id": e.request_id, "details": details,
         "erased": e.erased_at is not None, "row_hash": e.row_hash or "",
@@ -111,37 +93,13 @@ def list_events(db: Database, query: AuditQuery) -> list[dict[str, Any]]:
     """
     if query.action and query.action not in AUDIT_ACTIONS:
         raise InvalidRequestError(f"audit action {query.action!r} is not one of {', '.join(AUDIT_ACTIONS)}")
-    stmt = select(AuditEvent).where(AuditEvent.id > query.after_id).order_by(AuditEvent.id).limit(query.limit)
-    if query.user:
-        stmt = stmt.where(AuditEvent.principal == query.user)
-    if query.action:
-        stmt = stmt.where(AuditEvent.action == query.action)
-    if query.doc_id:
-        # Portable across SQLite and PostgreSQL's `json`: document IDs are UUIDs, quoted in the array text.
-        stmt = stmt.where(cast(AuditEvent.doc_ids, String).like(f'%"{query.doc_id}"%'))
-    if query.since:
-        stmt = stmt.where(AuditEvent.at >= query.since)
-    if query.until:
-        stmt = stmt.where(AuditEvent.at < query.until)
-    with db.session() as session:
-        return [event_dict(e) for e in session.scalars(stmt)]
+    rows = audit_db.find_events(
+        db, user=query.user, action=query.action, doc_id=query.doc_id, since=query.since, until=query.until,
+        after_id=query.after_id, limit=query.limit,
+    )
+    return [event_dict(e) for e in rows]
 
 
 def recent_events(db: Database, *, principal: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
     """Newest audit rows first, optionally of one principal."""
-    stmt = select(AuditEvent).order_by(AuditEvent.id.desc()).limit(limit)
-    if principal:
-        stmt = stmt.where(AuditEvent.principal == principal)
-    with db.session() as session:
-        return [event_dict(e) for e in session.scalars(stmt)]
-
-
-def count_events(db: Database, *, principal: str, action: str, window_s: float) -> int:
-    """How many `action` events `principal` has in the last `window_s` seconds."""
-    since = datetime.now(timezone.utc) - timedelta(seconds=window_s)
-    with db.session() as session:
-        return session.scalar(
-            select(func.count()).select_from(AuditEvent).where(
-                AuditEvent.principal == principal, AuditEvent.action == action, AuditEvent.at >= since
-            )
-        ) or 0
+    return [event_dict(e) for e in audit_db.newest_events(db, principal=principal, limit=limit)]

@@ -12,12 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from datetime import timezone
 from typing import Any
 
-from sqlalchemy import select
-
-from assistant.core.db.models import AuditChainHead, AuditEvent
+from assistant.core.db import audit as audit_db
+from assistant.core.db.models import AuditEvent
 from assistant.core.db.session import Database
 
 RETENTION_ACTION = "retention.purge"
@@ -29,9 +27,8 @@ def content_digest(text: str) -> str:
 
 
 def _canonical(e: AuditEvent) -> bytes:
-    at = e.at if e.at.tzinfo else e.at.replace(tzinfo=timezone.utc)  # SQLite returns naive datetimes
     fields: dict[str, Any] = {
-        "id": e.id, "at": at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "principal": e.principal,
+        "id": e.id, "at": e.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "principal": e.principal,
         "auth_method": e.auth_method or "", "action": e.action, "address": e.address or "",
         "chunk_ids": list(e.chunk_ids or []), "doc_ids": list(e.doc_ids or []), "details": e.details or {},
         "content_hash": e.content_hash, "prev_hash": e.prev_hash or "", "request_id": e.request_id or "",
@@ -82,44 +79,31 @@ def verify_chain(db: Database, *, batch_rows: int = 5000) -> ChainReport:
     """
     report = ChainReport()
     prev: str | None = None
-    after = 0
-    with db.session() as session:
-        head = session.get(AuditChainHead, 1)
-        anchors = {
-            (e.details or {}).get("chain_anchor")
-            for e in session.scalars(select(AuditEvent).where(AuditEvent.action == RETENTION_ACTION))
-        }
-        while True:
-            rows = session.scalars(
-                select(AuditEvent).where(AuditEvent.id > after).order_by(AuditEvent.id).limit(batch_rows)
-            ).all()
-            if not rows:
-                break
-            for e in rows:
-                after = e.id
-                if not e.row_hash:
-                    if prev is not None:
-                        return _fail(report, e.id, "a row without a hash after the chain began (inserted or emptied)")
-                    report.unchained += 1
-                    continue
-                if prev is None:
-                    report.first_id = e.id
-                    if e.prev_hash and e.prev_hash not in anchors:
-                        return _fail(report, e.id, "the first chained row links to a row that no retention purge removed")
-                elif e.prev_hash != prev:
-                    return _fail(report, e.id, "its previous-row hash does not match the row before it (a row was removed or inserted)")
-                if e.erased_at is None and content_digest(e.query or "") != e.content_hash:
-                    return _fail(report, e.id, "its query text does not match its content hash (edited)")
-                if e.erased_at is not None:
-                    report.erased += 1
-                if row_digest(e) != e.row_hash:
-                    return _fail(report, e.id, "its fields do not match its row hash (edited)")
-                prev = e.row_hash
-                report.checked += 1
-                report.last_id = e.id
-            session.expunge_all()
-        if prev is not None and head is not None and head.last_hash != prev:
-            return _fail(report, report.last_id, "the newest rows after this one were removed (the chain head names another row)")
+    head_hash, anchors = audit_db.chain_state(db, anchor_action=RETENTION_ACTION)
+    for rows in audit_db.event_batches(db, batch_rows=batch_rows):
+        for e in rows:
+            if not e.row_hash:
+                if prev is not None:
+                    return _fail(report, e.id, "a row without a hash after the chain began (inserted or emptied)")
+                report.unchained += 1
+                continue
+            if prev is None:
+                report.first_id = e.id
+                if e.prev_hash and e.prev_hash not in anchors:
+                    return _fail(report, e.id, "the first chained row links to a row that no retention purge removed")
+            elif e.prev_hash != prev:
+                return _fail(report, e.id, "its previous-row hash does not match the row before it (a row was removed or inserted)")
+            if e.erased_at is None and content_digest(e.query or "") != e.content_hash:
+                return _fail(report, e.id, "its query text does not match its content hash (edited)")
+            if e.erased_at is not None:
+                report.erased += 1
+            if row_digest(e) != e.row_hash:
+                return _fail(report, e.id, "its fields do not match its row hash (edited)")
+            prev = e.row_hash
+            report.checked += 1
+            report.last_id = e.id
+    if prev is not None and head_hash is not None and head_hash != prev:
+        return _fail(report, report.last_id, "the newest rows after this one were removed (the chain head names another row)")
     if report.unchained:
         report.notes.append(f"{report.unchained} rows predate the hash chain (written before migration 0007)")
     if report.erased:

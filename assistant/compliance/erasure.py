@@ -14,7 +14,7 @@ from typing import Any
 from assistant.compliance.audit import record_event
 from assistant.core.db.session import Database
 from assistant.core.db.sources import delete_source_rows, source_document_ids
-from assistant.core.db.user_data import UploadFile, erase_user_rows, find_user, user_records, user_uploads
+from assistant.core.db.user_data import UploadFile, erase_user_rows, hold_and_uploads, user_records
 from assistant.core.errors import ConflictError
 from assistant.core.principals import Principal
 from assistant.core.vectorstore.base import VectorStore
@@ -99,13 +99,11 @@ def erase_user(
         NotFoundError: no such user.
         ConflictError: the user is under legal hold.
     """
-    with db.session() as session:
-        user = find_user(session, name)
-        if user.legal_hold:
-            raise ConflictError(
-                f"user '{name}' is under legal hold: nothing of theirs may be deleted until `assistant users hold {name} --off`"
-            )
-        uploads = user_uploads(session, user.id)
+    held, uploads = hold_and_uploads(db, name)
+    if held:
+        raise ConflictError(
+            f"user '{name}' is under legal hold: nothing of theirs may be deleted until `assistant users hold {name} --off`"
+        )
     report = ErasureReport(user=name)
     report.deleted.update(remove_uploads(db, store, uploads))
     report.deleted.update(erase_user_rows(db, name, redact_audit=redact_audit, upload_ids=[u.id for u in uploads]))

@@ -7,14 +7,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import and_, delete, false, or_, select
-
 from assistant.compliance.audit import record_event
 from assistant.compliance.audit_chain import RETENTION_ACTION
-from assistant.core.db.models import AuditEvent, Conversation, Feedback, Job, JobItem, User
-from assistant.core.db.session import Database
-from assistant.core.db.user_data import delete_upload_rows, user_uploads
 from assistant.compliance.erasure import remove_uploads
+from assistant.core.db import retention as retention_db
+from assistant.core.db.audit import purge_prefix
+from assistant.core.db.session import Database
 from assistant.core.principals import Principal
 from assistant.core.vectorstore.base import VectorStore
 
@@ -41,22 +39,6 @@ def retention_days(settings) -> dict[str, int]:
     return {kind: int(getattr(settings, f"retention_{kind}_days")) for kind in KINDS}
 
 
-def _purge_audit(db: Database, cutoff: datetime, held: list[str]) -> tuple[int, str]:
-    """Delete the oldest audit rows up to (not including) the first row that is newer than `cutoff` or
-    belongs to a held user: only a prefix, so the hash chain stays whole from the first kept row.
-    Returns the rows deleted and the hash of the last one (the kept chain's anchor)."""
-    with db.session() as session:
-        stop = select(AuditEvent.id).where(or_(AuditEvent.at >= cutoff, AuditEvent.principal.in_(held) if held else false()))
-        first_kept = session.scalar(stop.order_by(AuditEvent.id).limit(1))
-        scope = AuditEvent.id < first_kept if first_kept is not None else AuditEvent.id.is_not(None)
-        last = session.scalars(select(AuditEvent).where(scope).order_by(AuditEvent.id.desc()).limit(1)).first()
-        if last is None:
-            return 0, ""
-        anchor = last.row_hash
-        deleted = session.execute(delete(AuditEvent).where(AuditEvent.id <= last.id)).rowcount or 0
-        return deleted, anchor
-
-
 def apply_retention(
     db: Database, *, settings, store: VectorStore | None = None, now: datetime | None = None
 ) -> RetentionReport:
@@ -74,46 +56,31 @@ def apply_retention(
     now = now or datetime.now(timezone.utc)
     days = retention_days(settings)
     report = RetentionReport()
-    with db.session() as session:
-        held_rows = session.execute(select(User.id, User.name).where(User.legal_hold.is_(True))).all()
-    held_ids = [r.id for r in held_rows]
-    report.held_users = sorted(r.name for r in held_rows)
+    held_rows = retention_db.held_users(db)
+    held_ids = [user_id for user_id, _ in held_rows]
+    report.held_users = sorted(name for _, name in held_rows)
     cutoff = {kind: now - timedelta(days=d) for kind, d in days.items() if d > 0}
     report.cutoffs = {kind: moment.isoformat() for kind, moment in cutoff.items()}
     anchor = ""
     if "conversations" in cutoff:
-        with db.session() as session:
-            stmt = delete(Conversation).where(Conversation.updated_at < cutoff["conversations"])
-            if held_ids:
-                stmt = stmt.where(or_(Conversation.user_id.is_(None), Conversation.user_id.not_in(held_ids)))
-            report.deleted["conversations"] = session.execute(stmt).rowcount or 0
+        report.deleted["conversations"] = retention_db.delete_conversations(
+            db, cutoff["conversations"], keep_user_ids=held_ids
+        )
     if "feedback" in cutoff:
-        with db.session() as session:
-            stmt = delete(Feedback).where(Feedback.created_at < cutoff["feedback"])
-            if held_ids:
-                stmt = stmt.where(
-                    and_(or_(Feedback.user_id.is_(None), Feedback.user_id.not_in(held_ids)),
-                         Feedback.principal.not_in(report.held_users))
-                )
-            report.deleted["feedback"] = session.execute(stmt).rowcount or 0
+        report.deleted["feedback"] = retention_db.delete_feedback(
+            db, cutoff["feedback"], keep_user_ids=held_ids, keep_principals=report.held_users
+        )
     if "job_items" in cutoff:
-        with db.session() as session:
-            report.deleted["job_items"] = session.execute(
-                delete(JobItem).where(JobItem.created_at < cutoff["job_items"])
-            ).rowcount or 0
-            report.deleted["jobs"] = session.execute(
-                delete(Job).where(Job.finished_at.is_not(None), Job.finished_at < cutoff["job_items"])
-            ).rowcount or 0
+        report.deleted["job_items"], report.deleted["jobs"] = retention_db.delete_job_history(db, cutoff["job_items"])
     if "uploads" in cutoff and store is not None:
-        with db.session() as session:
-            users = session.scalars(select(User.id).where(User.legal_hold.is_(False))).all()
-            expired = [u for user_id in users for u in user_uploads(session, user_id, before=cutoff["uploads"])]
+        expired = retention_db.expired_uploads(db, cutoff["uploads"])
         removed = remove_uploads(db, store, expired)
-        with db.session() as session:
-            report.deleted["uploads"] = delete_upload_rows(session, [u.id for u in expired])
+        report.deleted["uploads"] = retention_db.delete_uploads(db, [u.id for u in expired])
         report.deleted["upload_chunks"] = removed["chunks"]
     if "audit" in cutoff:
-        report.deleted["audit"], anchor = _purge_audit(db, cutoff["audit"], report.held_users)
+        # Only the oldest prefix goes, up to the first row that is recent or of a held user, so the
+        # hash chain stays whole from the first kept row; its anchor is recorded below.
+        report.deleted["audit"], anchor = purge_prefix(db, cutoff["audit"], report.held_users)
     record_event(
         db, principal=SYSTEM, action=RETENTION_ACTION, auth_method="scheduler",
         details={**report.to_dict(), "chain_anchor": anchor},

@@ -65,3 +65,8 @@ class Principal:
 
 # Acts for callers that are not signed in on the CLI: reads only documents open to everyone.
 ANONYMOUS = Principal(name="anonymous")
+
+
+def may_read(acl: list[str] | None, principal: Principal) -> bool:
+    """True when one of the principal's ACL tokens is in `acl` (an empty ACL admits nobody)."""
+    return bool(set(acl or ()) & set(principal.acl_tokens))

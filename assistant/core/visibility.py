@@ -4,7 +4,7 @@ audit query, and a private upload's file name.
 A stored text is shown to a viewer only if the viewer may read every document its answer cited (or it
 cited none); otherwise a view shows that the item exists (counts, dates, rating) with the text as
 `None` and `withheld: true`. A document counts as readable when it still exists (not deleted) and its
-ACL admits one of the viewer's ACL tokens (`access.may_read`, the check behind search and downloads);
+ACL admits one of the viewer's ACL tokens (`principals.may_read`, the check behind search and downloads);
 a document deleted since, or one that cannot be resolved any more, counts as readable only for the
 principal who asked. Admins get no exception; an auditor reads the audit trail in full (`full=True`).
 """
@@ -14,13 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from sqlalchemy import select
-
-from assistant.core.auth.access import may_read
-from assistant.core.auth.accounts import group_names
-from assistant.core.db.models import Document
+from assistant.core.db.accounts import group_names
+from assistant.core.db.documents import acls_by_id, acls_by_path
 from assistant.core.db.session import Database
-from assistant.core.principals import Principal
+from assistant.core.principals import Principal, may_read
 
 
 @dataclass(frozen=True)
@@ -70,17 +67,8 @@ class Visibility:
         paths = sorted({p for p in sources if p not in self._by_path})
         if not ids and not paths:
             return
-        with self._db.session() as session:
-            for start in range(0, len(ids), 500):
-                for doc_id, acl, deleted in session.execute(
-                    select(Document.id, Document.acl, Document.deleted_at).where(Document.id.in_(ids[start:start + 500]))
-                ):
-                    self._by_id[doc_id] = (list(acl or []), deleted is not None)
-            for start in range(0, len(paths), 500):
-                for path, acl, deleted in session.execute(
-                    select(Document.path, Document.acl, Document.deleted_at).where(Document.path.in_(paths[start:start + 500]))
-                ):
-                    self._by_path.setdefault(path, []).append((list(acl or []), deleted is not None))
+        self._by_id.update(acls_by_id(self._db, ids))
+        self._by_path.update(acls_by_path(self._db, paths))
         for doc_id in ids:
             self._by_id.setdefault(doc_id, ([], True))  # gone from the database: as deleted
         for path in paths:
@@ -138,8 +126,7 @@ class Visibility:
         if author_id is None:
             return False
         if author_id not in self._groups_of:
-            with self._db.session() as session:
-                self._groups_of[author_id] = frozenset(group_names(session, author_id))
+            self._groups_of[author_id] = frozenset(group_names(self._db, author_id))
         return self._groups_of[author_id] <= self.viewer.groups
 
     def may_see_upload(self, audience: str, *, owner_id: int | None) -> bool:

@@ -17,7 +17,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from assistant.core.auth.api_keys import webhook_secret_for
+from assistant.core.db.api_keys import webhook_secret_for
 from assistant.core.db.helpdesk import delivery_payload, record_attempt
 from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assistant.core.auth.api_keys import key_options
+from assistant.core.db.api_keys import key_options
 from assistant.core.db.helpdesk import DeliveryRecord, TicketRecord, queue_delivery
 from assistant.core.db.session import Database
 from assistant.core.principals import Principal

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from assistant.api.app import create_app
-from assistant.core.auth.api_keys import create_api_key
+from assistant.auth.api_keys import create_api_key
 from ingest.pipeline import Ingestor
 from tests.conftest import copy_subset, make_settings, open_resources
 from tests.corpus import HANDBOOK

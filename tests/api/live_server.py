@@ -18,7 +18,7 @@ import uvicorn
 import yaml
 
 from assistant.api.app import create_app
-from assistant.core.auth.api_keys import create_api_key
+from assistant.auth.api_keys import create_api_key
 from assistant.core.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor
 from tests.api.conftest import API_FILES

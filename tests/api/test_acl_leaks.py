@@ -21,8 +21,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from assistant.api.app import create_app
-from assistant.core.auth.accounts import create_user
-from assistant.core.auth.api_keys import create_api_key, revoke_api_key
+from assistant.auth.accounts import create_user
+from assistant.auth.api_keys import create_api_key, revoke_api_key
 from assistant.compliance.audit import recent_events
 from assistant.core.settings import Settings
 from assistant.core.acl_manifest import AclManifest

@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
 from assistant.api.app import create_app
-from assistant.core.auth.accounts import create_user
-from assistant.core.auth.api_keys import create_api_key, revoke_api_key
+from assistant.auth.accounts import create_user
+from assistant.auth.api_keys import create_api_key, revoke_api_key
 from assistant.core.db.models import User
 from assistant.core.errors import ConfigError
 from tests.conftest import make_settings, open_resources
@@ -229,7 +229,7 @@ def test_sign_out_ends_the_session_on_the_server_not_only_in_the_browser(app, au
 
 
 def test_a_password_change_or_disabling_ends_every_session_of_the_account(app, auth_res, client):
-    from assistant.core.auth.accounts import remove_user, set_disabled, set_password
+    from assistant.auth.accounts import remove_user, set_disabled, set_password
 
     name = new_user(auth_res)
     login(client, name)

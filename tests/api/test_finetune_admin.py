@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from assistant.api.app import create_app
-from assistant.core.auth.accounts import create_user
+from assistant.auth.accounts import create_user
 from assistant.core.db import adapters as registry_db
 from tests.api.test_auth import PASSWORD, login
 from tests.conftest import make_settings, open_resources

@@ -15,9 +15,9 @@ from fastapi.testclient import TestClient
 from assistant.answering.cache import AnswerCache, MemoryStore, index_version
 from assistant.api.app import create_app
 from assistant.core.acl_manifest import AclManifest
-from assistant.core.auth.accounts import create_user
-from assistant.core.auth.api_keys import create_api_key
-from assistant.core.document_versions import readable_versions
+from assistant.auth.accounts import create_user
+from assistant.auth.api_keys import create_api_key
+from assistant.core.db.documents import readable_versions
 from assistant.core.principals import Principal
 from ingest.pipeline import Ingestor
 from tests.api.conftest import parse_sse

@@ -20,11 +20,11 @@ from sqlalchemy import update
 from assistant.answering.prompt import NO_ANSWER
 from assistant.api.app import create_app
 from assistant.core.acl_manifest import AclManifest
-from assistant.core.auth.accounts import create_user
-from assistant.core.auth.api_keys import configure_api_key, create_api_key
+from assistant.auth.accounts import create_user
+from assistant.auth.api_keys import configure_api_key, create_api_key
 from assistant.core.db.helpdesk import claim_ticket
 from assistant.core.db.models import User
-from assistant.core.identity import load_principal
+from assistant.core.db.identity import load_principal
 from assistant.helpdesk.delivery import SIGNATURE_HEADER, verify_signature
 from ingest.pipeline import Ingestor
 from tests.conftest import copy_subset, make_settings, open_resources

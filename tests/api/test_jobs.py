@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from assistant.api.app import create_app
-from assistant.core.auth.accounts import create_user
+from assistant.auth.accounts import create_user
 from tests.api.test_auth import PASSWORD, login
 from tests.conftest import copy_subset, make_settings, open_resources
 from tests.corpus import HANDBOOK

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from oidc_provider_mock import run_server_in_thread
 
 from assistant.api.app import create_app
-from assistant.core.auth.accounts import add_member, create_user
+from assistant.auth.accounts import add_member, create_user
 from tests.conftest import make_settings, open_resources
 
 GROUP_MAP = {"idp-finance": "finance", "idp-security": "security"}

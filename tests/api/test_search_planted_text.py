@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 
 from assistant.answering.injection import REMOVED
 from assistant.api.app import create_app
-from assistant.core.auth.api_keys import create_api_key
+from assistant.auth.api_keys import create_api_key
 from ingest.pipeline import Ingestor
 from tests.conftest import make_settings, open_resources
 

@@ -16,10 +16,10 @@ import uuid
 
 import pytest
 
-from assistant.core.auth.accounts import create_user
+from assistant.auth.accounts import create_user
 from assistant.core.db.conversations import add_answer, create_conversation, start_exchange
 from assistant.core.db.feedback import list_feedback
-from assistant.core.identity import load_principal
+from assistant.core.db.identity import load_principal
 from tests.e2e.conftest import ANSWER, CHROMIUM, PASSWORD, SCREENSHOTS, shot, sign_in
 
 QUESTION = "How long should my passwords be?"

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from assistant.core.auth.accounts import create_user
+from assistant.auth.accounts import create_user
 from tests.e2e.conftest import CHROMIUM, PASSWORD, RESTRICTED, RESTRICTED_GROUP, shot, sign_in
 from tests.standin_openai import extractive_answer
 
@@ -179,7 +179,7 @@ def test_admins_compare_canary_and_live_feedback_then_promote_and_roll_back(app,
     from assistant.core.db import adapters as registry_db
     from assistant.core.db.conversations import add_answer, create_conversation, start_exchange
     from assistant.core.db.feedback import rate_answer
-    from assistant.core.identity import load_principal
+    from assistant.core.db.identity import load_principal
 
     url, res, _llm = app
     audience, tag = f"group:nobody-{uuid.uuid4().hex[:6]}", uuid.uuid4().hex[:6]

@@ -13,7 +13,7 @@ import pytest
 import uvicorn
 
 from assistant.api.app import create_app
-from assistant.core.auth.accounts import create_user
+from assistant.auth.accounts import create_user
 from ingest.pipeline import Ingestor
 from tests.conftest import copy_subset, make_settings, open_resources
 from tests.conftest_llm_server import free_port

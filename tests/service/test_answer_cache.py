@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from assistant.answering.cache import AnswerCache, MemoryStore, RedisStore, index_version, normalise_question
-from assistant.core.document_versions import readable_versions
+from assistant.core.db.documents import readable_versions
 from assistant.core.principals import Principal
 from assistant.core.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor, document_id

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from sqlalchemy import create_engine, select, text
 
-from assistant.core.auth.accounts import create_user
+from assistant.auth.accounts import create_user
 from assistant.core.db.models import User
 from assistant.core.errors import ConfigError
 from assistant.operations.backup import restore_backup, take_backup

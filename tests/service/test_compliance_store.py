@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 from assistant.cli.admin_audit import cli_principal
 from assistant.cli.main import app
-from assistant.core.auth.accounts import create_user, set_flags, set_password, unlock_account
+from assistant.auth.accounts import create_user, set_flags, set_password, unlock_account
 from assistant.compliance.audit import AuditQuery, list_events, record_event
 from assistant.compliance.audit_chain import row_digest, verify_chain
-from assistant.core.auth.sign_in_throttle import ThrottlePolicy, clear_account, record_failure, wait_s
+from assistant.auth.sign_in_throttle import ThrottlePolicy, clear_account, record_failure, wait_s
 from assistant.core.db.conversations import create_conversation
 from assistant.core.db.models import AuditChainHead, AuditEvent, Conversation, Feedback, Job, JobItem, User
 from assistant.core.db.session import Database

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from assistant.core.auth.accounts import create_user
+from assistant.auth.accounts import create_user
 from assistant.core.db.conversations import (
     add_answer,
     conversation_messages,
@@ -21,7 +21,7 @@ from assistant.core.db.conversations import (
 from assistant.core.db.feedback import list_feedback, quality_report, rate_answer
 from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError, NotFoundError
-from assistant.core.identity import load_principal
+from assistant.core.db.identity import load_principal
 from assistant.core.visibility import Visibility
 
 CITATION = {"n": 1, "source": "a.md", "route": "/api/documents/d1/content", "doc_id": "d1", "chunk_id": "c1",

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from assistant.core.auth.accounts import create_user
+from assistant.auth.accounts import create_user
 from assistant.core.db import adapters as registry_db
 from assistant.core.db.conversations import add_answer, create_conversation, start_exchange
 from assistant.core.db.feedback import rate_answer

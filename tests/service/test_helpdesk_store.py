@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from assistant.core.auth.api_keys import configure_api_key, create_api_key
+from assistant.auth.api_keys import configure_api_key, create_api_key
 from assistant.core.db.helpdesk import claim_ticket, list_deliveries, queue_delivery, store_decision
 from assistant.core.db.session import Database
 from assistant.core.errors import ConflictError, InvalidRequestError
@@ -193,7 +193,7 @@ def test_keys_commands_set_limits_and_an_allow_listed_webhook(tmp_path, monkeypa
         assert hooked.exit_code == 0 and hooked.stdout.strip().startswith("whsec_")
         db = Database(get_settings().resolved_database_url)
         try:
-            from assistant.core.auth.api_keys import webhook_secret_for
+            from assistant.auth.api_keys import webhook_secret_for
 
             assert webhook_secret_for(db, "hd") == hooked.stdout.strip()
         finally:

@@ -217,7 +217,7 @@ def test_terms_only_in_documents_the_reader_may_not_open_count_as_unknown(minilm
 def test_an_answer_file_the_reader_may_not_open_is_warned_about_like_one_never_ingested(minilm_index):
     from sqlalchemy import select
 
-    from assistant.core.auth.access import readable_sources
+    from assistant.core.db.documents import readable_sources
     from assistant.core.db.models import Document
     from assistant.core.principals import Principal
     from assistant.evaluation.dataset import Question

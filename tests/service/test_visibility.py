@@ -7,7 +7,7 @@ import uuid
 
 from sqlalchemy import select
 
-from assistant.core.auth.accounts import create_user
+from assistant.auth.accounts import create_user
 from assistant.core.db.models import Document, Source, User, utcnow
 from assistant.core.principals import Principal
 from assistant.core.visibility import Cited, Visibility

@@ -11,10 +11,10 @@ from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep, DispatcherDe
 from assistant.api.schemas.admin import (
     ApiKeyCreate, ApiKeyCreated, ApiKeyPublic, GroupPublic, ModelPublic, PasswordReset, UserCreate, UserUpdate,
 )
-from assistant.core.auth.accounts import (
+from assistant.auth.accounts import (
     UserPublic, add_member, create_user, list_users, remove_member, set_disabled, set_password,
 )
-from assistant.core.auth.api_keys import create_api_key, list_api_keys, revoke_api_key
+from assistant.auth.api_keys import create_api_key, list_api_keys, revoke_api_key
 from assistant.core.db.adapters import serving_adapters
 from assistant.core.db.jobs import JobRecord, queue_sync_job
 from assistant.core.db.source_status import SourceStatusPublic, source_statuses

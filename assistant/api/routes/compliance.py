@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep, MAX_ROW_ID, get_principal
 from assistant.api.schemas.compliance import UserFlagsUpdate
-from assistant.core.auth.accounts import UserPublic, set_flags, unlock_account
+from assistant.auth.accounts import UserPublic, set_flags, unlock_account
 from assistant.compliance.audit import AuditQuery, list_events, record_event
 from assistant.compliance.audit_chain import verify_chain
 from assistant.compliance.erasure import erase_user, export_user

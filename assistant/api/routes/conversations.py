@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AssistantDep, DatabaseDep, PrincipalDep, RowId
 from assistant.api.schemas.conversations import ConversationCreate, ConversationUpdate, FeedbackCreate
-from assistant.core.auth.access import readable_sources
+from assistant.core.db.documents import readable_sources
 from assistant.core.db.conversations import (
     ConversationPublic,
     MessagePublic,

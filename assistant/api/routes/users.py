@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AdminDep, DatabaseDep
-from assistant.core.auth.accounts import UserPublic, list_users
+from assistant.auth.accounts import UserPublic, list_users
 
 router = APIRouter(prefix="/api/users", tags=["users"])
 

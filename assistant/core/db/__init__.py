@@ -1,9 +1,10 @@
-"""The SQL database: models, the engine and session, migrations, and the queries by entity that the API,
-the CLI and the ingestion tasks call (`jobs`: job rows, their items and leases; `sources`: sources and
-the ACL manifest rule; `conversations`: each user's chat threads and messages; `feedback`: ratings of
-answers and the quality view; `helpdesk`: tickets and webhook deliveries). Accounts, sessions, API keys,
-audit events and document access keep their
-queries beside their rules in `assistant.core.auth`; principals in `assistant.core.identity`."""
+"""The SQL database: models, the engine and session, migrations, and every query, by entity, that the
+API, the CLI, the features and the ingestion tasks call (`jobs`: job rows, their items and leases;
+`sources`: sources and the ACL manifest rule; `documents`: what a reader may open; `conversations`:
+each user's chat threads and messages; `feedback`: ratings of answers and the quality view;
+`helpdesk`: tickets and webhook deliveries; `accounts`, `api_keys`, `sign_in_throttle`: users, groups,
+sessions, keys and sign-in failures; `identity`: principals; ...). Sessions are opened here and only
+here: callers pass the `Database` and plain values, and get plain values or dataclasses back."""
 
 from assistant.core.db.models import (  # noqa: F401
     ApiKey,

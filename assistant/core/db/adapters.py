@@ -4,7 +4,7 @@ the one-step promote and rollback, and which adapter produced an answer."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import func, select
@@ -62,15 +62,11 @@ class AdapterRecord:
         return out
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    # SQLite hands back naive datetimes (stored as UTC).
-    return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
-
 
 def _snapshot(row: DatasetSnapshot) -> SnapshotRecord:
     return SnapshotRecord(
         id=row.id, audience=row.audience, content_hash=row.content_hash, counts=dict(row.counts or {}),
-        path=row.path, since=_utc(row.since), created_at=_utc(row.created_at),
+        path=row.path, since=row.since, created_at=row.created_at,
     )
 
 
@@ -79,8 +75,8 @@ def _adapter(row: Adapter) -> AdapterRecord:
         id=row.id, name=row.name, audience=row.audience, base_model=row.base_model, snapshot_id=row.snapshot_id,
         job_id=row.job_id, hyperparameters=dict(row.hyperparameters or {}), metrics=dict(row.metrics or {}),
         files=dict(row.files or {}), path=row.path, status=row.status, reason=row.reason,
-        history=list(row.history or []), created_at=_utc(row.created_at), promoted_by=row.promoted_by,
-        promoted_at=_utc(row.promoted_at),
+        history=list(row.history or []), created_at=row.created_at, promoted_by=row.promoted_by,
+        promoted_at=row.promoted_at,
     )
 
 
@@ -111,7 +107,7 @@ def last_refresh_at(db: Database, audience: str) -> datetime | None:
             select(func.max(DatasetSnapshot.created_at)).join(Adapter, Adapter.snapshot_id == DatasetSnapshot.id)
             .where(Adapter.audience == audience, Adapter.status != "failed")
         )
-        return _utc(at)
+        return at
 
 
 def add_adapter(db: Database, *, name: str, audience: str, base_model: str, snapshot_id: int | None,

@@ -9,7 +9,7 @@ from datetime import date, datetime, timedelta, timezone
 
 from sqlalchemy import select
 
-from assistant.core.db.models import Conversation, Feedback, Message, utcnow
+from assistant.core.db.models import Conversation, Feedback, Message, utc, utcnow
 from assistant.core.db.session import Database
 from assistant.core.db.usage import usage_since
 from assistant.core.errors import InvalidRequestError, NotFoundError
@@ -188,12 +188,6 @@ def list_feedback(db: Database, *, visibility: Visibility | None = None, rating:
         ]
 
 
-def _day(moment: datetime) -> date:
-    # SQLite hands back naive datetimes (stored as UTC): read them as UTC.
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).date()
-
 
 def quality_report(db: Database, *, days: int = 30, now: datetime | None = None) -> QualityReport:
     """The quality view of the last `days` UTC days (today included): every user's conversations, and
@@ -203,7 +197,7 @@ def quality_report(db: Database, *, days: int = 30, now: datetime | None = None)
         days: how many days, at least 1.
         now: the end of the window (default: now); for tests.
     """
-    today = _day(now or utcnow())
+    today = utc(now or utcnow()).date()
     first = today - timedelta(days=days - 1)
     since = datetime(first.year, first.month, first.day, tzinfo=timezone.utc)
     counts = {first + timedelta(days=i): dict(questions=0, answered=0, not_found=0, thumbs_up=0, thumbs_down=0) for i in range(days)}
@@ -212,7 +206,7 @@ def quality_report(db: Database, *, days: int = 30, now: datetime | None = None)
         for role, abstained, at in session.execute(
             select(Message.role, Message.abstained, Message.created_at).where(Message.created_at >= since)
         ):
-            day = counts.get(_day(at))
+            day = counts.get(at.date())
             if day is None:
                 continue
             if role == "user":
@@ -224,11 +218,11 @@ def quality_report(db: Database, *, days: int = 30, now: datetime | None = None)
             select(Feedback.rating, Message.created_at).join(Message, Message.id == Feedback.message_id)
             .where(Message.created_at >= since)
         ):
-            day = counts.get(_day(at))
+            day = counts.get(at.date())
             if day is not None:
                 day["thumbs_up" if rating > 0 else "thumbs_down"] += 1
     for endpoint, abstained, at in usage_since(db, since):
-        day = counts.get(_day(at))
+        day = counts.get(at.date())
         if day is not None:
             day["questions"] += 1
             day["not_found" if abstained else "answered"] += 1

@@ -4,7 +4,7 @@ decision and a resolution, listing, and recording each delivery attempt."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import case, delete, func, select
@@ -84,10 +84,6 @@ class DeliveryRecord:
     finished_at: datetime | None = None
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    # SQLite gives naive datetimes back; every time here is UTC.
-    return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
-
 
 def _record(row: HelpdeskTicket) -> TicketRecord:
     return TicketRecord(
@@ -96,9 +92,9 @@ def _record(row: HelpdeskTicket) -> TicketRecord:
         category=row.category, language=row.language, state=row.state, decision=row.decision,
         confidence=row.confidence, reply=row.reply, citations=list(row.citations or []),
         reasons=list(row.reasons or []), evidence=dict(row.evidence or {}), duration_s=row.duration_s,
-        created_at=_utc(row.created_at), decided_at=_utc(row.decided_at), resolution=row.resolution,
+        created_at=row.created_at, decided_at=row.decided_at, resolution=row.resolution,
         resolved_by=row.resolved_by, audience=row.audience, outcome=row.outcome,
-        resolution_job_id=row.resolution_job_id, resolved_at=_utc(row.resolved_at),
+        resolution_job_id=row.resolution_job_id, resolved_at=row.resolved_at,
     )
 
 
@@ -249,8 +245,8 @@ def set_resolution_job(db: Database, ticket_id: int, job_id: int) -> None:
 def _delivery(row: WebhookDelivery) -> DeliveryRecord:
     return DeliveryRecord(
         id=row.id, ticket_id=row.ticket_id, client=row.client, url=row.url, event=row.event, status=row.status,
-        attempts=list(row.attempts or []), next_attempt_at=_utc(row.next_attempt_at), created_at=_utc(row.created_at),
-        finished_at=_utc(row.finished_at),
+        attempts=list(row.attempts or []), next_attempt_at=row.next_attempt_at, created_at=row.created_at,
+        finished_at=row.finished_at,
     )
 
 

@@ -8,13 +8,42 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_to_bytes, urlparse
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, TypeDecorator, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
 def utcnow() -> datetime:
     """Timezone-aware now (UTC)."""
     return datetime.now(timezone.utc)
+
+
+def utc(moment: datetime | None) -> datetime | None:
+    """`moment` as an aware UTC datetime; a naive one is read as UTC (how SQLite hands them back and
+    how the product writes them). None stays None."""
+    if moment is None:
+        return None
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+class UTCDateTime(TypeDecorator):
+    """`DateTime(timezone=True)` that stores UTC and loads aware UTC datetimes on every backend.
+
+    SQLite keeps no offset and hands back naive datetimes; PostgreSQL's `timestamptz` hands back the
+    session's zone. Either way a loaded value is aware UTC here, and a bound one is converted to UTC
+    (a naive value is taken as UTC). The DDL is the plain `DateTime(timezone=True)`, so migrations and
+    the schema are unchanged.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
+        """UTC before it is written or compared."""
+        return utc(value)
+
+    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+        """Aware UTC when loaded."""
+        return utc(value)
 
 
 def file_uri_path(uri: str) -> Path:
@@ -34,8 +63,8 @@ class Source(Base):
     kind: Mapped[str] = mapped_column(String(32), default="folder")
     uri: Mapped[str] = mapped_column(String(2048), unique=True)
     acl_manifest: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    last_synced_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_synced_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     documents: Mapped[list["Document"]] = relationship(back_populates="source")
 
     @property
@@ -62,9 +91,9 @@ class Document(Base):
     chunk_count: Mapped[int] = mapped_column(Integer, default=0)
     page_count: Mapped[int | None] = mapped_column(Integer, default=None)
     embedding_model: Mapped[str] = mapped_column(String(256), default="")
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
-    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+    deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     source: Mapped[Source] = relationship(back_populates="documents")
 
 
@@ -80,9 +109,9 @@ class Job(Base):
     totals: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     reason: Mapped[str] = mapped_column(Text, default="")
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     items: Mapped[list["JobItem"]] = relationship(back_populates="job", cascade="all, delete-orphan")
 
 
@@ -98,7 +127,7 @@ class JobItem(Base):
     reason: Mapped[str] = mapped_column(Text, default="")
     chunks: Mapped[int] = mapped_column(Integer, default=0)
     duration_s: Mapped[float] = mapped_column(Float, default=0.0)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     job: Mapped[Job] = relationship(back_populates="items")
 
 
@@ -115,7 +144,7 @@ class User(Base):
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     is_service: Mapped[bool] = mapped_column(Boolean, default=False)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class AuthSession(Base):
@@ -126,9 +155,9 @@ class AuthSession(Base):
     __tablename__ = "auth_sessions"
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
-    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
 
 class Group(Base):
@@ -152,9 +181,9 @@ class ApiKey(Base):
     prefix: Mapped[str] = mapped_column(String(16), index=True)
     key_hash: Mapped[str] = mapped_column(String(255))
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
-    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     # Per-key overrides of the settings' rate limits (None: the settings' value; 0: unlimited).
     requests_per_minute: Mapped[int | None] = mapped_column(Integer, default=None)
     tokens_per_minute: Mapped[int | None] = mapped_column(Integer, default=None)
@@ -169,7 +198,7 @@ class AuditEvent(Base):
 
     __tablename__ = "audit_events"
     id: Mapped[int] = mapped_column(primary_key=True)
-    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
     principal: Mapped[str] = mapped_column(String(255), index=True)
     action: Mapped[str] = mapped_column(String(64))
     query: Mapped[str] = mapped_column(Text, default="")
@@ -185,8 +214,8 @@ class Conversation(Base):
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     title: Mapped[str] = mapped_column(String(512), default="")
     share_token: Mapped[str | None] = mapped_column(String(64), unique=True, default=None)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow, index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow, index=True)
 
 
 class Message(Base):
@@ -202,7 +231,7 @@ class Message(Base):
     content: Mapped[str] = mapped_column(Text, default="")
     citations: Mapped[list[Any]] = mapped_column(JSON, default=list)
     abstained: Mapped[bool] = mapped_column(Boolean, default=False)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
 
 
 class Feedback(Base):
@@ -229,8 +258,8 @@ class Feedback(Base):
     # before it was recorded (their message's citations say it, while the message exists).
     doc_ids: Mapped[list[str] | None] = mapped_column(JSON, default=None)
     abstained: Mapped[bool] = mapped_column(Boolean, default=False)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
     __table_args__ = (UniqueConstraint("message_id", "user_id"),)
 
 
@@ -262,14 +291,14 @@ class HelpdeskTicket(Base):
     reasons: Mapped[list[Any]] = mapped_column(JSON, default=list)
     evidence: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     duration_s: Mapped[float] = mapped_column(Float, default=0.0)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
-    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     resolution: Mapped[str | None] = mapped_column(Text, default=None)
     resolved_by: Mapped[str | None] = mapped_column(String(255), default=None)
     audience: Mapped[list[str] | None] = mapped_column(JSON, default=None)
     outcome: Mapped[str | None] = mapped_column(String(16), default=None)  # accepted, edited, rejected
     resolution_job_id: Mapped[int | None] = mapped_column(Integer, default=None)
-    resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    resolved_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     __table_args__ = (UniqueConstraint("client", "idempotency_key"),)
 
 
@@ -285,9 +314,9 @@ class WebhookDelivery(Base):
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     status: Mapped[str] = mapped_column(String(16), default="pending", index=True)  # pending, delivered, dead
     attempts: Mapped[list[Any]] = mapped_column(JSON, default=list)
-    next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
 
 # --- issue 21: compliance (audit trail chain, roles, legal hold, sign-in throttling) ---
@@ -312,8 +341,8 @@ class SignInThrottle(Base):
     account: Mapped[str] = mapped_column(String(255), primary_key=True)
     address: Mapped[str] = mapped_column(String(64), primary_key=True)
     failures: Mapped[int] = mapped_column(Integer, default=0)
-    last_failure_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    blocked_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    last_failure_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    blocked_until: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
 
 # Columns issue 21 adds to existing tables (declared here, so that the classes above stay as they were).
@@ -323,7 +352,7 @@ AuditEvent.doc_ids = Column(JSON, nullable=False, default=list)
 AuditEvent.content_hash = Column(String(64), nullable=False, default="")
 AuditEvent.prev_hash = Column(String(64), nullable=False, default="")
 AuditEvent.row_hash = Column(String(64), nullable=False, default="")
-AuditEvent.erased_at = Column(DateTime(timezone=True), nullable=True, default=None)
+AuditEvent.erased_at = Column(UTCDateTime, nullable=True, default=None)
 User.is_auditor = Column(Boolean, nullable=False, default=False)
 User.legal_hold = Column(Boolean, nullable=False, default=False)
 
@@ -345,7 +374,7 @@ class Upload(Base):
     audience: Mapped[str] = mapped_column(String(320))
     size_bytes: Mapped[int] = mapped_column(Integer, default=0)
     job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"), default=None)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
 
 
 # --- issue 18: finetune dataset snapshots and the adapter registry ---
@@ -359,8 +388,8 @@ class DatasetSnapshot(Base):
     content_hash: Mapped[str] = mapped_column(String(64), default="")
     counts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     path: Mapped[str] = mapped_column(String(2048), default="")
-    since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    since: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class Adapter(Base):
@@ -382,9 +411,9 @@ class Adapter(Base):
     status: Mapped[str] = mapped_column(String(16), default="candidate", index=True)
     reason: Mapped[str] = mapped_column(Text, default="")
     history: Mapped[list[Any]] = mapped_column(JSON, default=list)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     promoted_by: Mapped[str | None] = mapped_column(String(255), default=None)
-    promoted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    promoted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
 
 class AnswerAdapter(Base):
@@ -403,7 +432,7 @@ class AnswerUsage(Base):
 
     __tablename__ = "answer_usage"
     id: Mapped[int] = mapped_column(primary_key=True)
-    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
     endpoint: Mapped[str] = mapped_column(String(32))
     abstained: Mapped[bool] = mapped_column(Boolean, default=False)
     duration_s: Mapped[float] = mapped_column(Float, default=0.0)

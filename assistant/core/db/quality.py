@@ -6,7 +6,7 @@ withheld where the viewer may not read every document its answer cited."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
@@ -37,10 +37,6 @@ class GapQuestion:
     at: datetime
 
 
-def _aware(moment: datetime) -> datetime:
-    # SQLite hands back naive datetimes (stored as UTC).
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
 
 def _since(days: int) -> datetime:
     return utcnow() - timedelta(days=days)
@@ -60,10 +56,10 @@ def slowest_answers(db: Database, *, visibility: Visibility, days: int = 30, lim
     timed, question = [], None
     for conversation_id, role, content, abstained, at, citations, asker in rows:
         if role == "user":
-            question = (conversation_id, content, _aware(at))
+            question = (conversation_id, content, at)
         elif question is not None and question[0] == conversation_id:
-            seconds = (_aware(at) - question[2]).total_seconds()
-            timed.append((round(seconds, 3), question[1], _aware(at), abstained, citations, asker))
+            seconds = (at - question[2]).total_seconds()
+            timed.append((round(seconds, 3), question[1], at, abstained, citations, asker))
             question = None
     slowest = sorted(timed, key=lambda a: -a[0])[:limit]
     out = []
@@ -105,7 +101,7 @@ def gap_questions(db: Database, *, visibility: Visibility, days: int = 30, limit
             if not asked:
                 continue
             if visibility.may_see(Cited.of_citations(citations), asked_by=asker):
-                found.append(GapQuestion(question=asked, why="not_found", at=_aware(at)))
+                found.append(GapQuestion(question=asked, why="not_found", at=at))
             else:
                 withheld += 1
         for row, citations in session.execute(
@@ -116,7 +112,7 @@ def gap_questions(db: Database, *, visibility: Visibility, days: int = 30, limit
             if not row.question:
                 continue
             if visibility.may_see(feedback_cited(row, citations), asked_by=row.user_id):
-                found.append(GapQuestion(question=row.question, why="rated_down", at=_aware(row.updated_at)))
+                found.append(GapQuestion(question=row.question, why="rated_down", at=row.updated_at))
             else:
                 withheld += 1
     seen, unique = set(), []

@@ -35,9 +35,7 @@ class UploadFile:
 
 
 def _iso(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).isoformat()
+    return moment.isoformat() if moment is not None else None
 
 
 def find_user(session: Session, name: str) -> User:
@@ -78,6 +76,17 @@ def user_uploads(session: Session, user_id: int, *, before: datetime | None = No
             source_id=source_id, created_at=row.get("created_at"), audience=str(row.get("audience") or ""),
         ))
     return out
+
+
+def hold_and_uploads(db: Database, name: str) -> tuple[bool, list[UploadFile]]:
+    """Whether user `name` is under legal hold, and their uploads.
+
+    Raises:
+        NotFoundError: no such user.
+    """
+    with db.session() as session:
+        user = find_user(session, name)
+        return bool(user.legal_hold), user_uploads(session, user.id)
 
 
 def delete_upload_rows(session: Session, upload_ids: list[str]) -> int:

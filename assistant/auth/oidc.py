@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from sqlalchemy import delete, select
-
-from assistant.core.auth.accounts import add_user_to_groups, check_name
-from assistant.core.db.models import Group, Membership, User
+from assistant.auth.accounts import check_group_names, check_name
+from assistant.core.db.accounts import link_oidc_user
 from assistant.core.db.session import Database
 from assistant.core.errors import AuthenticationError, InvalidRequestError
 from assistant.core.settings import Settings
@@ -45,31 +43,9 @@ def sign_in_oidc_user(db: Database, claims: Mapping[str, Any], *, settings: Sett
         name = check_name("user", raw_name)
     except InvalidRequestError as exc:
         raise AuthenticationError(f"single sign-on user name from the IdP is unusable: {exc.message}") from exc
-    with db.session() as session:
-        user = session.scalar(select(User).where(User.oidc_subject == subject))
-        if user is None:
-            user = session.scalar(select(User).where(User.name == name))
-            if user is not None and (user.oidc_subject or user.password_hash or user.is_service):
-                raise AuthenticationError(
-                    f"user name '{name}' from single sign-on belongs to another account; ask an admin"
-                )
-            if user is None:
-                user = User(name=name)
-                session.add(user)
-            user.oidc_subject = subject
-        if user.disabled:
-            raise AuthenticationError(f"user '{user.name}' is disabled")
-        user.display_name = str(claims.get("name") or user.display_name or "")
-        user.email = str(claims["email"]) if claims.get("email") else user.email
-        session.flush()
-        wanted = mapped_groups(claims, settings)
-        idp_owned = set(settings.oidc_group_map.values())
-        stale = session.scalars(
-            select(Group.id)
-            .join(Membership, Membership.group_id == Group.id)
-            .where(Membership.user_id == user.id, Group.name.in_(idp_owned - set(wanted)))
-        ).all()
-        if stale:
-            session.execute(delete(Membership).where(Membership.user_id == user.id, Membership.group_id.in_(stale)))
-        add_user_to_groups(session, user, wanted)
-        return user.id
+    return link_oidc_user(
+        db, subject=subject, name=name,
+        display_name=str(claims["name"]) if claims.get("name") else None,
+        email=str(claims["email"]) if claims.get("email") else None,
+        groups=check_group_names(mapped_groups(claims, settings)), idp_groups=set(settings.oidc_group_map.values()),
+    )

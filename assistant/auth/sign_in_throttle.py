@@ -10,12 +10,9 @@ further failure, at most `max_s`. The state is in SQL, so every API process sees
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
-from sqlalchemy import delete
-from sqlalchemy.exc import IntegrityError
-
-from assistant.core.db.models import SignInThrottle
+from assistant.core.db import sign_in_throttle as throttle_db
 from assistant.core.db.session import Database
 
 
@@ -45,10 +42,6 @@ class ThrottlePolicy:
         return min(self.base_s * 2 ** min(failures - self.free_failures, 60), self.max_s)
 
 
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)  # SQLite returns naive datetimes
-
-
 def _key(account: str, address: str) -> tuple[str, str]:
     return account.strip()[:255], (address or "unknown")[:64]
 
@@ -56,11 +49,8 @@ def _key(account: str, address: str) -> tuple[str, str]:
 def wait_s(db: Database, account: str, address: str, *, now: datetime | None = None) -> float:
     """Seconds the pair must still wait before its next attempt is checked; 0 when it may try now."""
     now = now or datetime.now(timezone.utc)
-    with db.session() as session:
-        row = session.get(SignInThrottle, _key(account, address))
-        if row is None or row.blocked_until is None:
-            return 0.0
-        return max(0.0, (_aware(row.blocked_until) - now).total_seconds())
+    until = throttle_db.blocked_until(db, *_key(account, address))
+    return 0.0 if until is None else max(0.0, (until - now).total_seconds())
 
 
 def record_failure(
@@ -69,39 +59,21 @@ def record_failure(
     """Count one failed sign-in of the pair; returns the seconds it must now wait (0 while under
     `policy.free_failures`). Failures older than `policy.forget_s` are forgotten first."""
     now = now or datetime.now(timezone.utc)
-    key = _key(account, address)
     for _ in range(2):  # two processes may insert the pair's first row at once: the loser updates it
-        try:
-            with db.session() as session:
-                row = session.get(SignInThrottle, key, with_for_update=True)
-                if row is None:
-                    row = SignInThrottle(account=key[0], address=key[1], failures=0, last_failure_at=now)
-                    session.add(row)
-                elif (now - _aware(row.last_failure_at)).total_seconds() > policy.forget_s:
-                    row.failures = 0
-                row.failures += 1
-                row.last_failure_at = now
-                wait = policy.backoff_s(row.failures)
-                row.blocked_until = now + timedelta(seconds=wait) if wait else None
-                return wait
-        except IntegrityError:
-            continue
+        wait = throttle_db.add_failure(
+            db, *_key(account, address), now=now, forget_s=policy.forget_s, backoff_s=policy.backoff_s
+        )
+        if wait is not None:
+            return wait
     return policy.backoff_s(policy.free_failures)
 
 
 def clear_pair(db: Database, account: str, address: str) -> None:
     """Forget the pair's failures (after a successful sign-in from that address)."""
-    with db.session() as session:
-        session.execute(
-            delete(SignInThrottle).where(
-                SignInThrottle.account == _key(account, address)[0], SignInThrottle.address == _key(account, address)[1]
-            )
-        )
+    throttle_db.clear_pair(db, *_key(account, address))
 
 
 def clear_account(db: Database, account: str) -> int:
     """Forget every failure of `account` from every address (an admin's unlock, a password reset);
     returns how many addresses were waiting or counting."""
-    with db.session() as session:
-        result = session.execute(delete(SignInThrottle).where(SignInThrottle.account == account.strip()))
-        return result.rowcount or 0
+    return throttle_db.clear_account(db, account.strip())
