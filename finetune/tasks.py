@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import asyncio
 
+from celery import shared_task
+
 from assistant.core import resources
 from assistant.core.errors import ConflictError
-from assistant.core.jobs import FINETUNE_TASK, get_celery
+from assistant.core.jobs import FINETUNE_TASK, Schedule, crontab_schedule, register_queue, register_schedule
 from assistant.core.llm.deferred import DeferredLLM
 from assistant.adapters.release import publisher_for
 from assistant.core.resources import Resources
 from finetune.config import FinetuneConfig
 from finetune.pipeline import RefreshOutcome, run_refresh
 
-celery = get_celery()
+register_schedule(Schedule(
+    "finetune-refresh", FINETUNE_TASK, every=lambda s: crontab_schedule(s.finetune_schedule_cron),
+    enabled=lambda s: s.finetune_schedule_enabled,
+))
+register_queue("finetune.*", lambda s: s.finetune_celery_queue)  # the GPU workers' queue
 
 
 def refresh_now(res: Resources, *, audience: str = "everyone", dry_run: bool = False, by: str = "schedule",
@@ -36,7 +42,7 @@ def refresh_now(res: Resources, *, audience: str = "everyone", dry_run: bool = F
     ))
 
 
-@celery.task(name=FINETUNE_TASK, acks_late=True)
+@shared_task(name=FINETUNE_TASK, acks_late=True)
 def refresh(audience: str = "everyone", dry_run: bool = False, by: str = "schedule") -> dict:
     """Celery task (beat, monthly; or started by an admin): one refresh. A refresh already running
     makes this one a no-op that says so."""

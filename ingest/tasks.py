@@ -9,20 +9,30 @@ from typing import Callable
 import httpx
 import redis.exceptions
 import sqlalchemy.exc
+from celery import shared_task
 from qdrant_client.http.exceptions import ResponseHandlingException
 
 from assistant.core import resources
 from assistant.core.db.jobs import claim_sync_job, fail_job, job_lease, queue_scheduled_syncs
 from assistant.core.errors import AssistantError
-from assistant.core.jobs import get_celery
+from assistant.core.jobs import Schedule, get_celery, register_schedule
 from assistant.core.resources import Resources
 from assistant.core.settings import get_settings
 from assistant.core.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor
 
 log = logging.getLogger(__name__)
+SYNC_ALL_TASK = "ingest.sync_all"
+register_schedule(Schedule(
+    "sync-every-source", SYNC_ALL_TASK, every=lambda s: s.sync_interval_s, enabled=lambda s: bool(s.sync_interval_s)
+))
 
-celery = get_celery()
+
+def __getattr__(name: str):
+    # `celery -A ingest.tasks:celery worker|beat` (compose.yaml, the Helm chart) names the app here.
+    if name == "celery":
+        return get_celery()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # Worth a retry with backoff: the database, broker or Qdrant server was briefly out of reach. Anything
 # else (a bad path, a full disk, a bug) fails the job with its reason at once.
@@ -96,13 +106,13 @@ def sync_all_sources(res: Resources, *, submit: Callable[[int], None]) -> list[i
     return job_ids
 
 
-@celery.task(name="ingest.sync_source", acks_late=True, reject_on_worker_lost=True, **_RETRY)
+@shared_task(name="ingest.sync_source", acks_late=True, reject_on_worker_lost=True, **_RETRY)
 def sync_source(job_id: int) -> dict:
     """Celery task: `run_sync_job` on this process's resources."""
     return run_sync_job(resources.current(), job_id)
 
 
-@celery.task(name="ingest.sync_all", acks_late=True, **_RETRY)
+@shared_task(name=SYNC_ALL_TASK, acks_late=True, **_RETRY)
 def sync_all() -> list[int]:
     """Celery task (beat): sync every source; in-process, the syncs run one after the other here."""
     res = resources.current()
@@ -110,7 +120,7 @@ def sync_all() -> list[int]:
         return sync_all_sources(res, submit=lambda job_id: run_sync_job(res, job_id))
     return sync_all_sources(
         res,
-        submit=lambda job_id: celery.send_task(
+        submit=lambda job_id: get_celery().send_task(
             "ingest.sync_source", kwargs={"job_id": job_id}, queue=res.settings.celery_queue
         ),
     )

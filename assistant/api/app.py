@@ -18,7 +18,7 @@ from assistant.api.body_limit import BodyLimitMiddleware
 from assistant.api.rate_limit import RateLimitMiddleware, enforce_rate_limit
 from assistant.api.errors import install_error_handlers
 from assistant.api.security_headers import SecurityHeadersMiddleware
-from assistant.api.observability import RequestObservabilityMiddleware
+from assistant.api.observability import RequestObservabilityMiddleware, install_request_ids
 from assistant.api.routes import (
     auth, chat, conversations, documents, feedback, health, helpdesk, jobs, openai_compat, search, users,
 )
@@ -103,7 +103,8 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     app.state.rate_limiter = RateLimiter(settings.rate_limit_redis_url)
     app.add_middleware(RateLimitMiddleware, limiter=app.state.rate_limiter)
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: refusals get the headers too
-    app.add_middleware(RequestObservabilityMiddleware)  # around everything: every response has its X-Request-ID
+    app.add_middleware(RequestObservabilityMiddleware)
+    install_request_ids(app)  # around everything: every response has its X-Request-ID
     install_error_handlers(app)
     # Public: liveness and sign-in. Everything else refuses anonymous callers at the router level.
     app.include_router(health.router)

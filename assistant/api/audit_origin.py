@@ -6,6 +6,8 @@ from typing import Any
 
 from fastapi import Request
 
+from assistant.api.observability import HEADER
+
 
 def client_address(request: Request) -> str:
     """The client's IP address as the server saw it (behind a reverse proxy, run uvicorn with
@@ -13,12 +15,18 @@ def client_address(request: Request) -> str:
     return request.client.host if request.client else ""
 
 
+def request_id(request: Request) -> str | None:
+    """The request's ID: its `X-Request-ID` as the request-ID middleware left it (the caller's when
+    acceptable, else the one it made; `assistant.api.observability`)."""
+    return request.headers.get(HEADER)
+
+
 def request_origin(request: Request, *, auth_method: str | None = None) -> dict[str, Any]:
     """`record_event` keyword arguments naming the request's origin: `auth_method` (default: the
     request's, `session` or `api_key`, once the principal is known; sign-in passes `password` or
-    `oidc`), `address`, and `request_id` when the request has one."""
+    `oidc`), `address`, and `request_id` (`request_id`)."""
     return {
         "auth_method": auth_method or getattr(request.state, "auth_method", ""),
         "address": client_address(request),
-        "request_id": getattr(request.state, "request_id", None),
+        "request_id": request_id(request),
     }

@@ -1,20 +1,19 @@
 """Admin changes made on the command line, written to the audit trail as `admin.*` rows.
 
-`install_admin_audit` wraps every command of the account, group, key and source command groups so
-that the running command and its arguments are known; those commands open the SQL database through
-`assistant.cli.users.account_db`, which calls `audit_command` once the command succeeded. The row
-names the command and its arguments (passwords are read from stdin and never among them).
+`install_admin_audit` wraps every command of the account, group, key, source and adapter command
+groups: once a command that changes something has succeeded, the wrapper records it (`audit_command`),
+naming the command and its arguments (passwords are read from stdin and never among them).
 """
 
 from __future__ import annotations
 
 import functools
 import getpass
-from contextvars import ContextVar
 from typing import Any
 
 import typer
 
+from assistant.cli.opening import open_database
 from assistant.compliance.audit import record_event
 from assistant.core.db.session import Database
 from assistant.core.principals import Principal
@@ -24,26 +23,29 @@ ACTIONS = {
     "users": "admin.user", "groups": "admin.group", "keys": "admin.key", "sources": "admin.source",
     "finetune": "admin.adapter",
 }
-READ_ONLY = {"list", "show", "export", "unlock"}  # `export` and `unlock` write rows of their own
-_running: ContextVar[tuple[str, str, dict[str, Any]] | None] = ContextVar("assistant_cli_command", default=None)
+READ_ONLY = {"list", "show"}
+# Changes that are not recorded as the command: those writing rows of their own, and the refresh, which
+# its job and adapter rows record.
+NOT_RECORDED = {"users unlock", "users export", "users erase", "sources remove", "finetune run"}
 
 
 def install_admin_audit(groups: dict[str, typer.Typer]) -> None:
-    """Wrap each command of `groups` (group name -> Typer app) so that `audit_command` knows it."""
+    """Wrap each command of `groups` (group name -> Typer app) so that, when it changes something and
+    succeeds, `audit_command` records it."""
     for group, app in groups.items():
         for info in app.registered_commands:
             name = info.name or info.callback.__name__.replace("_", "-")
-            info.callback = _remembering(info.callback, group, name)
+            if group in ACTIONS and name not in READ_ONLY and f"{group} {name}" not in NOT_RECORDED:
+                info.callback = _recorded(info.callback, group, name)
 
 
-def _remembering(fn, group: str, name: str):
+def _recorded(fn, group: str, name: str):
     @functools.wraps(fn)  # Typer reads the parameters through __wrapped__
     def command(*args, **kwargs):
-        token = _running.set((group, name, kwargs))
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _running.reset(token)
+        result = fn(*args, **kwargs)
+        with open_database(migrate=False) as db:  # the command opened (and migrated) it already
+            audit_command(db, group, name, kwargs)
+        return result
 
     return command
 
@@ -57,13 +59,10 @@ def cli_principal() -> Principal:
     return Principal(name=f"cli:{who}")
 
 
-def audit_command(db: Database) -> None:
-    """Record the running command as an `admin.*` row when it is a change (not `list`)."""
-    running = _running.get()
-    if running is None or running[1] in READ_ONLY or running[0] not in ACTIONS:
-        return
-    group, name, kwargs = running
-    params = {k: v if isinstance(v, (bool, int, float, list, tuple, type(None))) else str(v) for k, v in kwargs.items()}
+def audit_command(db: Database, group: str, name: str, arguments: dict[str, Any]) -> None:
+    """Record the command `group name` (e.g. `users add`), run with `arguments` (parameter name -> value;
+    values other than numbers, booleans, lists and None as text), as an `admin.*` row of the CLI's user."""
+    params = {k: v if isinstance(v, (bool, int, float, list, tuple, type(None))) else str(v) for k, v in arguments.items()}
     record_event(
         db, principal=cli_principal(), action=ACTIONS[group], auth_method="cli",
         details={"command": f"{group} {name}", "params": params},

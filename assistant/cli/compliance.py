@@ -17,7 +17,8 @@ from rich.table import Table
 
 from assistant.cli.admin_audit import cli_principal
 from assistant.cli.errors import fail, through_the_api
-from assistant.cli.users import account_db, users_app
+from assistant.cli.opening import open_database, open_resources
+from assistant.cli.users import users_app
 from assistant.core.errors import AssistantError, InvalidRequestError
 
 audit_app = typer.Typer(no_args_is_help=True, help="The audit trail: who did what, to which documents, from where.")
@@ -91,7 +92,7 @@ def list_(
 ) -> None:
     """The rows of the trail matching the filters, oldest first (at most --limit)."""
     _check_format(fmt, ("table", "csv", "jsonl"))
-    with account_db() as db:
+    with open_database() as db:
         rows = list(_events(db, since=since, until=until, user=user, action=action, document=document, limit=limit))
     if fmt != "table":
         _write_rows(rows, fmt, sys.stdout)
@@ -114,7 +115,7 @@ def export(
     _check_format(fmt, ("csv", "jsonl"))
     stream = output.open("w", encoding="utf-8", newline="") if output else sys.stdout
     try:
-        with account_db() as db:
+        with open_database() as db:
             rows = _events(db, since=since, until=until, user=user, action=action, document=document, limit=10**12)
             count = _write_rows(rows, fmt, stream)
     finally:
@@ -129,7 +130,7 @@ def verify(as_json: bool = typer.Option(False, "--json")) -> None:
     inserted or removed other than by retention."""
     from assistant.compliance.audit_chain import verify_chain
 
-    with account_db() as db:
+    with open_database() as db:
         report = verify_chain(db)
     if as_json:
         print(json.dumps(report.to_dict()))
@@ -146,15 +147,11 @@ def verify(as_json: bool = typer.Option(False, "--json")) -> None:
 @retention_app.command("run")
 def retention_run(as_json: bool = typer.Option(False, "--json")) -> None:
     """Apply the retention settings now (as the scheduled job does) and print what was deleted."""
-    from assistant.cli.main import _resources
     from assistant.compliance.retention import apply_retention
 
     try:
-        res = _resources()
-        try:
+        with open_resources() as res:
             report = apply_retention(res.db, settings=res.settings, store=res.store)
-        finally:
-            res.close()
     except AssistantError as exc:
         fail(through_the_api(exc, "POST /api/retention/run"), as_json=as_json)
     if as_json:
@@ -169,7 +166,7 @@ def unlock(name: str) -> None:
     from assistant.auth.accounts import unlock_account
     from assistant.compliance.audit import record_event
 
-    with account_db() as db:
+    with open_database() as db:
         cleared = unlock_account(db, name)
         record_event(db, principal=cli_principal(), action="auth.unlock", auth_method="cli", details={"target": name})
     out.print(f"{escape(name)}: sign-in throttling cleared ({cleared} addresses)")
@@ -180,7 +177,7 @@ def auditor(name: str, off: bool = typer.Option(False, "--off", help="withdraw t
     """Grant user NAME the auditor role: reads the audit trail (API and CLI), documents only through its ACLs."""
     from assistant.auth.accounts import set_flags
 
-    with account_db() as db:
+    with open_database() as db:
         user = set_flags(db, name, is_auditor=not off)
     out.print(f"{escape(user.name)}: auditor {user.is_auditor}")
 
@@ -190,7 +187,7 @@ def hold(name: str, off: bool = typer.Option(False, "--off", help="lift the hold
     """Place user NAME under legal hold: retention deletes none of their rows until it is lifted."""
     from assistant.auth.accounts import set_flags
 
-    with account_db() as db:
+    with open_database() as db:
         user = set_flags(db, name, legal_hold=not off)
     out.print(f"{escape(user.name)}: legal hold {user.legal_hold}")
 
@@ -201,7 +198,7 @@ def export_user_(name: str, output: Path = typer.Option(..., "--output", "-o", h
     from assistant.compliance.audit import record_event
     from assistant.compliance.erasure import export_user
 
-    with account_db() as db:
+    with open_database() as db:
         counts = export_user(db, name, output)
         record_event(db, principal=cli_principal(), action="admin.export", auth_method="cli",
                      details={"target": name, "counts": counts})
@@ -212,20 +209,16 @@ def export_user_(name: str, output: Path = typer.Option(..., "--output", "-o", h
 def erase(name: str, yes: bool = typer.Option(False, "--yes", help="do not ask for confirmation")) -> None:
     """Erase user NAME: conversations, feedback, uploads with their chunks, keys, sessions and the
     account; audit rows stay, their query text replaced per ASSISTANT_ERASURE_AUDIT_CONTENT."""
-    from assistant.cli.main import _resources
     from assistant.compliance.erasure import erase_user
 
     if not yes:
         typer.confirm(f"erase user {name} and everything they own? This cannot be undone", abort=True)
     try:
-        res = _resources()
-        try:
+        with open_resources() as res:
             report = erase_user(
                 res.db, name, store=res.store, redact_audit=res.settings.erasure_audit_content == "redact",
                 actor=cli_principal(), origin={"auth_method": "cli"},
             )
-        finally:
-            res.close()
     except AssistantError as exc:
         fail(through_the_api(exc, f"POST /api/users/{name}/erase"))
     out.print(f"{escape(name)} erased: {report.deleted}")

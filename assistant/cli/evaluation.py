@@ -38,12 +38,11 @@ def eval_command(
 ) -> None:
     """Measure retrieval (recall@1/5/10, MRR@10, nDCG@10, latency) and answers (citations, key facts,
     abstention, the question's language) on QUESTIONS, per language and overall."""
+    from assistant.cli.opening import open_resources
     from assistant.composition import Assistant
-    from assistant.core import resources as resources_mod
     from assistant.core.db.documents import readable_sources
     from assistant.core.errors import NotFoundError
     from assistant.core.principals import ANONYMOUS
-    from assistant.core.resources import Resources
     from assistant.evaluation.dataset import load_questions
     from assistant.evaluation.runner import run_eval, unfound_answer_files
 
@@ -51,30 +50,27 @@ def eval_command(
         if mode is not None and mode not in MODES:
             raise InvalidRequestError(f"--mode {mode!r} is not one of {', '.join(MODES)}")
         items = load_questions(questions)
-        res = Resources.open()
-        if res.store.count() == 0:
-            res.close()
-            raise NotFoundError(
-                f"the index in {res.settings.data_dir} holds no chunks: ingest documents first "
-                "(`assistant ingest FOLDER`) or set ASSISTANT_DATA_DIR to the data folder of an index"
-            )
-        resources_mod.set_current(res)
-        principal = ANONYMOUS
-        if as_user is not None:
-            from assistant.core.db.identity import load_principal
+        with open_resources() as res:
+            if res.store.count() == 0:
+                raise NotFoundError(
+                    f"the index in {res.settings.data_dir} holds no chunks: ingest documents first "
+                    "(`assistant ingest FOLDER`) or set ASSISTANT_DATA_DIR to the data folder of an index"
+                )
+            principal = ANONYMOUS
+            if as_user is not None:
+                from assistant.core.db.identity import load_principal
 
-            principal = load_principal(res.db, as_user)
-        res.prepare_query_runtime()  # latency as the server measures it (ONNX Runtime when configured)
-        assistant = Assistant.build(res)
-        if mode:
-            assistant.retriever.mode = mode  # type: ignore[assignment]
-        report = run_eval(
-            items, retriever=assistant.retriever, answerer=assistant.answerer, principal=principal,
-            answers=not no_answers,
-        )
-        answer_files = {path for q in items for path in q.answer_files}
-        report.warnings = unfound_answer_files(items, readable_sources(res.db, answer_files, principal=principal))
-        res.close()
+                principal = load_principal(res.db, as_user)
+            res.prepare_query_runtime()  # latency as the server measures it (ONNX Runtime when configured)
+            assistant = Assistant.build(res)
+            if mode:
+                assistant.retriever.mode = mode  # type: ignore[assignment]
+            report = run_eval(
+                items, retriever=assistant.retriever, answerer=assistant.answerer, principal=principal,
+                answers=not no_answers,
+            )
+            answer_files = {path for q in items for path in q.answer_files}
+            report.warnings = unfound_answer_files(items, readable_sources(res.db, answer_files, principal=principal))
     except AssistantError as exc:
         fail(exc, as_json=as_json)
     if as_json:

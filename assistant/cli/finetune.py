@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from assistant.cli.users import account_db
+from assistant.cli.opening import open_database
 
 finetune_app = typer.Typer(no_args_is_help=True, help="LoRA adapters: refresh, registry, promote and rollback.")
 out = Console()
@@ -34,30 +34,28 @@ def run(
 ) -> None:
     """Run one refresh now: dataset, training, gate against live, canary."""
     from assistant.cli.errors import fail, through_the_api
+    from assistant.cli.opening import open_resources
     from assistant.core.errors import AssistantError
-    from assistant.core.resources import Resources
-    from assistant.core.settings import get_settings
     from finetune.tasks import refresh_now
 
     try:
-        res = Resources.open(get_settings())
-    except AssistantError as exc:
+        with open_resources() as res:
+            try:
+                with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[note]}"),
+                              TimeElapsedColumn(), console=Console(stderr=True), disable=as_json) as bar:
+                    task = bar.add_task("dataset", total=None, note="")
+
+                    def progress(entry: dict) -> None:
+                        total = entry.get("max_steps") or None
+                        note = f"loss {entry['loss']:.3f}" if "loss" in entry else entry.get("adapter", "")
+                        bar.update(task, description=entry.get("stage", ""), total=total, completed=entry.get("step", 0),
+                                   note=note)
+
+                    outcome = refresh_now(res, audience=audience, dry_run=dry_run, by="cli", progress=progress)
+            except AssistantError as exc:
+                fail(exc)
+    except AssistantError as exc:  # opening them: most likely `assistant serve` holds the vector store
         fail(through_the_api(exc, "POST /api/admin/finetune/runs (or the admin page's Adapters tab)"), as_json=as_json)
-    try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[note]}"),
-                      TimeElapsedColumn(), console=Console(stderr=True), disable=as_json) as bar:
-            task = bar.add_task("dataset", total=None, note="")
-
-            def progress(entry: dict) -> None:
-                total = entry.get("max_steps") or None
-                note = f"loss {entry['loss']:.3f}" if "loss" in entry else entry.get("adapter", "")
-                bar.update(task, description=entry.get("stage", ""), total=total, completed=entry.get("step", 0), note=note)
-
-            outcome = refresh_now(res, audience=audience, dry_run=dry_run, by="cli", progress=progress)
-    except AssistantError as exc:
-        fail(exc)
-    finally:
-        res.close()
     result = {"job_id": outcome.job_id, "status": outcome.status, "reason": outcome.reason,
               "snapshot": outcome.snapshot.__dict__ if outcome.snapshot else None,
               "adapter": outcome.adapter.to_dict() if outcome.adapter else None}
@@ -78,7 +76,7 @@ def list_(audience: Optional[str] = typer.Option(None, "--audience"), as_json: b
     """Adapters in the registry, newest first."""
     from assistant.core.db.adapters import list_adapters
 
-    with account_db() as db:
+    with open_database() as db:
         rows = list_adapters(db, audience=audience)
     if as_json:
         print(json.dumps([r.to_dict() for r in rows], indent=1, default=str))
@@ -97,7 +95,7 @@ def show(adapter_id: int, as_json: bool = typer.Option(False, "--json")) -> None
     """One adapter: base model, dataset, hyperparameters, metrics, files and hashes, status history."""
     from assistant.core.db.adapters import get_adapter
 
-    with account_db() as db:
+    with open_database() as db:
         _print(get_adapter(db, adapter_id), as_json)
 
 
@@ -109,7 +107,7 @@ def promote(adapter_id: int, to: Optional[str] = typer.Option(None, "--to", help
     from assistant.adapters.release import promote_and_publish, publisher_for
     from assistant.core.settings import get_settings
 
-    with account_db() as db:
+    with open_database() as db:
         promote_and_publish(db, adapter_id, by="cli", publisher=publisher_for(get_settings()), to=to)
         _print(get_adapter(db, adapter_id), as_json)
 
@@ -120,7 +118,7 @@ def rollback(audience: str = typer.Option("everyone", "--audience"), as_json: bo
     from assistant.adapters.release import publisher_for, rollback_and_publish
     from assistant.core.settings import get_settings
 
-    with account_db() as db:
+    with open_database() as db:
         release = rollback_and_publish(db, audience=audience, by="cli", publisher=publisher_for(get_settings()))
     result = {"loaded": [a.name for a in release.loaded], "unloaded": [a.name for a in release.unloaded]}
     print(json.dumps(result)) if as_json else out.print(f"unloaded {result['unloaded']}, live again {result['loaded']}")
@@ -131,7 +129,7 @@ def export_dataset(snapshot_id: int, to: Path = typer.Option(..., "--to", help="
     """Copy dataset snapshot SNAPSHOT_ID (JSONL: origin, ref, question, answer, split) for review."""
     from assistant.core.db.adapters import get_snapshot
 
-    with account_db() as db:
+    with open_database() as db:
         snapshot = get_snapshot(db, snapshot_id)
     shutil.copyfile(snapshot.path, to)
     out.print(f"snapshot {snapshot.id} ({snapshot.content_hash[:12]}, {json.dumps(snapshot.counts)}) -> {to}")

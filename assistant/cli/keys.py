@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from assistant.cli.users import account_db
+from assistant.cli.opening import open_database
 
 keys_app = typer.Typer(no_args_is_help=True, help="API keys (Authorization: Bearer KEY) for service accounts.")
 out = Console()
@@ -25,7 +25,7 @@ def create(
     """Create key NAME for service account NAME; prints the key once (only its hash is stored)."""
     from assistant.auth.api_keys import create_api_key
 
-    with account_db() as db:
+    with open_database() as db:
         created = create_api_key(db, name, groups=group or [])
     if as_json:
         print(json.dumps({"name": created.name, "key": created.key}))
@@ -42,7 +42,7 @@ def revoke(name: str) -> None:
     """Revoke key NAME; requests presenting it are refused from now on."""
     from assistant.auth.api_keys import revoke_api_key
 
-    with account_db() as db:
+    with open_database() as db:
         revoke_api_key(db, name)
     out.print(f"key {name} revoked")
 
@@ -52,7 +52,7 @@ def list_(as_json: bool = typer.Option(False, "--json")) -> None:
     """Every key's name, prefix, owner and dates (never the key)."""
     from assistant.auth.api_keys import list_api_keys
 
-    with account_db() as db:
+    with open_database() as db:
         rows = list_api_keys(db)
     if as_json:
         print(json.dumps(rows, indent=1))
@@ -78,7 +78,7 @@ def limits(
         changes["requests_per_minute"] = rpm
     if tpm is not None:
         changes["tokens_per_minute"] = tpm
-    with account_db() as db:
+    with open_database() as db:
         options = configure_api_key(db, name, **changes)
     out.print(f"key {name}: requests/min {options.requests_per_minute if options.requests_per_minute is not None else 'default'}, "
               f"tokens/min {options.tokens_per_minute if options.tokens_per_minute is not None else 'default'}")
@@ -94,7 +94,7 @@ def webhook(
     from assistant.core.settings import get_settings
     from assistant.helpdesk.delivery import check_url
 
-    with account_db() as db:  # a URL off the allow-list exits with status 2, as other refusals do
+    with open_database() as db:  # a URL off the allow-list exits with status 2, as other refusals do
         target = check_url(url, get_settings().webhook_allowed_hosts) if url else None
         options = configure_api_key(db, name, webhook_url=target)
     if options.webhook_secret:

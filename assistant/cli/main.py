@@ -20,7 +20,8 @@ from assistant.cli.compliance import audit_app, retention_app
 from assistant.cli.finetune import finetune_app
 from assistant.cli.keys import keys_app
 from assistant.cli.sources import sources_app
-from assistant.cli.users import groups_app, note_new_data_dir, users_app
+from assistant.cli.opening import open_resources
+from assistant.cli.users import groups_app, users_app
 from assistant.core.errors import AssistantError, ConfigError, InvalidRequestError
 from assistant.core.principals import ANONYMOUS, Principal
 
@@ -38,17 +39,6 @@ operations.register(app)  # doctor, backup, restore, migrate
 console = Console(stderr=True)
 
 
-def _resources():
-    from assistant.core import resources as resources_mod
-    from assistant.core.resources import Resources
-    from assistant.core.settings import get_settings
-
-    note_new_data_dir(get_settings())
-    res = Resources.open()
-    resources_mod.set_current(res)
-    return res
-
-
 def _principal(res, as_user: str | None) -> Principal:
     if as_user is None:
         return ANONYMOUS
@@ -57,11 +47,10 @@ def _principal(res, as_user: str | None) -> Principal:
     return load_principal(res.db, as_user)
 
 
-def _assistant_as(as_user: str | None):
-    """The composed assistant of this process and the principal the command acts as."""
+def _assistant_as(res, as_user: str | None):
+    """The assistant composed on `res` and the principal the command acts as."""
     from assistant.composition import Assistant
 
-    res = _resources()
     principal = _principal(res, as_user)  # an unknown --as user is reported before any model loads
     return Assistant.build(res), principal
 
@@ -91,22 +80,19 @@ def ingest(
         manifest = AclManifest.load(acl) if acl else None
         with IngestProgress(console, as_json=as_json) as progress:
             try:
-                res = _resources()
+                with open_resources() as res:
+                    ingestor = Ingestor(res)
+                    try:
+                        outcomes = ingestor.sync(
+                            path, acl=manifest, on_file=lambda o: print_row(o.to_dict()), on_progress=progress.update
+                        )
+                        audit_source_change(res.db, "ingest", path, manifest.to_dict() if manifest else None)
+                    finally:
+                        ingestor.close()
             except AssistantError as exc:
                 if exc.code != "store_locked":
                     raise
                 outcomes = _ingest_through_server(path, manifest, progress, print_row, exc)
-            else:
-                ingestor = Ingestor(res)
-
-                try:
-                    outcomes = ingestor.sync(
-                        path, acl=manifest, on_file=lambda o: print_row(o.to_dict()), on_progress=progress.update
-                    )
-                    audit_source_change(res.db, "ingest", path, manifest.to_dict() if manifest else None)
-                finally:
-                    ingestor.close()
-                    res.close()
     except AssistantError as exc:
         fail(exc, as_json=as_json)
     counts: dict[str, int] = {}
@@ -181,8 +167,9 @@ def search(
 
     try:
         check_query(query)
-        assistant, principal = _assistant_as(as_user)
-        chunks = asyncio.run(assistant.answerer.search(query, principal=principal, top_k=top_k))
+        with open_resources() as res:
+            assistant, principal = _assistant_as(res, as_user)
+            chunks = asyncio.run(assistant.answerer.search(query, principal=principal, top_k=top_k))
     except AssistantError as exc:
         fail(exc, as_json=as_json)
     rows = [
@@ -209,27 +196,28 @@ def ask(
 
     try:
         check_query(question)
-        assistant, principal = _assistant_as(as_user)
-        if as_json:
-            result = asyncio.run(assistant.answerer.answer(question, principal=principal))
-            print(json.dumps(result.to_dict(), ensure_ascii=False, indent=1))
-            return
-        citations = []
+        with open_resources() as res:
+            assistant, principal = _assistant_as(res, as_user)
+            if as_json:
+                result = asyncio.run(assistant.answerer.answer(question, principal=principal))
+                print(json.dumps(result.to_dict(), ensure_ascii=False, indent=1))
+                return
+            citations = []
 
-        async def run() -> None:
-            async for event in assistant.answerer.stream(question, principal=principal):
-                if event["type"] == "token":
-                    sys.stdout.write(event["text"])
-                    sys.stdout.flush()
-                elif event["type"] == "replace":  # declined after all: the answer so far is withdrawn
-                    sys.stdout.write("\n\n" + event["text"])
-                elif event["type"] == "citations":
-                    citations.extend(event["citations"])
+            async def run() -> None:
+                async for event in assistant.answerer.stream(question, principal=principal):
+                    if event["type"] == "token":
+                        sys.stdout.write(event["text"])
+                        sys.stdout.flush()
+                    elif event["type"] == "replace":  # declined after all: the answer so far is withdrawn
+                        sys.stdout.write("\n\n" + event["text"])
+                    elif event["type"] == "citations":
+                        citations.extend(event["citations"])
 
-        asyncio.run(run())
-        print()
-        for c in citations:
-            print(f"[{c['n']}] {c['source']}" + (f" (page {c['page']})" if c.get("page") else ""))
+            asyncio.run(run())
+            print()
+            for c in citations:
+                print(f"[{c['n']}] {c['source']}" + (f" (page {c['page']})" if c.get("page") else ""))
     except AssistantError as exc:
         fail(exc, as_json=as_json)
 
@@ -246,7 +234,7 @@ def serve(
     """Serve the API and the web UI."""
     import uvicorn
 
-    from assistant.cli.users import account_db
+    from assistant.cli.opening import open_database
     from assistant.auth.accounts import ensure_bootstrap_admin, list_users
     from assistant.core.log_config import logging_dict
     from assistant.core.settings import get_settings
@@ -260,7 +248,7 @@ def serve(
         ))
     signing_key(settings)  # generated here, once, before any worker reads it
     given = settings.bootstrap_admin_password
-    with account_db() as db:
+    with open_database() as db:
         password = ensure_bootstrap_admin(
             db, name=settings.bootstrap_admin_name, password=given.get_secret_value() if given else None
         )
@@ -304,10 +292,10 @@ def serve(
 def jobs(limit: int = typer.Option(20, "--limit"), as_json: bool = typer.Option(False, "--json")) -> None:
     """Recent ingestion jobs and their outcome (reads the SQL database only, so it works while the
     server holds the embedded vector store)."""
-    from assistant.cli.users import account_db
+    from assistant.cli.opening import open_database
     from assistant.core.db.jobs import recent_jobs
 
-    with account_db() as db:
+    with open_database() as db:
         rows = [
             {"id": j.id, "kind": j.kind, "status": j.status, "reason": j.reason, "totals": j.totals,
              "created_at": j.created_at.isoformat(), "finished_at": j.finished_at.isoformat() if j.finished_at else None}

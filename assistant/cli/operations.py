@@ -77,29 +77,24 @@ def backup(
     With the embedded vector store held by a running `assistant serve`, the server takes the backup
     (its writes held while the folder is copied) and it is moved to PATH.
     """
+    from assistant.cli.opening import open_resources
     from assistant.operations.backup import take_backup
-    from assistant.core.resources import Resources
     from assistant.core.settings import get_settings
 
     try:
-        settings = get_settings()
         if path.exists() and any(path.iterdir()):
             raise ConfigError(f"backup folder {path} is not empty: choose a new folder")
         try:
-            resources = Resources.open(settings, migrate=False)
+            with open_resources(migrate=False) as resources:
+                manifest = take_backup(resources, path)
         except ConfigError as exc:
             if exc.code != "store_locked":
                 raise
-            taken = _server_backup(settings, server_url)
+            taken = _server_backup(get_settings(), server_url)
             if path.exists():
                 path.rmdir()
             shutil.move(str(taken), str(path))
             manifest = json.loads((path / "manifest.json").read_text())
-        else:
-            try:
-                manifest = take_backup(resources, path)
-            finally:
-                resources.close()
     except AssistantError as exc:
         fail(exc, as_json=as_json)
     if as_json:
@@ -134,19 +129,12 @@ def restore(
 
 def migrate(as_json: bool = typer.Option(False, "--json")) -> None:
     """Bring the database schema to this release's head (the server also does this when it starts)."""
-    from assistant.core.db.session import Database
+    from assistant.cli.opening import open_database
     from assistant.operations.migrations import database_revisions, script_heads
-    from assistant.core.settings import get_settings
 
-    try:
-        db = Database(get_settings().resolved_database_url)
-        try:
-            before = sorted(database_revisions(db))
-            db.migrate()
-        finally:
-            db.dispose()
-    except AssistantError as exc:
-        fail(exc, as_json=as_json)
+    with open_database(migrate=False, as_json=as_json) as db:
+        before = sorted(database_revisions(db))
+        db.migrate()
     result = {"from": before, "to": sorted(script_heads())}
     if as_json:
         print(json.dumps(result))

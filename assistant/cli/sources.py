@@ -12,7 +12,7 @@ from rich.table import Table
 
 from assistant.cli.admin_audit import audit_source_change
 from assistant.cli.errors import fail
-from assistant.cli.users import account_db
+from assistant.cli.opening import open_database, open_resources
 from assistant.core.errors import AssistantError
 
 sources_app = typer.Typer(no_args_is_help=True, help="Sources: the folders and files that `ingest` registered.")
@@ -24,7 +24,7 @@ def list_(as_json: bool = typer.Option(False, "--json", help="one JSON array")) 
     the server runs)."""
     from assistant.core.db.sources import source_summaries
 
-    with account_db() as db:
+    with open_database() as db:
         rows = [row.to_dict() for row in source_summaries(db)]
     if as_json:
         print(json.dumps(rows, ensure_ascii=False, indent=1))
@@ -42,16 +42,12 @@ def remove(
 ) -> None:
     """Remove source PATH: its chunks leave the index and its documents the database, so no answer
     cites them any more. The files themselves are not touched."""
-    from assistant.cli.main import _resources
     from ingest.sources import remove_source
 
     try:
-        res = _resources()
-        try:
+        with open_resources() as res:
             removed = remove_source(res, path)
             audit_source_change(res.db, "remove", path, None)
-        finally:
-            res.close()
     except AssistantError as exc:
         fail(exc, as_json=as_json)
     if as_json:

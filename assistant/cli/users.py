@@ -7,52 +7,19 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import contextmanager
-from typing import Iterator, List, Optional
+from typing import List, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from assistant.cli.admin_audit import audit_command
-from assistant.cli.errors import fail
-from assistant.core.db.session import Database
-from assistant.core.errors import AssistantError
-from assistant.core.settings import get_settings
+from assistant.cli.opening import open_database
 
 users_app = typer.Typer(no_args_is_help=True, help="People's accounts (local passwords or single sign-on).")
 groups_app = typer.Typer(no_args_is_help=True, help="Group memberships; changes apply to the next request.")
 out = Console()
 err = Console(stderr=True)
-
-
-def note_new_data_dir(settings) -> None:
-    """Create the data folder; say so on stderr when it did not exist (a command run from another
-    folder than usual would otherwise work silently on a new, empty database)."""
-    if settings.ensure_dirs():
-        err.print(
-            f"[yellow]note[/yellow]: created a new, empty data folder {escape(str(settings.data_dir.resolve()))}; "
-            "set ASSISTANT_DATA_DIR to use an existing one", soft_wrap=True,
-        )
-
-
-@contextmanager
-def account_db() -> Iterator[Database]:
-    """Open (and migrate) the configured SQL database; an AssistantError exits with code 2 and its message."""
-    db = None
-    try:
-        settings = get_settings()
-        note_new_data_dir(settings)
-        db = Database(settings.resolved_database_url)
-        db.migrate()
-        yield db
-        audit_command(db)  # an admin change made here is in the audit trail like one made in the API
-    except AssistantError as exc:
-        fail(exc)
-    finally:
-        if db is not None:
-            db.dispose()
 
 
 def _read_password() -> str:
@@ -73,7 +40,7 @@ def add(
     from assistant.auth.accounts import create_user
 
     password = _read_password() if password_stdin else None
-    with account_db() as db:
+    with open_database() as db:
         user = create_user(db, name, groups=group or [], password=password, is_admin=admin)
     out.print(f"user {user.name} created; groups: {', '.join(user.groups) or '-'}; admin: {user.is_admin}")
 
@@ -83,7 +50,7 @@ def list_(as_json: bool = typer.Option(False, "--json")) -> None:
     """Every account, its groups and roles."""
     from assistant.auth.accounts import list_users
 
-    with account_db() as db:
+    with open_database() as db:
         users = list_users(db)
     if as_json:
         print(json.dumps([u.to_dict() for u in users], indent=1))
@@ -100,7 +67,7 @@ def set_password_(name: str) -> None:
     from assistant.auth.accounts import set_password
 
     password = _read_password()
-    with account_db() as db:
+    with open_database() as db:
         set_password(db, name, password)
     out.print(f"password of {name} changed")
 
@@ -110,7 +77,7 @@ def disable(name: str) -> None:
     """Disable user NAME: its sessions end now, its sign-in and API keys stop working."""
     from assistant.auth.accounts import set_disabled
 
-    with account_db() as db:
+    with open_database() as db:
         set_disabled(db, name, True)
     out.print(f"user {escape(name)} disabled; its sessions were ended")
 
@@ -120,7 +87,7 @@ def enable(name: str) -> None:
     """Enable user NAME again."""
     from assistant.auth.accounts import set_disabled
 
-    with account_db() as db:
+    with open_database() as db:
         set_disabled(db, name, False)
     out.print(f"user {escape(name)} enabled")
 
@@ -132,7 +99,7 @@ def remove(name: str, yes: bool = typer.Option(False, "--yes", help="do not ask 
 
     if not yes:
         typer.confirm(f"delete user {name} and its conversations?", abort=True)
-    with account_db() as db:
+    with open_database() as db:
         remove_user(db, name)
     out.print(f"user {escape(name)} removed")
 
@@ -142,7 +109,7 @@ def group_add(user: str, group: str) -> None:
     """Add USER to GROUP (created when missing)."""
     from assistant.auth.accounts import add_member
 
-    with account_db() as db:
+    with open_database() as db:
         account = add_member(db, user, group)
     out.print(f"{account.name} groups: {', '.join(account.groups) or '-'}")
 
@@ -152,6 +119,6 @@ def group_remove(user: str, group: str) -> None:
     """Remove USER from GROUP."""
     from assistant.auth.accounts import remove_member
 
-    with account_db() as db:
+    with open_database() as db:
         account = remove_member(db, user, group)
     out.print(f"{account.name} groups: {', '.join(account.groups) or '-'}")

@@ -13,7 +13,6 @@ from assistant.core.db.models import AuditEvent
 from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError
 from assistant.core.principals import Principal
-from assistant.core.request_context import current_request_id
 
 # Actions of the trail, for filters and documentation (`admin.*` rows name the change in `details`).
 AUDIT_ACTIONS = (
@@ -46,11 +45,10 @@ def record_event(
         details: small JSON-ready extras (top_k, the target of an admin change...).
         auth_method: how the principal signed in: `session`, `api_key`, `password`, `oidc`, `cli`.
         address: the client's IP address as the server saw it.
-        request_id: the API request's ID (`X-Request-ID`); default: the current request's, if any. Kept in its
-            own column, which the hash chain covers.
+        request_id: the API request's ID (`X-Request-ID`, `assistant.api.audit_origin.request_origin`);
+            None outside a request. Kept in its own column, which the hash chain covers.
     """
     extras = dict(details or {})
-    request_id = request_id or current_request_id()
     return audit_db.append_event(
         db, principal=principal.name, action=action, query=query, chunk_ids=chunk_ids, doc_ids=doc_ids,
         details=extras, auth_method=auth_method, address=address, request_id=request_id,

@@ -40,7 +40,8 @@ def retention_days(settings) -> dict[str, int]:
 
 
 def apply_retention(
-    db: Database, *, settings, store: VectorStore | None = None, now: datetime | None = None
+    db: Database, *, settings, store: VectorStore | None = None, now: datetime | None = None,
+    request_id: str | None = None,
 ) -> RetentionReport:
     """Delete everything past its kind's age, keeping the rows of users under legal hold.
 
@@ -48,6 +49,7 @@ def apply_retention(
         settings: the `retention_*_days` settings.
         store: the vector store, to delete expired uploads' chunks (without it, uploads are skipped).
         now: the time to count ages from (default: now, UTC).
+        request_id: the ID of the API request that asked for the run (the audit row's), if any.
 
     Returns:
         A `RetentionReport`; the run is also written to the audit trail as `retention.purge` (with the
@@ -83,6 +85,6 @@ def apply_retention(
         report.deleted["audit"], anchor = purge_prefix(db, cutoff["audit"], report.held_users)
     record_event(
         db, principal=SYSTEM, action=RETENTION_ACTION, auth_method="scheduler",
-        details={**report.to_dict(), "chain_anchor": anchor},
+        details={**report.to_dict(), "chain_anchor": anchor}, request_id=request_id,
     )
     return report

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import logging
 
+from celery import shared_task
+
 from assistant.core import resources
-from assistant.core.jobs import RETENTION_TASK, get_celery
+from assistant.core.jobs import Schedule, register_schedule
 from assistant.compliance.retention import apply_retention
 
 log = logging.getLogger(__name__)
+RETENTION_TASK = "compliance.apply_retention"
+register_schedule(Schedule(
+    "apply-retention", RETENTION_TASK, every=lambda s: s.retention_interval_s,
+    enabled=lambda s: bool(s.retention_interval_s),
+))
 
-celery = get_celery()
 
-
-@celery.task(name=RETENTION_TASK, acks_late=True)
+@shared_task(name=RETENTION_TASK, acks_late=True)
 def apply_retention_task() -> dict:
     """Celery task: `apply_retention` on this process's resources; returns (and logs) its report."""
     res = resources.current()

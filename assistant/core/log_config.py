@@ -10,18 +10,19 @@ import logging
 import logging.config
 from typing import Any
 
+from asgi_correlation_id import correlation_id
 from pythonjsonlogger.core import RESERVED_ATTRS
 
-from assistant.core.request_context import current_request_id
 from assistant.core.settings import Settings
 
 
 class RequestIdFilter(logging.Filter):
-    """Adds `request_id` (the current request's, else None) to every record it sees."""
+    """Adds `request_id` to every record it sees that has none: the ID of the API request it was logged
+    for (asgi-correlation-id's, which its middleware sets), else None (CLI, Celery tasks)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not hasattr(record, "request_id"):
-            record.request_id = current_request_id()
+            record.request_id = correlation_id.get()
         return True
 
 
@@ -60,6 +61,8 @@ def logging_dict(settings: Settings, *, uvicorn: bool = False) -> dict[str, Any]
     level = settings.log_level.upper()
     loggers = {name: {"handlers": ["default"], "level": level, "propagate": False}
                for name in ("assistant", "ingest", "finetune", "celery")}
+    # asgi-correlation-id warns when it replaces a caller's unacceptable X-Request-ID: not worth a line.
+    loggers["asgi_correlation_id"] = {"level": "ERROR"}
     if uvicorn:
         loggers["uvicorn"] = {"handlers": ["default"], "level": level, "propagate": False}
         loggers["uvicorn.error"] = {"level": level}

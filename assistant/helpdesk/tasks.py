@@ -6,16 +6,20 @@ from __future__ import annotations
 import logging
 import threading
 
+from celery import shared_task
+
 from assistant.core import resources
-from assistant.core.jobs import WEBHOOK_TASK, get_celery
+from assistant.core.db.helpdesk import pending_delivery_ids
+from assistant.core.jobs import register_restart
 from assistant.helpdesk.delivery import attempt_delivery
 
 log = logging.getLogger(__name__)
+WEBHOOK_TASK = "helpdesk.deliver_webhook"
+# In process, a delivery waiting for its next attempt waited on a timer of the process that stopped.
+register_restart(lambda db: [(WEBHOOK_TASK, {"delivery_id": i}) for i in pending_delivery_ids(db)])
 
-celery = get_celery()
 
-
-@celery.task(name=WEBHOOK_TASK, bind=True, acks_late=True, max_retries=None)
+@shared_task(name=WEBHOOK_TASK, bind=True, acks_late=True, max_retries=None)
 def deliver_webhook(self, delivery_id: int) -> None:
     """Celery task: `attempt_delivery` on this process's resources; retried after its backoff."""
     res = resources.current()

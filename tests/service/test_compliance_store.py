@@ -26,7 +26,8 @@ from assistant.compliance.erasure import erase_user
 from assistant.core.errors import ConflictError, NotFoundError
 from assistant.core.principals import Principal
 from assistant.core import resources
-from assistant.core.jobs import RETENTION_TASK, JobDispatcher, make_celery
+from assistant.compliance.tasks import RETENTION_TASK
+from assistant.core.jobs import JobDispatcher, make_celery
 from assistant.core.resources import Resources
 from assistant.compliance.retention import apply_retention
 from assistant.core.settings import get_settings

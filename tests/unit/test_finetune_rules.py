@@ -9,7 +9,7 @@ import pytest
 
 from assistant.core.db.adapters import AdapterRecord
 from assistant.core.errors import InvalidRequestError
-from assistant.core.jobs import refresh_schedule
+from assistant.core.jobs import crontab_schedule
 from assistant.adapters.routing import canary_bucket, choose_adapter
 from assistant.core.principals import Principal
 from finetune.config import LoraHyperparameters, check_audience
@@ -98,5 +98,5 @@ def test_settings_refuse_modules_vllm_cannot_load_and_bad_cron(tmp_path):
 
 
 def test_the_schedule_is_monthly_by_default(tmp_path):
-    schedule = refresh_schedule(make_settings(tmp_path))
+    schedule = crontab_schedule(make_settings(tmp_path).finetune_schedule_cron)
     assert schedule.day_of_month == {1} and schedule.hour == {3} and schedule.minute == {0}

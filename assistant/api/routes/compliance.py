@@ -13,7 +13,7 @@ from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
-from assistant.api.audit_origin import request_origin
+from assistant.api.audit_origin import request_id, request_origin
 from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep, MAX_ROW_ID, get_principal
 from assistant.api.schemas.compliance import UserFlagsUpdate
 from assistant.auth.accounts import UserPublic, set_flags, unlock_account
@@ -159,8 +159,11 @@ async def erase_user_data(name: str, admin: AdminDep, assistant: AssistantDep, r
 
 
 @router.post("/retention/run")
-async def run_retention(_admin: AdminDep, assistant: AssistantDep) -> dict[str, Any]:
+async def run_retention(_admin: AdminDep, assistant: AssistantDep, request: Request) -> dict[str, Any]:
     """Apply the retention settings now (as the scheduled job does); returns what was deleted."""
     res = assistant.resources
-    report = await run_in_threadpool(lambda: apply_retention(res.db, settings=res.settings, store=res.store))
+    asked_by = request_id(request)
+    report = await run_in_threadpool(
+        lambda: apply_retention(res.db, settings=res.settings, store=res.store, request_id=asked_by)
+    )
     return report.to_dict()
