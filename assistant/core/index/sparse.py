@@ -14,7 +14,7 @@ import re
 import unicodedata
 import zlib
 from collections import Counter
-from typing import Collection, Mapping
+from typing import Callable, Collection, Mapping
 from functools import lru_cache
 
 import jieba
@@ -47,7 +47,8 @@ def _term_index(term: str) -> int:
 @lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
     """Snowball (Porter 2) English stem of a lower-case word, as index terms carry it."""
-    return _stemmer.stemWord(word)
+    stemmed: str = _stemmer.stemWord(word)  # snowballstemmer is unannotated
+    return stemmed
 
 
 def terms(text: str) -> list[str]:
@@ -76,7 +77,7 @@ def _latin_terms(text: str) -> list[str]:
     return words
 
 
-def _merge(counts: Counter[str], weigh) -> SparseEmbedding:
+def _merge(counts: Counter[str], weigh: Callable[[float], float]) -> SparseEmbedding:
     by_index: dict[int, float] = {}
     for term, tf in counts.items():
         idx = _term_index(term)

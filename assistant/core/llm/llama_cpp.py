@@ -15,10 +15,15 @@ import asyncio  # noqa: E402
 import threading  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import AsyncIterator, Sequence  # noqa: E402
+from typing import TYPE_CHECKING, AsyncIterator, Generator, Sequence, cast  # noqa: E402
 
 from assistant.core.errors import ConfigError  # noqa: E402
 from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage, stop_list  # noqa: E402
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    from llama_cpp import ChatCompletionRequestMessage, CreateChatCompletionStreamResponse, LlamaState
 
 
 @dataclass(frozen=True)
@@ -85,12 +90,12 @@ class LlamaCppLLM(LLM):
         self._lock = threading.Lock()
         self._last_prompt: list[int] = []
         self._prefix_tokens: list[int] = []  # the stable prefix whose KV state `_prefix_state` holds
-        self._prefix_state = None
+        self._prefix_state: LlamaState | None = None
 
     def _restore_prefix(self) -> None:
         """Load the stable prefix's KV state when the context no longer starts with it (under the lock)."""
         n = len(self._prefix_tokens)
-        if n and self._llama._input_ids[:n].tolist() != self._prefix_tokens:
+        if n and self._prefix_state is not None and self._llama._input_ids[:n].tolist() != self._prefix_tokens:
             self._llama.load_state(self._prefix_state)
 
     def _remember_prefix(self, prompt: list[int]) -> None:
@@ -148,6 +153,8 @@ class LlamaCppLLM(LLM):
             ValueError: the prompt does not fit the context window (from llama.cpp), or a stop
                 sequence is empty.
         """
+        from llama_cpp import LogitsProcessorList
+
         stops = stop_list(stop)  # a list: llama.cpp appends the chat template's own stops to it
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
@@ -163,7 +170,7 @@ class LlamaCppLLM(LLM):
                 except RuntimeError:
                     cancelled.set()
 
-        def observe_prompt(input_ids, logits):
+        def observe_prompt(input_ids: npt.NDArray[np.intc], logits: npt.NDArray[np.single]) -> npt.NDArray[np.single]:
             # A logits processor that changes nothing: llama.cpp calls it before sampling each token
             # with the tokens evaluated so far, so its first call sees exactly the prompt's tokens.
             if not prompt_tokens:
@@ -179,10 +186,17 @@ class LlamaCppLLM(LLM):
                         # at a time): evaluating its prompt would only delay the next request.
                         return
                     self._restore_prefix()
-                    chunks = self._llama.create_chat_completion(
-                        messages=list(messages), max_tokens=max_tokens, temperature=temperature,
-                        repeat_penalty=self.sampling.repeat_penalty, top_p=self.sampling.top_p,
-                        top_k=self.sampling.top_k, stream=True, logits_processor=[observe_prompt], stop=stops,
+                    # With stream=True llama.cpp returns a generator of chunks (its annotation also
+                    # allows the whole response); ChatMessage's roles are its request messages' roles.
+                    chunks = cast(
+                        "Generator[CreateChatCompletionStreamResponse, None, None]",
+                        self._llama.create_chat_completion(
+                            messages=cast("list[ChatCompletionRequestMessage]", list(messages)),
+                            max_tokens=max_tokens, temperature=temperature,
+                            repeat_penalty=self.sampling.repeat_penalty, top_p=self.sampling.top_p,
+                            top_k=self.sampling.top_k, stream=True,
+                            logits_processor=LogitsProcessorList([observe_prompt]), stop=stops,
+                        ),
                     )
                     try:
                         for chunk in chunks:
@@ -211,10 +225,10 @@ class LlamaCppLLM(LLM):
                     parts.append(str(value))
                     yield str(value)
                 elif kind == "error":
-                    raise value  # type: ignore[misc]
+                    raise cast(BaseException, value)
                 else:
                     if result is not None and value in ("stop", "length"):
-                        result.finish_reason = value  # type: ignore[assignment]
+                        result.finish_reason = value
                     return
         finally:
             cancelled.set()

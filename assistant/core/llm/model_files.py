@@ -21,8 +21,12 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assistant.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from assistant.core.settings import Settings
 
 # Read and hashed in blocks of this many bytes while assembling (memory stays small).
 COPY_BLOCK_BYTES = 8 * 1024 * 1024
@@ -239,7 +243,7 @@ def smollm2_gguf_path() -> Path:
     return builtin_gguf_path(SMOLLM2.name, Path("."))
 
 
-def configured_gguf_path(settings) -> Path:
+def configured_gguf_path(settings: Settings) -> Path:
     """The GGUF that `settings` (an `assistant.core.settings.Settings`) ask for:
     `llm_model_path` if set, else the built-in `llm_model` (assembled on first use)."""
     if settings.llm_model_path:

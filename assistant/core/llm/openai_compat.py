@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from typing import TYPE_CHECKING, AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence, cast
 
 import openai
 from openai._legacy_response import LegacyAPIResponse
@@ -30,7 +30,7 @@ from openai._legacy_response import LegacyAPIResponse
 try:  # openai >= 3 speaks HTTP through httpx2; older releases through httpx
     import httpx2 as _http
 except ImportError:  # pragma: no cover - depends on the installed openai release
-    import httpx as _http
+    import httpx as _http  # type: ignore[no-redef]  # the same API under httpx's own name
 
 from assistant.core.errors import (
     AssistantError,
@@ -45,6 +45,9 @@ from assistant.core.llm.breaker import CircuitBreaker
 from assistant.core.metrics import LLM_ERRORS
 
 if TYPE_CHECKING:
+    from openai import AsyncStream
+    from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
+
     from assistant.core.settings import Settings
 
 # httpx (and httpx2, which newer `openai` releases use) name their timeout errors alike; a connect
@@ -177,7 +180,7 @@ class OpenAICompatLLM(LLM):
         http = raw.http_response
         parts: list[str] = []
         finish_reason = None
-        usage: dict | None = None
+        usage: dict[str, Any] | None = None
         try:
             # The SSE lines are read and decoded here rather than through `openai.AsyncStream`,
             # which builds a pydantic object per token: at hundreds of concurrent streams that
@@ -215,7 +218,9 @@ class OpenAICompatLLM(LLM):
                     result.finish_reason = finish_reason
                 result.usage = self._usage(usage, messages, "".join(parts), max_tokens=max_tokens)
 
-    def _usage(self, reported: dict | None, messages: list[ChatMessage], answer: str, *, max_tokens: int) -> Usage:
+    def _usage(
+        self, reported: dict[str, Any] | None, messages: list[ChatMessage], answer: str, *, max_tokens: int
+    ) -> Usage:
         """The server's `usage` when it sent one; else a count with `count_tokens` (an over-estimate
         of the prompt without its chat template, and of the answer capped at `max_tokens`)."""
         if reported:
@@ -234,7 +239,7 @@ class OpenAICompatLLM(LLM):
 
     async def _open_stream(
         self, messages: list[ChatMessage], *, max_tokens: int, temperature: float, stop: list[str]
-    ) -> "LegacyAPIResponse":
+    ) -> LegacyAPIResponse[AsyncStream[ChatCompletionChunk]]:
         """Send the request (`stop` omitted when empty); return the raw response (body unread) once
         the server sent headers."""
         retries = 0
@@ -242,8 +247,9 @@ class OpenAICompatLLM(LLM):
             self.breaker.before_call()
             try:
                 response = await self._client.chat.completions.with_raw_response.create(
-                    model=self.name, messages=list(messages), max_tokens=max_tokens,
-                    temperature=temperature, stream=True,
+                    # ChatMessage's roles are those of OpenAI's message params.
+                    model=self.name, messages=cast("list[ChatCompletionMessageParam]", list(messages)),
+                    max_tokens=max_tokens, temperature=temperature, stream=True,
                     # vLLM then ends the stream with a chunk that holds the usage and no choices.
                     stream_options={"include_usage": True},
                     stop=stop or openai.omit,

@@ -1,6 +1,6 @@
 """The Qdrant access layer: one small interface, two implementations (embedded Edge, Qdrant server)."""
 
-from assistant.core.vectorstore.base import (  # noqa: F401
+from assistant.core.vectorstore.base import (
     ChunkPoint,
     FusionMethod,
     RRF_WEIGHTS,
@@ -9,5 +9,10 @@ from assistant.core.vectorstore.base import (  # noqa: F401
     SparseEmbedding,
     VectorStore,
 )
-from assistant.core.vectorstore.catalog import CollectionCatalog, EmbeddingRecord  # noqa: F401
-from assistant.core.vectorstore.factory import open_catalog, open_vector_store  # noqa: F401
+from assistant.core.vectorstore.catalog import CollectionCatalog, EmbeddingRecord
+from assistant.core.vectorstore.factory import open_catalog, open_vector_store
+
+__all__ = [
+    "ChunkPoint", "FusionMethod", "RRF_WEIGHTS", "ScoredChunk", "SearchMode", "SparseEmbedding", "VectorStore",
+    "CollectionCatalog", "EmbeddingRecord", "open_catalog", "open_vector_store",
+]

@@ -10,7 +10,7 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, cast
 
 import qdrant_edge as qe
 
@@ -245,7 +245,11 @@ class EdgeVectorStore(VectorStore):
                     qe.Prefetch(limit=prefetch_limit, query=dense_q, filter=flt),
                     qe.Prefetch(limit=prefetch_limit, query=sparse_q, filter=flt),
                 ],
-                query=qe.Fusion.Rrf(k=RRF_K, weights=list(rrf_weights)) if fusion == "rrf" else qe.Fusion.Dbsf(),
+                # Rrf and Dbsf subclass Fusion (qdrant-edge's stubs declare them as plain nested classes).
+                query=cast(
+                    qe.Fusion,
+                    qe.Fusion.Rrf(k=RRF_K, weights=list(rrf_weights)) if fusion == "rrf" else qe.Fusion.Dbsf(),
+                ),
                 filter=flt,
                 with_payload=True,
                 with_vector=with_vector,

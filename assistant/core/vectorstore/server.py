@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
@@ -39,7 +39,10 @@ def connect(*, url: str | None, path: Path | None, api_key: str | None, timeout_
 
 def _dense_size(config: qm.CollectionConfig) -> int:
     vectors = config.params.vectors
-    return int(vectors[DENSE].size if isinstance(vectors, dict) else vectors.size)
+    if isinstance(vectors, dict):
+        return int(vectors[DENSE].size)
+    assert vectors is not None, "the collection has no dense vector"
+    return int(vectors.size)
 
 
 def _recorded_model(config: qm.CollectionConfig) -> str | None:
@@ -225,7 +228,7 @@ class QdrantServerStore(VectorStore):
                 id=str(h.id),
                 score=float(h.score),
                 payload=dict(h.payload or {}),
-                dense=list(h.vector[DENSE]) if with_dense and isinstance(h.vector, dict) else None,
+                dense=list(cast("list[float]", h.vector[DENSE])) if with_dense and isinstance(h.vector, dict) else None,
             )
             for h in response.points
         ]
