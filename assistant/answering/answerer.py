@@ -172,7 +172,7 @@ class Answerer:
         in the other language is cut around the words of the model's `translation` of the question, to
         `CROSS_LINGUAL_SOURCE_FACTOR` times as many tokens; without a translation it stays whole (and
         a long one may then not fit the window at all)."""
-        terms = question_terms(question, getattr(self.retriever, "translate", None))
+        terms = question_terms(question, self.retriever.translate)
         lang = question_language(question)
         across = question_terms(translation) if translation else None
 
@@ -427,9 +427,8 @@ class Answerer:
             # --- grounding hook (assistant/answering/grounded_stream.py): sentences checked against the
             # sources before they are sent; a `replace` event when the answer is declined afterwards.
             topic = " ".join(dict.fromkeys(t for t in (question, query, translation) if t))
-            grounded = GroundedStream(
-                question, grounder_for(self.retriever, sources, question, topic=topic, llm=self.llm), draft=draft
-            )
+            grounder = grounder_for(sources, question, topic=topic, llm=self.llm, translate=self.retriever.translate)
+            grounded = GroundedStream(question, grounder, draft=draft)
             attempts: list[StreamResult] = []
 
             def generate(prompt: list[ChatMessage]) -> AsyncIterator[str]:

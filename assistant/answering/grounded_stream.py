@@ -18,7 +18,7 @@ answer is kept with a short note saying so.
 from __future__ import annotations
 
 import re
-from typing import AsyncIterator, Callable
+from typing import AsyncIterator, Callable, Sequence
 
 from assistant.answering.grounding import (
     SENTENCE_BOUNDARY, Grounder, Sentence, Verdict, aconclude, drop_unknown_markers, segments, split_sentences,
@@ -29,7 +29,8 @@ from assistant.answering.language_check import answer_lang_matches
 from assistant.answering.prompt import firmer_language
 from assistant.answering.stops import RepetitionGuard
 from assistant.core.language import question_language
-from assistant.core.llm import ChatMessage, StreamResult, Usage
+from assistant.core.llm import LLM, ChatMessage, StreamResult, Usage
+from assistant.retrieval import RetrievedChunk
 
 # Said before an answer that the model wrote in the sources' language twice (question's language).
 LANGUAGE_NOTE = {
@@ -214,14 +215,18 @@ class GroundedStream:
         return {"type": "sentence", "index": len(self.sentences) - 1, "text": draft_text(sentence), "rest": rest}
 
 
-def grounder_for(retriever, sources, question: str = "", *, topic: str = "", llm=None) -> Grounder:
+def grounder_for(
+    sources: Sequence[RetrievedChunk], question: str = "", *, topic: str = "", llm: LLM | None = None,
+    translate: Callable[[str], object] | None = None,
+) -> Grounder:
     """A `Grounder` for `sources` whose judge is `llm` (the served chat model; None = no judge: near
-    copies and lexical overlap only), with `retriever`'s dictionary translation (`translate`, None when
-    `ASSISTANT_QUERY_TRANSLATION` is off) to attribute a sentence in the other language than its source.
-    `topic`: what the answer must be about (`Grounder.off_the_question`), default `question`."""
+    copies and lexical overlap only), with the retriever's dictionary translation `translate`
+    (`Retriever.translate`, None when `ASSISTANT_QUERY_TRANSLATION` is off) to attribute a sentence in
+    the other language than its source. `topic`: what the answer must be about
+    (`Grounder.off_the_question`), default `question`."""
     return Grounder(
-        sources, judge=EvidenceJudge(llm) if llm is not None else None,
-        translate=getattr(retriever, "translate", None), question=question, topic=topic,
+        sources, judge=EvidenceJudge(llm) if llm is not None else None, translate=translate, question=question,
+        topic=topic,
     )
 
 
