@@ -11,6 +11,7 @@ from assistant.answering.admission import FairLimiter, Ticket
 from assistant.answering.budget import plan_budget
 from assistant.answering.cache import AnswerCache
 from assistant.answering.citations import Citation, closest_documents, make_citations, source_entries
+from assistant.answering.events import AnswerEvent, Citations, Done, Retrieved, Sources, Status, Token
 from assistant.answering.grounded_stream import GroundedStream, combined_result, grounder_for, grounding_report
 from assistant.answering.stops import STOP_SEQUENCES, StopFilter
 from assistant.answering.focus import focused_source, question_terms
@@ -237,14 +238,14 @@ class Answerer:
         params: GenerationParams | None = None,
         audit: AuditSink | None = None,
         draft: bool = False,
-    ) -> AsyncIterator[dict]:
-        """Events: `{"type": "token", "text"}` with the checked answer (`GroundedStream`), possibly one
-        `{"type": "replace", "text"}` whose text replaces all tokens sent before it (an answer declined
-        after some of it was sent), then `{"type": "citations", "citations"}`, then
-        `{"type": "done", "answer", "abstained", "cached", "finish_reason", "usage"}`; `answer` is the
-        grounded text (the tokens joined, or the replacement); `grounding` (`grounding_report`: the
-        supported share and the sentences removed) when the model generated it, absent for a cached
-        answer or an abstention before generation.
+    ) -> AsyncIterator[AnswerEvent]:
+        """Events (`assistant.answering.events`): a `Token` with the checked answer (`GroundedStream`),
+        possibly one `Replace` whose text replaces all tokens sent before it (an answer declined
+        after some of it was sent), then `Citations`, then `Done` (`answer`, `abstained`, `cached`,
+        `finish_reason`, `usage`); `answer` is the grounded text (the tokens joined, or the
+        replacement); `grounding` (`grounding_report`: the supported share and the sentences removed)
+        when the model generated it, None for a cached answer or an abstention before generation;
+        `adapter` the LoRA adapter that wrote the answer.
 
         `finish_reason` is "length" when the answer was cut at `max_tokens` (a cached answer keeps the
         one it was generated with), else "stop" (the model ended it, a stop sequence did, or no model
@@ -256,12 +257,12 @@ class Answerer:
         with the `defaults` (`params` None or equal to them).
 
         With `draft` (the web chat, docs/architecture.md "Chat events"), the sources come first, as
-        `{"type": "sources", "sources": citations.source_entries}` with `{"type": "status", "stage":
-        "reading", "sources": n}` (a Chinese question that is translated first sends the sources found
-        for the question alone, `"preliminary": true` with `{"stage": "translating"}`, then the final
-        ones), then the draft as it is written and its check (`GroundedStream`:
-        `status` writing/checking, draft `token`s, `sentence`, `revise` or `replace`); `done` then also
-        holds `closest` (`citations.closest_documents`) when the answer is "not found", and `quoted`.
+        `Sources` (`citations.source_entries`) with `Status("reading", sources=n)` (a Chinese question
+        that is translated first sends the sources found for the question alone, `preliminary`, with
+        `Status("translating")`, then the final ones), then the draft as it is written and its check
+        (`GroundedStream`: `Status` writing/checking, draft `Token`s, `DraftSentence`, `Revise` or
+        `Replace`); `Done` then also holds `closest` (`citations.closest_documents`) when the answer is
+        "not found", and `quoted`.
 
         Args:
             ticket: this request's admission (`admit`); default: admitted here. Closed at the end.
@@ -275,15 +276,11 @@ class Answerer:
             question, principal=principal, history=history, ticket=ticket, params=params, audit=audit, draft=draft
         )
         async for event in events:
-            if event["type"] == "done":
-                event.pop("citations")  # already sent in the `citations` event
-            if event["type"] == "sources":
-                if draft and event.get("preliminary"):  # replaced by the next `sources` event
-                    yield {"type": "sources", "sources": source_entries(event["sources"]), "preliminary": True}
-                    yield {"type": "status", "stage": event["stage"], "sources": len(event["sources"])}
-                elif draft:
-                    yield {"type": "sources", "sources": source_entries(event["sources"])}
-                    yield {"type": "status", "stage": "reading", "sources": len(event["sources"])}
+            if isinstance(event, Retrieved):
+                if draft:  # preliminary sources are replaced by the next `Sources`
+                    yield Sources(source_entries(event.sources), preliminary=event.preliminary)
+                    stage = event.stage if event.preliminary else "reading"
+                    yield Status(stage, sources=len(event.sources))
                 continue
             yield event
 
@@ -301,15 +298,14 @@ class Answerer:
         sources: list[RetrievedChunk] = []
         events = self._events(question, principal=principal, history=history, ticket=ticket, params=params, audit=audit)
         async for event in events:
-            if event["type"] == "sources":
-                sources = event["sources"]
-            elif event["type"] == "done":
+            if isinstance(event, Retrieved):
+                sources = event.sources
+            elif isinstance(event, Done):
                 done = event
-        citations = [Citation(**c) for c in done["citations"]]
+        citations = [Citation(**c) for c in done.citations]
         return Answer(
-            done["answer"], citations, sources, abstained=done["abstained"], finish_reason=done["finish_reason"],
-            usage=Usage(done["usage"]["prompt_tokens"], done["usage"]["completion_tokens"]),
-            grounding=done.get("grounding"),
+            done.answer, citations, sources, abstained=done.abstained, finish_reason=done.finish_reason,
+            usage=Usage(done.usage.prompt_tokens, done.usage.completion_tokens), grounding=done.grounding,
         )
 
     def cacheable(self, *, history: Sequence[ChatMessage], params: GenerationParams) -> bool:
@@ -355,8 +351,8 @@ class Answerer:
         audit: AuditSink | None,
         draft: bool = False,
         query: str | None = None,
-    ) -> AsyncIterator[dict]:
-        """`stream`'s events, with a first internal `{"type": "sources"}`; `done` also holds the citations.
+    ) -> AsyncIterator[Retrieved | AnswerEvent]:
+        """`stream`'s events, the sources as internal `Retrieved` events (a first one before the answer).
         `query`: what to search for instead of the question (a part of a question, `part_answers`)."""
         check_query(question)
         started = time.perf_counter()
@@ -379,11 +375,11 @@ class Answerer:
                         await asyncio.to_thread(
                             audit.served_from_cache, question, principal=principal, chunk_ids=cited, doc_ids=docs
                         )
-                    yield {"type": "sources", "sources": []}
-                    yield {"type": "token", "text": hit.answer}
-                    yield {"type": "citations", "citations": hit.citations}
-                    yield {"type": "done", "answer": hit.answer, "abstained": False, "cached": True,
-                           "finish_reason": hit.finish_reason, "usage": Usage().to_dict(), "citations": hit.citations}
+                    yield Retrieved([])
+                    yield Token(hit.answer)
+                    yield Citations(hit.citations)
+                    yield Done(hit.answer, abstained=False, cached=True, finish_reason=hit.finish_reason, usage=Usage(),
+                               citations=hit.citations, adapter=hit.adapter)  # the adapter that wrote it
                     return
             parts = split_question(question) if self.split_parts and not history else []
             if len(parts) > 1:  # several questions: each answered on its own, then composed (part_answers.py)
@@ -406,7 +402,7 @@ class Answerer:
                 first = await asyncio.to_thread(
                     self.retriever.search, query, principal=principal, top_k=self.top_k, evidence=False
                 )
-                yield {"type": "sources", "sources": first.chunks, "preliminary": True, "stage": "translating"}
+                yield Retrieved(first.chunks, preliminary=True, stage="translating")
                 if ticket is not None:
                     await ticket.acquire()
                 translation = await self.translation(query)
@@ -414,13 +410,13 @@ class Answerer:
                 self.prepare, question, principal=principal, history=history, query=query, translation=translation,
                 params=params, audit=audit,
             )
-            yield {"type": "sources", "sources": sources}
+            yield Retrieved(sources)
             if messages is None:
                 text = NO_ANSWER[question_language(question)]
-                yield {"type": "token", "text": text}
-                yield {"type": "citations", "citations": []}
-                yield {"type": "done", "answer": text, "abstained": True, "cached": False, "finish_reason": "stop",
-                       "usage": Usage().to_dict(), "citations": [], "closest": closest_documents(sources)}
+                yield Token(text)
+                yield Citations([])
+                yield Done(text, abstained=True, cached=False, finish_reason="stop", usage=Usage(), citations=[],
+                           closest=closest_documents(sources))
                 return
             if ticket is not None:
                 await ticket.acquire()
@@ -443,7 +439,7 @@ class Answerer:
                 return bool(attempts) and (attempts[-1].finish_reason == "length" or callers_stop)
 
             async for event in grounded.events(generate, messages, cut=cut):
-                if started is not None and event["type"] == "token":
+                if started is not None and isinstance(event, Token):
                     metrics.FIRST_TOKEN_SECONDS.observe(time.perf_counter() - started)
                     started = None
                 yield event
@@ -456,10 +452,9 @@ class Answerer:
             citations = [c.to_dict() for c in make_citations(answer, sources)]
             report = grounding_report(grounded.verdicts)
             if grounded.declined:
-                yield {"type": "citations", "citations": []}
-                yield {"type": "done", "answer": answer, "abstained": True, "cached": False,
-                       "finish_reason": generated.finish_reason, "usage": generated.usage.to_dict(), "citations": [],
-                       "grounding": report, "closest": closest_documents(sources)}
+                yield Citations([])
+                yield Done(answer, abstained=True, cached=False, finish_reason=generated.finish_reason,
+                           usage=generated.usage, citations=[], grounding=report, closest=closest_documents(sources))
                 return
             if cache is not None and answer:
                 await asyncio.to_thread(
@@ -467,10 +462,9 @@ class Answerer:
                     doc_ids=[s.doc_id for s in sources], finish_reason=generated.finish_reason,
                     adapter=served_adapter.get(),  # the adapter that wrote it (routing may have moved since)
                 )
-            yield {"type": "citations", "citations": citations}
-            yield {"type": "done", "answer": answer, "abstained": False, "cached": False,
-                   "finish_reason": generated.finish_reason, "usage": generated.usage.to_dict(), "citations": citations,
-                   "grounding": report, "quoted": grounded.quoted}
+            yield Citations(citations)
+            yield Done(answer, abstained=False, cached=False, finish_reason=generated.finish_reason,
+                       usage=generated.usage, citations=citations, grounding=report, quoted=grounded.quoted)
         finally:
             if ticket is not None:
                 ticket.close()
