@@ -24,7 +24,7 @@ from assistant.answering.rewrite import rewrite_query, translate_question
 from assistant.core import metrics
 from assistant.core.language import question_language
 from assistant.core.llm import LLM, ChatMessage, FinishReason, StreamResult, Usage
-from assistant.adapters.routing import AdapterRouter, current_principal, served_adapter
+from assistant.adapters.routing import AdapterRouter, RoutedLLM
 from assistant.core.principals import Principal
 from assistant.retrieval import RetrievedChunk, Retriever
 from assistant.retrieval.abstention import AbstentionRule
@@ -210,12 +210,13 @@ class Answerer:
         """Whether `query` is searched with its translation (`translate_questions`, a Chinese query)."""
         return self.translate_questions and question_language(query) == "zh"
 
-    async def translation(self, query: str) -> str | None:
+    async def translation(self, query: str, *, llm: LLM | None = None) -> str | None:
         """The chat model's English translation of the Chinese `query` (`rewrite.translate_question`),
         None when it failed or took over `translate_timeout_s`. The model is loaded (on first use)
-        before the timeout starts."""
-        await asyncio.to_thread(self.llm.count_tokens, query)
-        return await translate_question(query, llm=self.llm, timeout_s=self.translate_timeout_s)
+        before the timeout starts. `llm`: the model that translates (default: `llm`, for no principal)."""
+        llm = llm or self.llm
+        await asyncio.to_thread(llm.count_tokens, query)
+        return await translate_question(query, llm=llm, timeout_s=self.translate_timeout_s)
 
     def admit(self, principal: Principal) -> Ticket | None:
         """Admit one request of `principal` towards the model (before a response starts).
@@ -331,6 +332,12 @@ class Answerer:
         if self.cache is not None:
             self.cache.forget(question, principal=principal, adapter=self.serving_adapter(principal))
 
+    def model_for(self, principal: Principal) -> LLM:
+        """The model that answers `principal`: with adapter routing, the router's model for them
+        (`AdapterRouter.for_principal`: each generation goes to their adapter, and it names the adapter
+        of its last one); else `llm`."""
+        return self.llm.for_principal(principal) if isinstance(self.llm, AdapterRouter) else self.llm
+
     def serving_adapter(self, principal: Principal) -> str | None:
         """The name of the LoRA adapter that answers `principal` now (`AdapterRouter.choose`; None: the
         base model, or a model without adapter routing). The answer cache keys its entries by it, so
@@ -356,8 +363,7 @@ class Answerer:
         `query`: what to search for instead of the question (a part of a question, `part_answers`)."""
         check_query(question)
         started = time.perf_counter()
-        current_principal.set(principal)  # the adapter router picks this reader's adapter
-        served_adapter.set(None)  # set again by the router's generation, or by a cache hit
+        llm = self.model_for(principal)  # the adapter router picks this reader's adapter
         ticket = ticket or self.admit(principal)
         history = list(history)
         params = params or self.defaults
@@ -368,7 +374,6 @@ class Answerer:
                 hit = await asyncio.to_thread(cache.get, question, principal=principal, adapter=adapter)
                 metrics.ANSWER_CACHE.labels("miss" if hit is None else "hit").inc()
                 if hit is not None:
-                    served_adapter.set(hit.adapter)  # the answer records the adapter that wrote it
                     if audit is not None:
                         cited = [c["chunk_id"] for c in hit.citations]
                         docs = [c["doc_id"] for c in hit.citations]
@@ -393,7 +398,7 @@ class Answerer:
                 use_llm = self.rewrite == "llm"
                 if use_llm and ticket is not None:
                     await ticket.acquire()
-                query = await rewrite_query(question, history, llm=self.llm if use_llm else None)
+                query = await rewrite_query(question, history, llm=llm if use_llm else None)
             translation = None
             if self.translates(query):
                 # The translation waits for the chat model (a second on idle cores, up to its timeout
@@ -405,7 +410,7 @@ class Answerer:
                 yield Retrieved(first.chunks, preliminary=True, stage="translating")
                 if ticket is not None:
                     await ticket.acquire()
-                translation = await self.translation(query)
+                translation = await self.translation(query, llm=llm)
             sources, messages = await asyncio.to_thread(
                 self.prepare, question, principal=principal, history=history, query=query, translation=translation,
                 params=params, audit=audit,
@@ -423,13 +428,13 @@ class Answerer:
             # --- grounding hook (assistant/answering/grounded_stream.py): sentences checked against the
             # sources before they are sent; a `replace` event when the answer is declined afterwards.
             topic = " ".join(dict.fromkeys(t for t in (question, query, translation) if t))
-            grounder = grounder_for(sources, question, topic=topic, llm=self.llm, translate=self.retriever.translate)
+            grounder = grounder_for(sources, question, topic=topic, llm=llm, translate=self.retriever.translate)
             grounded = GroundedStream(question, grounder, draft=draft)
             attempts: list[StreamResult] = []
 
             def generate(prompt: list[ChatMessage]) -> AsyncIterator[str]:
                 attempts.append(StreamResult())
-                return self._generate(prompt, attempts[-1], params)
+                return self._generate(llm, prompt, attempts[-1], params)
 
             callers_stop = any(stop not in STOP_SEQUENCES for stop in params.stop)
 
@@ -451,28 +456,33 @@ class Answerer:
             answer = grounded.text
             citations = [c.to_dict() for c in make_citations(answer, sources)]
             report = grounding_report(grounded.verdicts)
+            # The adapter that wrote it (routing may have moved since): that of the last generation,
+            # the evidence check's included.
+            adapter = llm.served if isinstance(llm, RoutedLLM) else None
             if grounded.declined:
                 yield Citations([])
                 yield Done(answer, abstained=True, cached=False, finish_reason=generated.finish_reason,
-                           usage=generated.usage, citations=[], grounding=report, closest=closest_documents(sources))
+                           usage=generated.usage, citations=[], grounding=report, closest=closest_documents(sources),
+                           adapter=adapter)
                 return
             if cache is not None and answer:
                 await asyncio.to_thread(
                     cache.put, question, principal=principal, answer=answer, citations=citations,
                     doc_ids=[s.doc_id for s in sources], finish_reason=generated.finish_reason,
-                    adapter=served_adapter.get(),  # the adapter that wrote it (routing may have moved since)
+                    adapter=adapter,
                 )
             yield Citations(citations)
             yield Done(answer, abstained=False, cached=False, finish_reason=generated.finish_reason,
-                       usage=generated.usage, citations=citations, grounding=report, quoted=grounded.quoted)
+                       usage=generated.usage, citations=citations, grounding=report, quoted=grounded.quoted,
+                       adapter=adapter)
         finally:
             if ticket is not None:
                 ticket.close()
 
     async def _generate(
-        self, messages: list[ChatMessage], result: StreamResult, params: GenerationParams
+        self, llm: LLM, messages: list[ChatMessage], result: StreamResult, params: GenerationParams
     ) -> AsyncIterator[str]:
-        """The model's deltas up to the first stop sequence (`params.stop`: `STOP_SEQUENCES` and a caller's),
+        """`llm`'s deltas up to the first stop sequence (`params.stop`: `STOP_SEQUENCES` and a caller's),
         generated with `params.max_tokens` and `params.temperature`.
 
         The backend gets the stop sequences and ends the generation there itself, so that the server
@@ -485,7 +495,7 @@ class Answerer:
         sequence ended the answer or the backend did not say, else the backend's.
         """
         stops = StopFilter(params.stop)
-        stream = self.llm.stream(
+        stream = llm.stream(
             messages, max_tokens=params.max_tokens, temperature=params.temperature, result=result, stop=params.stop,
         )
         try:

@@ -24,7 +24,6 @@ from assistant.answering.parts import QuestionPart
 from assistant.answering.request import AuditSink, GenerationParams
 from assistant.core.language import question_language
 from assistant.core.llm import Usage
-from assistant.adapters.routing import served_adapter
 from assistant.core.principals import Principal
 from assistant.retrieval import RetrievedChunk
 
@@ -115,7 +114,8 @@ async def answer_parts(
     `cached` False, `finish_reason` ("length" when a part was cut), `usage` (all parts), `citations`,
     `grounding` (`combined_grounding`), `parts`: `[{"text", "question", "query", "covered",
     "chunk_ids", "grounding"}]` per part in the order asked, `chunk_ids` being the chunks its answer
-    cites, and `closest` (those of the parts not covered, at most 3; None when there are none).
+    cites, `closest` (those of the parts not covered, at most 3; None when there are none) and
+    `adapter` (the last part's: the adapter of the last generation).
 
     The composed answer is stored in `cache` (under the whole question) when every part was answered;
     the parts themselves are not cached on their own.
@@ -183,12 +183,12 @@ async def answer_parts(
     citations = [c.to_dict() for c in make_citations(answer, combined)]
     abstained = not any(p["covered"] for p in described)
     if cache is not None and all(p["covered"] for p in described):
-        await _store(cache, question, principal=principal, answer=answer, citations=citations,
-                     doc_ids=[c.doc_id for c in combined], finish_reason=finish)
+        await asyncio.to_thread(
+            cache.put, question, principal=principal, answer=answer, citations=citations,
+            doc_ids=[c.doc_id for c in combined], finish_reason=finish, adapter=done.adapter,
+        )
     yield Citations(citations)
     yield Done(answer, abstained=abstained, cached=False, finish_reason=finish, usage=usage, citations=citations,
-               grounding=combined_grounding(reports), parts=described, closest=closest[:3] or None)
+               grounding=combined_grounding(reports), parts=described, closest=closest[:3] or None,
+               adapter=done.adapter)
 
-
-async def _store(cache: "AnswerCache", question: str, *, principal: Principal, **entry) -> None:
-    await asyncio.to_thread(cache.put, question, principal=principal, adapter=served_adapter.get(), **entry)

@@ -106,12 +106,11 @@ def test_normalisation_keeps_meaning():
 
 
 def _done(answerer, question: str, principal: Principal) -> tuple[Done, str | None]:
-    """The `done` event of `answerer.stream`, and the adapter the request recorded (`served_adapter`)."""
-    from assistant.adapters.routing import served_adapter
+    """The `done` event of `answerer.stream`, and the adapter it names as the one that wrote the answer."""
 
     async def go():
         events = [e async for e in answerer.stream(question, principal=principal)]
-        return events[-1], served_adapter.get()
+        return events[-1], events[-1].adapter
 
     return asyncio.run(go())
 

@@ -23,7 +23,6 @@ from assistant.compliance.audit import record_event
 from assistant.core.db.conversations import add_answer, get_conversation, start_exchange
 from assistant.core.db.adapters import record_answer_adapter
 from assistant.core.db.usage import record_usage
-from assistant.adapters.routing import served_adapter
 from assistant.core.db.session import Database
 from assistant.core.errors import AssistantError
 from assistant.core.principals import Principal
@@ -154,8 +153,8 @@ async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalD
                         citations=citations, abstained=event.abstained,
                     )
                     data = {**data, "conversation_id": conversation_id, "message_id": stored.id}
-                    if served_adapter.get():  # which LoRA adapter wrote it (canary against live feedback)
-                        await run_in_threadpool(record_answer_adapter, db, stored.id, served_adapter.get())
+                    if event.adapter:  # which LoRA adapter wrote it (canary against live feedback)
+                        await run_in_threadpool(record_answer_adapter, db, stored.id, event.adapter)
                 yield event.name, data
         except AssistantError as exc:
             yield Error(exc.code, exc.message).sse()
