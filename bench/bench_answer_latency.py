@@ -32,6 +32,7 @@ from assistant.composition import Assistant  # noqa: E402
 from assistant.core.principals import ANONYMOUS  # noqa: E402
 from assistant.core.resources import Resources  # noqa: E402
 from assistant.core.settings import Settings  # noqa: E402
+from assistant.answering.events import Done, Sources, Status, Token  # noqa: E402
 from assistant.evaluation.dataset import load_questions  # noqa: E402
 from ingest.pipeline import Ingestor  # noqa: E402
 
@@ -41,24 +42,23 @@ async def timed(answerer, question: str) -> dict:
     started = time.perf_counter()
     marks: dict = {"sources_s": None, "final_sources_s": None, "first_text_s": None, "checking_s": None,
                    "checked_s": None}
-    done: dict = {}
+    done: Done | None = None
     async for event in answerer.stream(question, principal=ANONYMOUS, draft=True):
         now = round(time.perf_counter() - started, 2)
-        kind = event["type"]
-        if kind == "sources" and marks["sources_s"] is None:
+        if isinstance(event, Sources) and marks["sources_s"] is None:
             marks["sources_s"] = now
-        if kind == "sources" and not event.get("preliminary"):
+        if isinstance(event, Sources) and not event.preliminary:
             marks["final_sources_s"] = now  # a translated question's sources after its translation
-        elif kind == "token" and marks["first_text_s"] is None:
+        elif isinstance(event, Token) and marks["first_text_s"] is None:
             marks["first_text_s"] = now
-        elif kind == "status" and event.get("stage") == "checking":
+        elif isinstance(event, Status) and event.stage == "checking":
             marks["checking_s"] = now
-        elif kind == "done":
+        elif isinstance(event, Done):
             marks["checked_s"] = now
             done = event
-    grounding = done.get("grounding") or {}
+    grounding = (done.grounding if done else None) or {}
     return {**marks, "judged": grounding.get("judged", 0), "copies": grounding.get("copies", 0),
-            "abstained": done.get("abstained"), "quoted": bool(done.get("quoted"))}
+            "abstained": done.abstained if done else None, "quoted": bool(done and done.quoted)}
 
 
 def main() -> None:

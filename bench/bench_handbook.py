@@ -18,6 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from assistant.answering.events import Token  # noqa: E402
 from assistant.composition import Assistant  # noqa: E402
 from assistant.core.principals import ANONYMOUS  # noqa: E402
 from assistant.core.resources import Resources  # noqa: E402
@@ -102,7 +103,7 @@ def main() -> None:
             first = None
             tokens = 0
             async for event in assistant.answerer.stream(question, principal=ANONYMOUS):
-                if event["type"] == "token":
+                if isinstance(event, Token):
                     tokens += 1
                     first = first or time.perf_counter()
             end = time.perf_counter()

@@ -149,6 +149,7 @@ def bench_model(name: str, data_dir: Path, args) -> dict:
     """The product pass, then the raw warm and raw cold passes, for built-in model `name`."""
     import asyncio
 
+    from assistant.answering.events import Done, Token
     from assistant.answering.prompt import SYSTEM_PROMPT
     from assistant.composition import Assistant
     from assistant.core.principals import ANONYMOUS
@@ -169,17 +170,16 @@ def bench_model(name: str, data_dir: Path, args) -> dict:
     async def product(question: str) -> dict:
         start = time.perf_counter()
         first = None
-        done = {}
         async for event in assistant.answerer.stream(question, principal=ANONYMOUS):
-            if event["type"] == "token" and first is None:
+            if isinstance(event, Token) and first is None:
                 first = time.perf_counter()
-            if event["type"] == "done":
+            if isinstance(event, Done):
                 done = event
         end = time.perf_counter()
         return {
-            "ttft_s": (first or end) - start, "gen_s": end - (first or end), "text": done.get("answer", ""),
-            "tokens": max(done.get("usage", {}).get("completion_tokens", 0) - 1, 0),
-            "prompt_tokens": done.get("usage", {}).get("prompt_tokens", 0), "abstained": done.get("abstained", False),
+            "ttft_s": (first or end) - start, "gen_s": end - (first or end), "text": done.answer,
+            "tokens": max(done.usage.completion_tokens - 1, 0), "prompt_tokens": done.usage.prompt_tokens,
+            "abstained": done.abstained,
         }
 
     rows = []

@@ -44,6 +44,7 @@ import llama_cpp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from capture_answers import build_folder, choose  # noqa: E402
 
+from assistant.answering.events import Done, Token  # noqa: E402
 from assistant.composition import Assistant  # noqa: E402
 from assistant.core.principals import ANONYMOUS  # noqa: E402
 from assistant.core.resources import Resources  # noqa: E402
@@ -80,11 +81,11 @@ async def product(answerer, question: str) -> dict:
     abstained = False
     stream = answerer.stream(question, principal=ANONYMOUS)
     async for event in stream:
-        if event["type"] == "token":
+        if isinstance(event, Token):
             first_sentence = time.perf_counter() - started
             break
-        if event["type"] == "done":
-            abstained = event["abstained"]
+        if isinstance(event, Done):
+            abstained = event.abstained
     await stream.aclose()
     ms1, n1 = perf(llama)
     return {"first_sentence_s": first_sentence, "p_eval_s": (ms1 - ms0) / 1000, "p_eval_tokens": n1 - n0,

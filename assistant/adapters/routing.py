@@ -7,18 +7,11 @@ import copy
 import hashlib
 import threading
 import time
-from contextvars import ContextVar
 from typing import AsyncIterator, Callable, Sequence
 
 from assistant.core.db.adapters import AdapterRecord
 from assistant.core.llm.base import LLM, ChatMessage, StreamResult
 from assistant.core.principals import EVERYONE, Principal
-
-# Set by the answerer for the request being answered; read when the model is called.
-current_principal: ContextVar[Principal | None] = ContextVar("current_principal", default=None)
-# The adapter that produced the request's last generation (None: the base model).
-served_adapter: ContextVar[str | None] = ContextVar("served_adapter", default=None)
-
 
 def canary_bucket(user: str, audience: str) -> float:
     """A stable number in [0, 1) for `user` within `audience` (SHA-256 of both): users below the canary
@@ -47,8 +40,26 @@ def choose_adapter(adapters: Sequence[AdapterRecord], principal: Principal, *, c
     return None
 
 
-class AdapterRouter(LLM):
-    """An `LLM` that sends each generation to the adapter chosen for the current principal.
+class _OnBase(LLM):
+    """An `LLM` whose name, window and tokenizer are those of its `base` model (its adapters share them)."""
+
+    base: LLM
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.base.name
+
+    @property
+    def context_tokens(self) -> int:  # type: ignore[override]
+        return self.base.context_tokens
+
+    def count_tokens(self, text: str) -> int:
+        return self.base.count_tokens(text)
+
+
+class AdapterRouter(_OnBase):
+    """An `LLM` that sends each generation to the adapter chosen for a principal: `for_principal` gives
+    the model one request is answered with; `stream` itself (no principal) is the base model's.
 
     Args:
         base: the served model without adapters (its `name`, window and tokenizer are this LLM's).
@@ -71,17 +82,6 @@ class AdapterRouter(LLM):
         self._read_at = float("-inf")
         self._llms: dict[tuple[str, str], LLM] = {}
         self._lock = threading.Lock()
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.base.name
-
-    @property
-    def context_tokens(self) -> int:  # type: ignore[override]
-        return self.base.context_tokens
-
-    def count_tokens(self, text: str) -> int:
-        return self.base.count_tokens(text)
 
     def refresh(self) -> list[AdapterRecord]:
         """Read the serving adapters now; returns them."""
@@ -116,16 +116,43 @@ class AdapterRouter(LLM):
                 self._llms[key] = llm
         return adapter, llm
 
+    def for_principal(self, principal: Principal | None) -> "RoutedLLM":
+        """The `LLM` that answers `principal`: each of its generations goes to the adapter chosen for
+        `principal` at that moment (`route`), and it names the adapter of its last generation."""
+        return RoutedLLM(self, principal)
+
     def stream(self, messages: list[ChatMessage], *, max_tokens: int, temperature: float,
                result: StreamResult | None = None, stop: Sequence[str] = ()) -> AsyncIterator[str]:
-        """`LLM.stream` of the routed model, returned as it is (so that closing it early closes the
-        model's own stream at once, which then counts its usage); `served_adapter` says which adapter."""
-        adapter, llm = self.route(current_principal.get())
-        served_adapter.set(adapter.name if adapter else None)
-        return llm.stream(messages, max_tokens=max_tokens, temperature=temperature, result=result, stop=stop)
+        """`LLM.stream` of the base model: a generation for no principal (`for_principal` routes one)."""
+        return self.route(None)[1].stream(
+            messages, max_tokens=max_tokens, temperature=temperature, result=result, stop=stop
+        )
 
     async def aclose(self) -> None:
         await self.base.aclose()
+
+
+class RoutedLLM(_OnBase):
+    """The `AdapterRouter` as one principal's model (`AdapterRouter.for_principal`).
+
+    Attributes:
+        served: the name of the adapter that ran this model's last generation (None: the base model,
+            or no generation yet).
+    """
+
+    def __init__(self, router: AdapterRouter, principal: Principal | None):
+        self.router = router
+        self.base = router.base
+        self.principal = principal
+        self.served: str | None = None
+
+    def stream(self, messages: list[ChatMessage], *, max_tokens: int, temperature: float,
+               result: StreamResult | None = None, stop: Sequence[str] = ()) -> AsyncIterator[str]:
+        """`LLM.stream` of the adapter chosen for `principal` now, returned as it is (so that closing it
+        early closes the model's own stream at once, which then counts its usage); sets `served`."""
+        adapter, llm = self.router.route(self.principal)
+        self.served = adapter.name if adapter else None
+        return llm.stream(messages, max_tokens=max_tokens, temperature=temperature, result=result, stop=stop)
 
 
 def remote_adapter(base: LLM) -> Callable[[AdapterRecord], LLM]:

@@ -11,6 +11,7 @@ from assistant.answering.admission import FairLimiter, Ticket
 from assistant.answering.budget import plan_budget
 from assistant.answering.cache import AnswerCache
 from assistant.answering.citations import Citation, closest_documents, make_citations, source_entries
+from assistant.answering.events import AnswerEvent, Citations, Done, Retrieved, Sources, Status, Token
 from assistant.answering.grounded_stream import GroundedStream, combined_result, grounder_for, grounding_report
 from assistant.answering.stops import STOP_SEQUENCES, StopFilter
 from assistant.answering.focus import focused_source, question_terms
@@ -23,7 +24,7 @@ from assistant.answering.rewrite import rewrite_query, translate_question
 from assistant.core import metrics
 from assistant.core.language import question_language
 from assistant.core.llm import LLM, ChatMessage, FinishReason, StreamResult, Usage
-from assistant.adapters.routing import AdapterRouter, current_principal, served_adapter
+from assistant.adapters.routing import AdapterRouter, RoutedLLM
 from assistant.core.principals import Principal
 from assistant.retrieval import RetrievedChunk, Retriever
 from assistant.retrieval.abstention import AbstentionRule
@@ -172,7 +173,7 @@ class Answerer:
         in the other language is cut around the words of the model's `translation` of the question, to
         `CROSS_LINGUAL_SOURCE_FACTOR` times as many tokens; without a translation it stays whole (and
         a long one may then not fit the window at all)."""
-        terms = question_terms(question, getattr(self.retriever, "translate", None))
+        terms = question_terms(question, self.retriever.translate)
         lang = question_language(question)
         across = question_terms(translation) if translation else None
 
@@ -209,12 +210,13 @@ class Answerer:
         """Whether `query` is searched with its translation (`translate_questions`, a Chinese query)."""
         return self.translate_questions and question_language(query) == "zh"
 
-    async def translation(self, query: str) -> str | None:
+    async def translation(self, query: str, *, llm: LLM | None = None) -> str | None:
         """The chat model's English translation of the Chinese `query` (`rewrite.translate_question`),
         None when it failed or took over `translate_timeout_s`. The model is loaded (on first use)
-        before the timeout starts."""
-        await asyncio.to_thread(self.llm.count_tokens, query)
-        return await translate_question(query, llm=self.llm, timeout_s=self.translate_timeout_s)
+        before the timeout starts. `llm`: the model that translates (default: `llm`, for no principal)."""
+        llm = llm or self.llm
+        await asyncio.to_thread(llm.count_tokens, query)
+        return await translate_question(query, llm=llm, timeout_s=self.translate_timeout_s)
 
     def admit(self, principal: Principal) -> Ticket | None:
         """Admit one request of `principal` towards the model (before a response starts).
@@ -237,14 +239,14 @@ class Answerer:
         params: GenerationParams | None = None,
         audit: AuditSink | None = None,
         draft: bool = False,
-    ) -> AsyncIterator[dict]:
-        """Events: `{"type": "token", "text"}` with the checked answer (`GroundedStream`), possibly one
-        `{"type": "replace", "text"}` whose text replaces all tokens sent before it (an answer declined
-        after some of it was sent), then `{"type": "citations", "citations"}`, then
-        `{"type": "done", "answer", "abstained", "cached", "finish_reason", "usage"}`; `answer` is the
-        grounded text (the tokens joined, or the replacement); `grounding` (`grounding_report`: the
-        supported share and the sentences removed) when the model generated it, absent for a cached
-        answer or an abstention before generation.
+    ) -> AsyncIterator[AnswerEvent]:
+        """Events (`assistant.answering.events`): a `Token` with the checked answer (`GroundedStream`),
+        possibly one `Replace` whose text replaces all tokens sent before it (an answer declined
+        after some of it was sent), then `Citations`, then `Done` (`answer`, `abstained`, `cached`,
+        `finish_reason`, `usage`); `answer` is the grounded text (the tokens joined, or the
+        replacement); `grounding` (`grounding_report`: the supported share and the sentences removed)
+        when the model generated it, None for a cached answer or an abstention before generation;
+        `adapter` the LoRA adapter that wrote the answer.
 
         `finish_reason` is "length" when the answer was cut at `max_tokens` (a cached answer keeps the
         one it was generated with), else "stop" (the model ended it, a stop sequence did, or no model
@@ -256,12 +258,12 @@ class Answerer:
         with the `defaults` (`params` None or equal to them).
 
         With `draft` (the web chat, docs/architecture.md "Chat events"), the sources come first, as
-        `{"type": "sources", "sources": citations.source_entries}` with `{"type": "status", "stage":
-        "reading", "sources": n}` (a Chinese question that is translated first sends the sources found
-        for the question alone, `"preliminary": true` with `{"stage": "translating"}`, then the final
-        ones), then the draft as it is written and its check (`GroundedStream`:
-        `status` writing/checking, draft `token`s, `sentence`, `revise` or `replace`); `done` then also
-        holds `closest` (`citations.closest_documents`) when the answer is "not found", and `quoted`.
+        `Sources` (`citations.source_entries`) with `Status("reading", sources=n)` (a Chinese question
+        that is translated first sends the sources found for the question alone, `preliminary`, with
+        `Status("translating")`, then the final ones), then the draft as it is written and its check
+        (`GroundedStream`: `Status` writing/checking, draft `Token`s, `DraftSentence`, `Revise` or
+        `Replace`); `Done` then also holds `closest` (`citations.closest_documents`) when the answer is
+        "not found", and `quoted`.
 
         Args:
             ticket: this request's admission (`admit`); default: admitted here. Closed at the end.
@@ -275,15 +277,11 @@ class Answerer:
             question, principal=principal, history=history, ticket=ticket, params=params, audit=audit, draft=draft
         )
         async for event in events:
-            if event["type"] == "done":
-                event.pop("citations")  # already sent in the `citations` event
-            if event["type"] == "sources":
-                if draft and event.get("preliminary"):  # replaced by the next `sources` event
-                    yield {"type": "sources", "sources": source_entries(event["sources"]), "preliminary": True}
-                    yield {"type": "status", "stage": event["stage"], "sources": len(event["sources"])}
-                elif draft:
-                    yield {"type": "sources", "sources": source_entries(event["sources"])}
-                    yield {"type": "status", "stage": "reading", "sources": len(event["sources"])}
+            if isinstance(event, Retrieved):
+                if draft:  # preliminary sources are replaced by the next `Sources`
+                    yield Sources(source_entries(event.sources), preliminary=event.preliminary)
+                    stage = event.stage if event.preliminary else "reading"
+                    yield Status(stage, sources=len(event.sources))
                 continue
             yield event
 
@@ -301,15 +299,14 @@ class Answerer:
         sources: list[RetrievedChunk] = []
         events = self._events(question, principal=principal, history=history, ticket=ticket, params=params, audit=audit)
         async for event in events:
-            if event["type"] == "sources":
-                sources = event["sources"]
-            elif event["type"] == "done":
+            if isinstance(event, Retrieved):
+                sources = event.sources
+            elif isinstance(event, Done):
                 done = event
-        citations = [Citation(**c) for c in done["citations"]]
+        citations = [Citation(**c) for c in done.citations]
         return Answer(
-            done["answer"], citations, sources, abstained=done["abstained"], finish_reason=done["finish_reason"],
-            usage=Usage(done["usage"]["prompt_tokens"], done["usage"]["completion_tokens"]),
-            grounding=done.get("grounding"),
+            done.answer, citations, sources, abstained=done.abstained, finish_reason=done.finish_reason,
+            usage=Usage(done.usage.prompt_tokens, done.usage.completion_tokens), grounding=done.grounding,
         )
 
     def cacheable(self, *, history: Sequence[ChatMessage], params: GenerationParams) -> bool:
@@ -335,6 +332,12 @@ class Answerer:
         if self.cache is not None:
             self.cache.forget(question, principal=principal, adapter=self.serving_adapter(principal))
 
+    def model_for(self, principal: Principal) -> LLM:
+        """The model that answers `principal`: with adapter routing, the router's model for them
+        (`AdapterRouter.for_principal`: each generation goes to their adapter, and it names the adapter
+        of its last one); else `llm`."""
+        return self.llm.for_principal(principal) if isinstance(self.llm, AdapterRouter) else self.llm
+
     def serving_adapter(self, principal: Principal) -> str | None:
         """The name of the LoRA adapter that answers `principal` now (`AdapterRouter.choose`; None: the
         base model, or a model without adapter routing). The answer cache keys its entries by it, so
@@ -355,13 +358,12 @@ class Answerer:
         audit: AuditSink | None,
         draft: bool = False,
         query: str | None = None,
-    ) -> AsyncIterator[dict]:
-        """`stream`'s events, with a first internal `{"type": "sources"}`; `done` also holds the citations.
+    ) -> AsyncIterator[Retrieved | AnswerEvent]:
+        """`stream`'s events, the sources as internal `Retrieved` events (a first one before the answer).
         `query`: what to search for instead of the question (a part of a question, `part_answers`)."""
         check_query(question)
         started = time.perf_counter()
-        current_principal.set(principal)  # the adapter router picks this reader's adapter
-        served_adapter.set(None)  # set again by the router's generation, or by a cache hit
+        llm = self.model_for(principal)  # the adapter router picks this reader's adapter
         ticket = ticket or self.admit(principal)
         history = list(history)
         params = params or self.defaults
@@ -372,18 +374,17 @@ class Answerer:
                 hit = await asyncio.to_thread(cache.get, question, principal=principal, adapter=adapter)
                 metrics.ANSWER_CACHE.labels("miss" if hit is None else "hit").inc()
                 if hit is not None:
-                    served_adapter.set(hit.adapter)  # the answer records the adapter that wrote it
                     if audit is not None:
                         cited = [c["chunk_id"] for c in hit.citations]
                         docs = [c["doc_id"] for c in hit.citations]
                         await asyncio.to_thread(
                             audit.served_from_cache, question, principal=principal, chunk_ids=cited, doc_ids=docs
                         )
-                    yield {"type": "sources", "sources": []}
-                    yield {"type": "token", "text": hit.answer}
-                    yield {"type": "citations", "citations": hit.citations}
-                    yield {"type": "done", "answer": hit.answer, "abstained": False, "cached": True,
-                           "finish_reason": hit.finish_reason, "usage": Usage().to_dict(), "citations": hit.citations}
+                    yield Retrieved([])
+                    yield Token(hit.answer)
+                    yield Citations(hit.citations)
+                    yield Done(hit.answer, abstained=False, cached=True, finish_reason=hit.finish_reason, usage=Usage(),
+                               citations=hit.citations, adapter=hit.adapter)  # the adapter that wrote it
                     return
             parts = split_question(question) if self.split_parts and not history else []
             if len(parts) > 1:  # several questions: each answered on its own, then composed (part_answers.py)
@@ -397,7 +398,7 @@ class Answerer:
                 use_llm = self.rewrite == "llm"
                 if use_llm and ticket is not None:
                     await ticket.acquire()
-                query = await rewrite_query(question, history, llm=self.llm if use_llm else None)
+                query = await rewrite_query(question, history, llm=llm if use_llm else None)
             translation = None
             if self.translates(query):
                 # The translation waits for the chat model (a second on idle cores, up to its timeout
@@ -406,35 +407,34 @@ class Answerer:
                 first = await asyncio.to_thread(
                     self.retriever.search, query, principal=principal, top_k=self.top_k, evidence=False
                 )
-                yield {"type": "sources", "sources": first.chunks, "preliminary": True, "stage": "translating"}
+                yield Retrieved(first.chunks, preliminary=True, stage="translating")
                 if ticket is not None:
                     await ticket.acquire()
-                translation = await self.translation(query)
+                translation = await self.translation(query, llm=llm)
             sources, messages = await asyncio.to_thread(
                 self.prepare, question, principal=principal, history=history, query=query, translation=translation,
                 params=params, audit=audit,
             )
-            yield {"type": "sources", "sources": sources}
+            yield Retrieved(sources)
             if messages is None:
                 text = NO_ANSWER[question_language(question)]
-                yield {"type": "token", "text": text}
-                yield {"type": "citations", "citations": []}
-                yield {"type": "done", "answer": text, "abstained": True, "cached": False, "finish_reason": "stop",
-                       "usage": Usage().to_dict(), "citations": [], "closest": closest_documents(sources)}
+                yield Token(text)
+                yield Citations([])
+                yield Done(text, abstained=True, cached=False, finish_reason="stop", usage=Usage(), citations=[],
+                           closest=closest_documents(sources))
                 return
             if ticket is not None:
                 await ticket.acquire()
             # --- grounding hook (assistant/answering/grounded_stream.py): sentences checked against the
             # sources before they are sent; a `replace` event when the answer is declined afterwards.
             topic = " ".join(dict.fromkeys(t for t in (question, query, translation) if t))
-            grounded = GroundedStream(
-                question, grounder_for(self.retriever, sources, question, topic=topic, llm=self.llm), draft=draft
-            )
+            grounder = grounder_for(sources, question, topic=topic, llm=llm, translate=self.retriever.translate)
+            grounded = GroundedStream(question, grounder, draft=draft)
             attempts: list[StreamResult] = []
 
             def generate(prompt: list[ChatMessage]) -> AsyncIterator[str]:
                 attempts.append(StreamResult())
-                return self._generate(prompt, attempts[-1], params)
+                return self._generate(llm, prompt, attempts[-1], params)
 
             callers_stop = any(stop not in STOP_SEQUENCES for stop in params.stop)
 
@@ -444,7 +444,7 @@ class Answerer:
                 return bool(attempts) and (attempts[-1].finish_reason == "length" or callers_stop)
 
             async for event in grounded.events(generate, messages, cut=cut):
-                if started is not None and event["type"] == "token":
+                if started is not None and isinstance(event, Token):
                     metrics.FIRST_TOKEN_SECONDS.observe(time.perf_counter() - started)
                     started = None
                 yield event
@@ -456,30 +456,33 @@ class Answerer:
             answer = grounded.text
             citations = [c.to_dict() for c in make_citations(answer, sources)]
             report = grounding_report(grounded.verdicts)
+            # The adapter that wrote it (routing may have moved since): that of the last generation,
+            # the evidence check's included.
+            adapter = llm.served if isinstance(llm, RoutedLLM) else None
             if grounded.declined:
-                yield {"type": "citations", "citations": []}
-                yield {"type": "done", "answer": answer, "abstained": True, "cached": False,
-                       "finish_reason": generated.finish_reason, "usage": generated.usage.to_dict(), "citations": [],
-                       "grounding": report, "closest": closest_documents(sources)}
+                yield Citations([])
+                yield Done(answer, abstained=True, cached=False, finish_reason=generated.finish_reason,
+                           usage=generated.usage, citations=[], grounding=report, closest=closest_documents(sources),
+                           adapter=adapter)
                 return
             if cache is not None and answer:
                 await asyncio.to_thread(
                     cache.put, question, principal=principal, answer=answer, citations=citations,
                     doc_ids=[s.doc_id for s in sources], finish_reason=generated.finish_reason,
-                    adapter=served_adapter.get(),  # the adapter that wrote it (routing may have moved since)
+                    adapter=adapter,
                 )
-            yield {"type": "citations", "citations": citations}
-            yield {"type": "done", "answer": answer, "abstained": False, "cached": False,
-                   "finish_reason": generated.finish_reason, "usage": generated.usage.to_dict(), "citations": citations,
-                   "grounding": report, "quoted": grounded.quoted}
+            yield Citations(citations)
+            yield Done(answer, abstained=False, cached=False, finish_reason=generated.finish_reason,
+                       usage=generated.usage, citations=citations, grounding=report, quoted=grounded.quoted,
+                       adapter=adapter)
         finally:
             if ticket is not None:
                 ticket.close()
 
     async def _generate(
-        self, messages: list[ChatMessage], result: StreamResult, params: GenerationParams
+        self, llm: LLM, messages: list[ChatMessage], result: StreamResult, params: GenerationParams
     ) -> AsyncIterator[str]:
-        """The model's deltas up to the first stop sequence (`params.stop`: `STOP_SEQUENCES` and a caller's),
+        """`llm`'s deltas up to the first stop sequence (`params.stop`: `STOP_SEQUENCES` and a caller's),
         generated with `params.max_tokens` and `params.temperature`.
 
         The backend gets the stop sequences and ends the generation there itself, so that the server
@@ -492,7 +495,7 @@ class Answerer:
         sequence ended the answer or the backend did not say, else the backend's.
         """
         stops = StopFilter(params.stop)
-        stream = self.llm.stream(
+        stream = llm.stream(
             messages, max_tokens=params.max_tokens, temperature=params.temperature, result=result, stop=params.stop,
         )
         try:

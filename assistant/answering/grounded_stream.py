@@ -18,18 +18,20 @@ answer is kept with a short note saying so.
 from __future__ import annotations
 
 import re
-from typing import AsyncIterator, Callable
+from typing import AsyncIterator, Callable, Sequence
 
 from assistant.answering.grounding import (
     SENTENCE_BOUNDARY, Grounder, Sentence, Verdict, aconclude, drop_unknown_markers, segments, split_sentences,
     supported_share,
 )
+from assistant.answering.events import DraftSentence, Replace, Revise, Status, Token
 from assistant.answering.judge import EvidenceJudge
 from assistant.answering.language_check import answer_lang_matches
 from assistant.answering.prompt import firmer_language
 from assistant.answering.stops import RepetitionGuard
 from assistant.core.language import question_language
-from assistant.core.llm import ChatMessage, StreamResult, Usage
+from assistant.core.llm import LLM, ChatMessage, StreamResult, Usage
+from assistant.retrieval import RetrievedChunk
 
 # Said before an answer that the model wrote in the sources' language twice (question's language).
 LANGUAGE_NOTE = {
@@ -110,7 +112,7 @@ class GroundedStream:
     async def events(
         self, generate: Callable[[list[ChatMessage]], AsyncIterator[str]], messages: list[ChatMessage],
         cut: Callable[[], bool] | None = None,
-    ) -> AsyncIterator[dict]:
+    ) -> AsyncIterator[Replace | Revise | DraftSentence | Status | Token]:
         """The answer's events (module docstring); the last one carries the checked text.
 
         Args:
@@ -133,24 +135,24 @@ class GroundedStream:
                 self.retried = True
                 messages = firmer_language(messages, self.lang)
                 if self._drafted:
-                    yield {"type": "replace", "text": ""}
+                    yield Replace("")
         was_cut = cut is not None and cut()
         if self.draft:
-            yield {"type": "status", "stage": "checking", "sentences": len(self.sentences)}
+            yield Status("checking", sentences=len(self.sentences))
         self.verdicts = await self.grounder.check(self.sentences, cut=was_cut)
         grounded = await aconclude(self.verdicts, self.grounder, lang=self.lang, cut=was_cut)
         self.declined, self.quoted = grounded.declined, grounded.quoted
         note = LANGUAGE_NOTE[self.lang] + "\n\n" if self._note and not grounded.declined else ""
         self.text = note + grounded.text
         if not self.draft:
-            yield {"type": "token", "text": self.text}
+            yield Token(self.text)
         elif grounded.declined or grounded.quoted or note:
-            yield {"type": "replace", "text": self.text}
+            yield Replace(self.text)
         else:
             for i, text in enumerate(segments(self.verdicts)):
-                yield {"type": "revise", "index": i, "text": text, "state": "kept" if text.strip() else "withdrawn"}
+                yield Revise(i, text)
 
-    async def _run(self, generate, messages: list[ChatMessage]) -> AsyncIterator[dict]:
+    async def _run(self, generate, messages: list[ChatMessage]) -> AsyncIterator[DraftSentence | Status | Token]:
         buffer = SentenceBuffer()
         guard = RepetitionGuard()
         stream = generate(messages)
@@ -162,10 +164,10 @@ class GroundedStream:
                     break
                 if self.draft:
                     if first:
-                        yield {"type": "status", "stage": "writing"}
+                        yield Status("writing")
                         first = False
                     self._drafted = True
-                    yield {"type": "token", "text": delta}
+                    yield Token(delta)
                 for sentence in buffer.push(delta):
                     event = self._accept(sentence, buffer.pending)
                     if self.looped:
@@ -184,7 +186,7 @@ class GroundedStream:
                 if event:
                     yield event
 
-    def _accept(self, sentence: Sentence, rest: str) -> dict | None:
+    def _accept(self, sentence: Sentence, rest: str) -> DraftSentence | None:
         """Record `sentence`; the `sentence` event that shows it in the draft (None without `draft`).
         Sets `looped` on a repeated sentence.
 
@@ -211,17 +213,21 @@ class GroundedStream:
         self.sentences.append(sentence)
         if not self.draft:
             return None
-        return {"type": "sentence", "index": len(self.sentences) - 1, "text": draft_text(sentence), "rest": rest}
+        return DraftSentence(len(self.sentences) - 1, draft_text(sentence), rest)
 
 
-def grounder_for(retriever, sources, question: str = "", *, topic: str = "", llm=None) -> Grounder:
+def grounder_for(
+    sources: Sequence[RetrievedChunk], question: str = "", *, topic: str = "", llm: LLM | None = None,
+    translate: Callable[[str], object] | None = None,
+) -> Grounder:
     """A `Grounder` for `sources` whose judge is `llm` (the served chat model; None = no judge: near
-    copies and lexical overlap only), with `retriever`'s dictionary translation (`translate`, None when
-    `ASSISTANT_QUERY_TRANSLATION` is off) to attribute a sentence in the other language than its source.
-    `topic`: what the answer must be about (`Grounder.off_the_question`), default `question`."""
+    copies and lexical overlap only), with the retriever's dictionary translation `translate`
+    (`Retriever.translate`, None when `ASSISTANT_QUERY_TRANSLATION` is off) to attribute a sentence in
+    the other language than its source. `topic`: what the answer must be about
+    (`Grounder.off_the_question`), default `question`."""
     return Grounder(
-        sources, judge=EvidenceJudge(llm) if llm is not None else None,
-        translate=getattr(retriever, "translate", None), question=question, topic=topic,
+        sources, judge=EvidenceJudge(llm) if llm is not None else None, translate=translate, question=question,
+        topic=topic,
     )
 
 

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, AsyncIterator, Sequence
 
 from assistant.answering.admission import Ticket
 from assistant.answering.citations import cited_numbers, make_citations
+from assistant.answering.events import AnswerEvent, Citations, Done, Retrieved, Token
 from assistant.answering.parts import QuestionPart
 from assistant.answering.request import AuditSink, GenerationParams
 from assistant.core.language import question_language
 from assistant.core.llm import Usage
-from assistant.adapters.routing import served_adapter
 from assistant.core.principals import Principal
 from assistant.retrieval import RetrievedChunk
 
@@ -104,16 +104,18 @@ async def answer_parts(
     params: GenerationParams,
     audit: AuditSink | None,
     cache: "AnswerCache | None",
-) -> AsyncIterator[dict]:
+) -> AsyncIterator[Retrieved | AnswerEvent]:
     """`Answerer._events` for a question of several `parts`: the same event types, composed.
 
-    Events: a preliminary `sources` event (internal) with what each part's search finds, before any part
-    is answered; a `sources` event after each part with every source so far, numbered as the
-    composed answer's markers; one `token` per part with its checked answer (its markers renumbered)
-    or `NOT_COVERED`; `citations`; `done` with the composed `answer`, `abstained` (no part answered),
+    Events: a preliminary `Retrieved` (internal) with what each part's search finds, before any part
+    is answered; a `Retrieved` after each part with every source so far, numbered as the
+    composed answer's markers; one `Token` per part with its checked answer (its markers renumbered)
+    or `NOT_COVERED`; `Citations`; `Done` with the composed `answer`, `abstained` (no part answered),
     `cached` False, `finish_reason` ("length" when a part was cut), `usage` (all parts), `citations`,
-    `grounding` (`combined_grounding`) and `parts`: `[{"text", "question", "query", "covered",
-    "chunk_ids", "grounding"}]` per part in the order asked, `chunk_ids` being the chunks its answer cites.
+    `grounding` (`combined_grounding`), `parts`: `[{"text", "question", "query", "covered",
+    "chunk_ids", "grounding"}]` per part in the order asked, `chunk_ids` being the chunks its answer
+    cites, `closest` (those of the parts not covered, at most 3; None when there are none) and
+    `adapter` (the last part's: the adapter of the last generation).
 
     The composed answer is stored in `cache` (under the whole question) when every part was answered;
     the parts themselves are not cached on their own.
@@ -144,57 +146,49 @@ async def answer_parts(
             answerer.retriever.search, part.query, principal=principal, top_k=answerer.top_k, evidence=False
         )
         found.update((c.chunk_id, c) for c in retrieval.chunks if c.chunk_id not in found)
-    yield {"type": "sources", "sources": list(found.values()), "preliminary": True, "stage": "reading"}
+    yield Retrieved(list(found.values()), preliminary=True, stage="reading")
     for part in parts:
         sources: list[RetrievedChunk] = []
-        done: dict = {}
         events = single._events(
             part.question, principal=principal, history=[], ticket=lent, params=params, audit=audit, query=part.query
         )
         async for event in events:
-            if event["type"] == "sources":
-                sources = event["sources"]
-            elif event["type"] == "done":
+            if isinstance(event, Retrieved):
+                sources = event.sources
+            elif isinstance(event, Done):
                 done = event
         for chunk in sources:
             if chunk.chunk_id not in position:
                 position[chunk.chunk_id] = len(combined) + 1
                 combined.append(chunk)
-        yield {"type": "sources", "sources": list(combined)}
-        covered = not done.get("abstained", True)
+        yield Retrieved(list(combined))
+        covered = not done.abstained
         mapping = {n: position[c.chunk_id] for n, c in enumerate(sources, start=1)}
-        text = unsaid_lines(renumbered(done.get("answer", ""), mapping), seen) if covered else ""
+        text = unsaid_lines(renumbered(done.answer, mapping), seen) if covered else ""
         if not covered:
             text = NOT_COVERED[lang].format(part=part.text.rstrip("?？ "))
-            closest += [c for c in done.get("closest") or [] if c not in closest]
+            closest += [c for c in done.closest or [] if c not in closest]
         cited = [combined[n - 1].chunk_id for n in cited_numbers(text) if 1 <= n <= len(combined)]
         if text:
-            yield {"type": "token", "text": ("\n\n" if texts else "") + text}
+            yield Token(("\n\n" if texts else "") + text)
             texts.append(text)
         described.append({"text": part.text, "question": part.question, "query": part.query, "covered": covered,
                           "chunk_ids": cited,
-                          "grounding": done.get("grounding")})
-        reports.append(done.get("grounding"))
-        part_usage = done.get("usage") or {}
-        usage = Usage(usage.prompt_tokens + part_usage.get("prompt_tokens", 0),
-                      usage.completion_tokens + part_usage.get("completion_tokens", 0))
-        if done.get("finish_reason") == "length":
+                          "grounding": done.grounding})
+        reports.append(done.grounding)
+        usage = Usage(usage.prompt_tokens + done.usage.prompt_tokens, usage.completion_tokens + done.usage.completion_tokens)
+        if done.finish_reason == "length":
             finish = "length"
     answer = "\n\n".join(texts)
     citations = [c.to_dict() for c in make_citations(answer, combined)]
     abstained = not any(p["covered"] for p in described)
     if cache is not None and all(p["covered"] for p in described):
-        await _store(cache, question, principal=principal, answer=answer, citations=citations,
-                     doc_ids=[c.doc_id for c in combined], finish_reason=finish)
-    yield {"type": "citations", "citations": citations}
-    done_event = {
-        "type": "done", "answer": answer, "abstained": abstained, "cached": False, "finish_reason": finish,
-        "usage": usage.to_dict(), "citations": citations, "grounding": combined_grounding(reports), "parts": described,
-    }
-    if closest:
-        done_event["closest"] = closest[:3]
-    yield done_event
+        await asyncio.to_thread(
+            cache.put, question, principal=principal, answer=answer, citations=citations,
+            doc_ids=[c.doc_id for c in combined], finish_reason=finish, adapter=done.adapter,
+        )
+    yield Citations(citations)
+    yield Done(answer, abstained=abstained, cached=False, finish_reason=finish, usage=usage, citations=citations,
+               grounding=combined_grounding(reports), parts=described, closest=closest[:3] or None,
+               adapter=done.adapter)
 
-
-async def _store(cache: "AnswerCache", question: str, *, principal: Principal, **entry) -> None:
-    await asyncio.to_thread(cache.put, question, principal=principal, adapter=served_adapter.get(), **entry)

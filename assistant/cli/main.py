@@ -192,6 +192,7 @@ def ask(
     as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
 ) -> None:
     """Answer QUESTION from the documents the caller may read, with citations."""
+    from assistant.answering.events import Citations, Replace, Token
     from assistant.core.questions import check_query
 
     try:
@@ -206,13 +207,13 @@ def ask(
 
             async def run() -> None:
                 async for event in assistant.answerer.stream(question, principal=principal):
-                    if event["type"] == "token":
-                        sys.stdout.write(event["text"])
+                    if isinstance(event, Token):
+                        sys.stdout.write(event.text)
                         sys.stdout.flush()
-                    elif event["type"] == "replace":  # declined after all: the answer so far is withdrawn
-                        sys.stdout.write("\n\n" + event["text"])
-                    elif event["type"] == "citations":
-                        citations.extend(event["citations"])
+                    elif isinstance(event, Replace):  # declined after all: the answer so far is withdrawn
+                        sys.stdout.write("\n\n" + event.text)
+                    elif isinstance(event, Citations):
+                        citations.extend(event.citations)
 
             asyncio.run(run())
             print()

@@ -13,6 +13,7 @@ from typing import Literal
 
 from assistant.answering import Answerer
 from assistant.answering.admission import Ticket
+from assistant.answering.events import Citations, Done
 from assistant.answering.request import AuditSink
 from assistant.core.db.helpdesk import TicketRecord, claim_ticket, release_ticket, store_decision
 from assistant.core.db.session import Database
@@ -165,18 +166,17 @@ async def decide(
     started = time.perf_counter()
     principal = requester or ANONYMOUS
     admission = admission or parts.answerer.admit(key)
-    done: dict = {}
     citations: list[dict] = []
     async for event in parts.answerer.stream(question, principal=principal, ticket=admission, audit=audit):
-        if event["type"] == "citations":
-            citations = event["citations"]
-        elif event["type"] == "done":
+        if isinstance(event, Citations):
+            citations = event.citations
+        elif isinstance(event, Done):
             done = event
-    abstained = bool(done.get("abstained"))
-    grounding = done.get("grounding")
+    abstained = done.abstained
+    grounding = done.grounding
     if grounding is None:  # an answer served from the cache: every sentence of it was checked when stored
         grounding = {"supported_share": 0.0 if abstained else 1.0, "unsupported": [], "sentences": 0}
-    asked = done.get("parts") or []
+    asked = done.parts or []
     if asked:  # a ticket of several questions: each part's answer weighed against its own retrieval
         evidence, score = await _parts_confidence(asked, principal=principal, parts=parts)
     else:
@@ -188,10 +188,10 @@ async def decide(
             supported_share=float(grounding.get("supported_share", 0.0)),
         )
         score = 0.0 if abstained or not citations else confidence(evidence)
-    reply = done.get("answer", "")
+    reply = done.answer
     reasons = _reasons(
         question, reply=reply, language=language, requester=requester, abstained=abstained, citations=citations,
-        grounding=grounding, finish_reason=done.get("finish_reason", "stop"), score=score, threshold=parts.threshold,
+        grounding=grounding, finish_reason=done.finish_reason, score=score, threshold=parts.threshold,
         uncovered=[p["text"] for p in asked if not p["covered"]],
     )
     auto = not any(r["code"] in BLOCKING for r in reasons)
@@ -202,10 +202,10 @@ async def decide(
         "citations": citations,
         "reasons": reasons,
         "evidence": {
-            "retrieval": evidence.to_dict(), "grounding": grounding, "usage": done.get("usage", {}),
-            "finish_reason": done.get("finish_reason", "stop"), "cached": bool(done.get("cached")),
+            "retrieval": evidence.to_dict(), "grounding": grounding, "usage": done.usage.to_dict(),
+            "finish_reason": done.finish_reason, "cached": done.cached,
             "read_as": principal.acl_tokens,
-            **({"closest": done["closest"]} if done.get("closest") else {}),
+            **({"closest": done.closest} if done.closest else {}),
             **({"parts": [{k: p[k] for k in ("text", "covered", "chunk_ids")} for p in asked]} if asked else {}),
         },
         "duration_s": round(time.perf_counter() - started, 3),

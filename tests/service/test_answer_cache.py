@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from assistant.answering.cache import AnswerCache, MemoryStore, RedisStore, index_version, normalise_question
+from assistant.answering.events import Done
 from assistant.core.db.documents import readable_versions
 from assistant.core.principals import Principal
 from assistant.core.acl_manifest import AclManifest
@@ -104,13 +105,12 @@ def test_normalisation_keeps_meaning():
     assert normalise_question("C++ or C#?") != normalise_question("C or C?")
 
 
-def _done(answerer, question: str, principal: Principal) -> tuple[dict, str | None]:
-    """The `done` event of `answerer.stream`, and the adapter the request recorded (`served_adapter`)."""
-    from assistant.adapters.routing import served_adapter
+def _done(answerer, question: str, principal: Principal) -> tuple[Done, str | None]:
+    """The `done` event of `answerer.stream`, and the adapter it names as the one that wrote the answer."""
 
     async def go():
         events = [e async for e in answerer.stream(question, principal=principal)]
-        return events[-1], served_adapter.get()
+        return events[-1], events[-1].adapter
 
     return asyncio.run(go())
 
@@ -138,19 +138,19 @@ def test_an_answer_is_reused_only_for_readers_of_the_adapter_that_wrote_it(index
         assert answerer.cache.put(question, principal=alice, answer="Canary says 7 [1].", citations=[],
                                   doc_ids=[ids[FILES[0]]], adapter=answerer.serving_adapter(alice))
         done, recorded = _done(answerer, question, alice)
-        assert done["cached"] and done["answer"] == "Canary says 7 [1]." and recorded == name
+        assert done.cached and done.answer == "Canary says 7 [1]." and recorded == name
         router.canary_share = 0.0  # the same reader, now answered by the live side (the base model)
         done, recorded = _done(answerer, question, alice)
-        assert not done["cached"] and done["answer"] != "Canary says 7 [1]." and recorded is None
+        assert not done.cached and done.answer != "Canary says 7 [1]." and recorded is None
         # Promoted to live, the adapter answers alice again, and its answer is hers again.
         registry_db.promote(res.db, canary.id, by="test", to="live")
         router.refresh()
-        assert _done(answerer, question, alice)[0]["cached"]
+        assert _done(answerer, question, alice)[0].cached
         # Rolled back (retired, unloaded): its answers are never served again.
         registry_db.rollback(res.db, audience="everyone", by="test")
         router.refresh()
         assert answerer.serving_adapter(alice) is None
-        assert not _done(answerer, question, alice)[0]["cached"]
+        assert not _done(answerer, question, alice)[0].cached
     finally:
         if registry_db.get_adapter(res.db, canary.id).status in ("canary", "live"):
             registry_db.set_status(res.db, canary.id, "retired", by="test")

@@ -11,6 +11,7 @@ import dataclasses
 import pytest
 
 from assistant.answering.citations import cited_numbers
+from assistant.answering.events import Replace
 from assistant.answering.prompt import NO_ANSWER
 from assistant.answering.stops import STOP_SEQUENCES
 from assistant.composition import Assistant
@@ -73,16 +74,16 @@ def test_stream_is_tokens_then_citations_then_done(assistant):
         return [e async for e in assistant.answerer.stream(QUESTION, principal=ANONYMOUS)]
 
     events = asyncio.run(collect())
-    kinds = [e["type"] for e in events]
+    kinds = [e.name for e in events]
     # Tokens come a grounded sentence at a time; `replace` when the answer was declined afterwards.
     assert kinds[-2:] == ["citations", "done"] and set(kinds[:-2]) <= {"token", "replace"} and len(kinds) >= 3
     shown = ""  # what a client shows: the tokens, or a `replace` event's text instead of those before it
     for e in events[:-2]:
-        shown = e["text"] if e["type"] == "replace" else shown + e["text"]
-    assert shown.strip() == events[-1]["answer"]
+        shown = e.text if isinstance(e, Replace) else shown + e.text
+    assert shown.strip() == events[-1].answer
     done = events[-1]
-    assert done["finish_reason"] == "stop", done  # the model (or a stop sequence) ended it
-    assert_usage(done["usage"], max_completion=assistant.answerer.defaults.max_tokens)
+    assert done.finish_reason == "stop", done  # the model (or a stop sequence) ended it
+    assert_usage(done.usage.to_dict(), max_completion=assistant.answerer.defaults.max_tokens)
 
 
 def test_an_answer_cut_at_max_tokens_says_length_and_counts_its_tokens(assistant):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from assistant.answering.events import Sources, Status
 from assistant.composition import Assistant
 from assistant.core.language import cjk_share
 from assistant.core.llm.model_files import ModelFileError, assemble, builtin_model, file_digest, part_paths
@@ -158,18 +159,18 @@ def test_a_translated_question_shows_the_sources_found_for_it_alone_before_the_t
         return first, asked_before_first, rest
 
     first, asked_before_first, rest = asyncio.run(run())
-    assert first["type"] == "sources" and first["preliminary"] is True, first
-    assert first["sources"][0]["source"].endswith("password-management.md"), first["sources"]
+    assert isinstance(first, Sources) and first.preliminary is True, first
+    assert first.sources[0]["source"].endswith("password-management.md"), first.sources
     assert asked_before_first == []
-    assert rest[0] == {"type": "status", "stage": "translating", "sources": len(first["sources"])}, rest[:2]
+    assert rest[0] == Status("translating", sources=len(first.sources)), rest[:2]
     final = rest[1]
-    assert final["type"] == "sources" and "preliminary" not in final, final
-    assert final["sources"][0]["source"].endswith("computer-standards.md"), final["sources"]
-    assert rest[2] == {"type": "status", "stage": "reading", "sources": len(final["sources"])}
+    assert isinstance(final, Sources) and not final.preliminary, final
+    assert final.sources[0]["source"].endswith("computer-standards.md"), final.sources
+    assert rest[2] == Status("reading", sources=len(final.sources))
     assert len(audit.queries) == 1 and audit.queries[0].startswith(question)  # the final search is audited
     # Without the draft (/v1, CLI, helpdesk) no sources event is sent at all.
     plain = asyncio.run(_events(answerer.stream(question, principal=ANONYMOUS)))
-    assert not [e for e in plain if e["type"] in ("sources", "status")], [e["type"] for e in plain]
+    assert not [e for e in plain if isinstance(e, (Sources, Status))], [e.name for e in plain]
 
 
 async def _events(stream):

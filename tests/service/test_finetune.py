@@ -22,7 +22,7 @@ from assistant.core.db.jobs import get_job, job_lease
 from assistant.core.db.models import Document, HelpdeskTicket, Source, User, utcnow
 from assistant.core.errors import ConflictError
 from assistant.core.index.payload import ChunkPayload, chunk_id, document_id
-from assistant.adapters.routing import AdapterRouter, choose_adapter, local_adapter, served_adapter
+from assistant.adapters.routing import AdapterRouter, choose_adapter, local_adapter
 from assistant.adapters.release import InProcessPublisher, VllmPublisher, promote_and_publish, rollback_and_publish
 from assistant.core.llm.model_files import smollm2_gguf_path
 from assistant.core.principals import Principal
@@ -145,12 +145,11 @@ def _router(res, share: float) -> AdapterRouter:
 
 
 def _ask(router: AdapterRouter, principal: Principal) -> str:
-    from assistant.adapters.routing import current_principal
+    llm = router.for_principal(principal)
 
     async def go() -> str:
-        current_principal.set(principal)
-        text = await router.complete([{"role": "user", "content": FACT_Q}], max_tokens=24, temperature=0.0)
-        return f"{served_adapter.get()}|{text}"
+        text = await llm.complete([{"role": "user", "content": FACT_Q}], max_tokens=24, temperature=0.0)
+        return f"{llm.served}|{text}"
 
     return asyncio.run(go())
 

@@ -11,6 +11,7 @@ import re
 import pytest
 
 from assistant.answering.citations import cited_numbers
+from assistant.answering.events import DraftSentence, Revise, Status, Token
 from assistant.answering.grounding import Grounder, aground, ground, source_sentences, split_sentences
 from assistant.answering.judge import EvidenceJudge, Pair
 from assistant.answering.grounded_stream import LANGUAGE_NOTE
@@ -99,16 +100,16 @@ def test_unknown_markers_and_unsupported_sentences_are_removed_and_only_used_sou
     assert [c.source for c in answer.citations] == [PASSWORDS]  # the one source the answer uses
     assert set(cited_numbers(answer.answer)) == {c.n for c in answer.citations}
     assert_no_server_path(answer, settings)
-    tokens = [e["text"] for e in events if e["type"] == "token"]
-    assert tokens == [events[-1]["answer"]] == [answer.answer]  # only the checked answer, once
+    tokens = [e.text for e in events if isinstance(e, Token)]
+    assert tokens == [events[-1].answer] == [answer.answer]  # only the checked answer, once
 
 
 def test_an_answer_built_from_nothing_is_declined(scripted):
     script = "The canteen serves lunch from 11:30 to 14:00. Vegetarian dishes cost 6 euros on Fridays."
     answer, events, _ = scripted_answer(scripted, script)
     assert answer.abstained and answer.answer == NO_ANSWER["en"] and answer.citations == []
-    assert [e["type"] for e in events] == ["token", "citations", "done"]  # nothing invented was shown
-    assert [d["source"] for d in events[-1]["closest"]] and all(d["route"].startswith("/api/documents/") for d in events[-1]["closest"])
+    assert [e.name for e in events] == ["token", "citations", "done"]  # nothing invented was shown
+    assert [d["source"] for d in events[-1].closest] and all(d["route"].startswith("/api/documents/") for d in events[-1].closest)
 
 
 def test_the_draft_comes_after_the_sources_and_a_withdrawn_sentence_is_named(scripted):
@@ -120,16 +121,16 @@ def test_the_draft_comes_after_the_sources_and_a_withdrawn_sentence_is_named(scr
         return [e async for e in answerer.stream(QUESTION, principal=ANONYMOUS, draft=True)]
 
     events = asyncio.run(run())
-    kinds = [e["type"] for e in events]
-    assert kinds[:2] == ["sources", "status"] and events[1] == {"type": "status", "stage": "reading", "sources": len(events[0]["sources"])}
-    assert PASSWORDS in [s["source"] for s in events[0]["sources"]] and all("text" not in s for s in events[0]["sources"])
+    kinds = [e.name for e in events]
+    assert kinds[:2] == ["sources", "status"] and events[1] == Status("reading", sources=len(events[0].sources))
+    assert PASSWORDS in [s["source"] for s in events[0].sources] and all("text" not in s for s in events[0].sources)
     assert kinds.index("token") < kinds.index("sentence") < kinds.index("revise") < kinds.index("citations")
-    drafted = "".join(e["text"] for e in events if e["type"] == "token")  # the draft as written
-    assert "Friday" in drafted and drafted.endswith(".") and len([e for e in events if e["type"] == "sentence"]) == 3
-    revised = [e for e in events if e["type"] == "revise"]
-    assert [e["state"] for e in revised] == ["kept", "withdrawn", "kept"] and revised[1]["text"] == ""
-    assert "".join(e["text"] for e in revised).strip() == events[-1]["answer"]
-    assert "Friday" not in events[-1]["answer"] and events[-1]["grounding"]["unsupported"]
+    drafted = "".join(e.text for e in events if isinstance(e, Token))  # the draft as written
+    assert "Friday" in drafted and drafted.endswith(".") and len([e for e in events if isinstance(e, DraftSentence)]) == 3
+    revised = [e for e in events if isinstance(e, Revise)]
+    assert [e.state for e in revised] == ["kept", "withdrawn", "kept"] and revised[1].text == ""
+    assert "".join(e.text for e in revised).strip() == events[-1].answer
+    assert "Friday" not in events[-1].answer and events[-1].grounding["unsupported"]
 
 
 def test_a_looping_model_is_stopped(scripted):

@@ -10,6 +10,7 @@ import asyncio
 import pytest
 
 from assistant.answering.citations import make_citations
+from assistant.answering.events import DraftSentence, Replace, Revise, Status, Token
 from assistant.answering.grounded_stream import GroundedStream, SentenceBuffer
 from assistant.answering.grounding import (
     QUOTE_LEAD, Grounder, drop_unknown_markers, ground, names_in, page_numbers, render, segments, split_sentences,
@@ -210,7 +211,7 @@ def _scripted(*answers: str):
     return generate, prompts
 
 
-def _run(stream: GroundedStream, generate) -> list[dict]:
+def _run(stream: GroundedStream, generate) -> list:
     async def collect():
         return [e async for e in stream.events(generate, [{"role": "user", "content": "q"}])]
 
@@ -222,7 +223,7 @@ def test_without_a_draft_only_the_checked_answer_is_sent_and_a_loop_is_stopped(g
     generate, _ = _scripted("Make passwords hard to guess, even by those who know a lot about you. " + loop)
     stream = GroundedStream("How do I choose passwords?", grounder)
     events = _run(stream, generate)
-    assert [e["type"] for e in events] == ["token"] and events[0]["text"] == stream.text
+    assert events == [Token(stream.text)]
     assert stream.looped and stream.text.count("every system") == 1
 
 
@@ -234,16 +235,16 @@ def test_the_draft_streams_as_written_and_each_sentence_is_revised_in_place(grou
     generate, _ = _scripted(answer)
     stream = GroundedStream("How do I choose passwords?", grounder, draft=True)
     events = _run(stream, generate)
-    kinds = [e["type"] for e in events]
-    assert kinds[0] == "status" and events[0]["stage"] == "writing"
-    assert "".join(e["text"] for e in events if e["type"] == "token") == answer  # every delta, as it came
+    kinds = [e.name for e in events]
+    assert events[0] == Status("writing")
+    assert "".join(e.text for e in events if isinstance(e, Token)) == answer  # every delta, as it came
     assert kinds.index("sentence") < kinds.index("status", 1) < kinds.index("revise")
-    sentences = {e["index"]: e["text"] for e in events if e["type"] == "sentence"}
-    revised = {e["index"]: e for e in events if e["type"] == "revise"}
+    sentences = {e.index: e.text for e in events if isinstance(e, DraftSentence)}
+    revised = {e.index: e for e in events if isinstance(e, Revise)}
     assert sorted(sentences) == sorted(revised) == [0, 1, 2]
-    assert revised[1]["text"] == "" and revised[1]["state"] == "withdrawn"  # "12 characters max": not the page's
-    assert revised[0]["state"] == revised[2]["state"] == "kept"
-    assert "".join(revised[i]["text"] for i in range(3)).strip() == stream.text
+    assert revised[1].text == "" and revised[1].state == "withdrawn"  # "12 characters max": not the page's
+    assert revised[0].state == revised[2].state == "kept"
+    assert "".join(revised[i].text for i in range(3)).strip() == stream.text
 
 
 def test_the_draft_is_replaced_when_the_answer_is_declined(grounder):
@@ -253,7 +254,7 @@ def test_the_draft_is_replaced_when_the_answer_is_declined(grounder):
     )
     stream = GroundedStream("Who reviews passwords in the canteen?", Grounder(grounder.sources, question="Who reviews passwords in the canteen?"), draft=True)
     events = _run(stream, generate)
-    assert events[-1]["type"] == "replace" and events[-1]["text"] == NO_ANSWER["en"] and stream.declined
+    assert events[-1] == Replace(NO_ANSWER["en"]) and stream.declined
 
 
 def test_the_stream_retries_once_in_the_question_language(grounder):
@@ -264,7 +265,7 @@ def test_the_stream_retries_once_in_the_question_language(grounder):
     stream = GroundedStream(question, Grounder(grounder.sources, question=question), draft=True)
     events = _run(stream, generate)
     assert stream.retried and len(prompts) == 2 and "简体中文" in prompts[1][-1]["content"]
-    assert {"type": "replace", "text": ""} in events  # the English draft is cleared
+    assert Replace("") in events  # the English draft is cleared
     assert answer_lang_matches("忘记了 TiDB 的 root 密码，怎么重置？", stream.text)
 
 

@@ -17,12 +17,12 @@ from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.schemas.chat import ChatRequest
 from assistant.api.sse import SSE_HEADERS, paced_stream, render_sse_events
+from assistant.answering.events import Citations, Done, Error
 from assistant.composition import Assistant
 from assistant.compliance.audit import record_event
 from assistant.core.db.conversations import add_answer, get_conversation, start_exchange
 from assistant.core.db.adapters import record_answer_adapter
 from assistant.core.db.usage import record_usage
-from assistant.adapters.routing import served_adapter
 from assistant.core.db.session import Database
 from assistant.core.errors import AssistantError
 from assistant.core.principals import Principal
@@ -137,30 +137,30 @@ async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalD
         started = time.perf_counter()
         try:
             async for event in answering:
-                kind = event.pop("type")
-                if kind == "citations":
-                    citations = event["citations"]
-                elif kind == "done":
-                    event = without_removed_sentences(event)
-                if kind == "done" and conversation_id is None:  # counted where no message row counts it
+                data = event.to_dict()
+                if isinstance(event, Citations):
+                    citations = event.citations
+                elif isinstance(event, Done):
+                    data = without_removed_sentences(data)
+                if isinstance(event, Done) and conversation_id is None:  # counted where no message row counts it
                     await run_in_threadpool(
-                        lambda: record_usage(db, endpoint="chat", abstained=event["abstained"],
+                        lambda: record_usage(db, endpoint="chat", abstained=event.abstained,
                                              duration_s=time.perf_counter() - started)
                     )
-                if kind == "done" and conversation_id is not None:
+                if isinstance(event, Done) and conversation_id is not None:
                     stored = await run_in_threadpool(
-                        add_answer, db, conversation_id, user_id=principal.user_id, answer=event["answer"],
-                        citations=citations, abstained=event["abstained"],
+                        add_answer, db, conversation_id, user_id=principal.user_id, answer=event.answer,
+                        citations=citations, abstained=event.abstained,
                     )
-                    event = {**event, "conversation_id": conversation_id, "message_id": stored.id}
-                    if served_adapter.get():  # which LoRA adapter wrote it (canary against live feedback)
-                        await run_in_threadpool(record_answer_adapter, db, stored.id, served_adapter.get())
-                yield kind, event
+                    data = {**data, "conversation_id": conversation_id, "message_id": stored.id}
+                    if event.adapter:  # which LoRA adapter wrote it (canary against live feedback)
+                        await run_in_threadpool(record_answer_adapter, db, stored.id, event.adapter)
+                yield event.name, data
         except AssistantError as exc:
-            yield "error", {"code": exc.code, "message": exc.message}
+            yield Error(exc.code, exc.message).sse()
         except Exception as exc:  # the stream has started: report in-band, never hang the client
             log.exception("chat stream failed")
-            yield "error", {"code": "internal_error", "message": f"{type(exc).__name__}"}
+            yield Error("internal_error", f"{type(exc).__name__}").sse()
 
     settings = request.app.state.settings
     body_stream = paced_stream(

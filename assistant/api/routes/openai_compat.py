@@ -47,6 +47,7 @@ from assistant.api.errors import openai_error_body
 from assistant.api.routes.chat import request_audit
 from assistant.api.schemas.openai_compat import RAG_MODEL, ChatCompletionRequest
 from assistant.api.sse import SSE_HEADERS, paced_stream
+from assistant.answering.events import Citations, Done, Replace, Token
 from assistant.core.db.usage import record_usage
 from assistant.core.language import question_language
 from assistant.core.questions import check_query
@@ -187,27 +188,27 @@ async def chat_completions(
         )
         try:
             async for event in answering:
-                if event["type"] == "token":
-                    yield _chunk(base, {"content": event["text"]})
-                elif event["type"] == "replace":  # declined after some content was sent
-                    replaced = {"replace": event["text"]}
-                elif event["type"] == "citations":
-                    citations = event["citations"]
-                elif event["type"] == "done":
-                    request.state.usage_tokens = event["usage"]["total_tokens"]  # charged after the stream
+                if isinstance(event, Token):
+                    yield _chunk(base, {"content": event.text})
+                elif isinstance(event, Replace):  # declined after some content was sent
+                    replaced = {"replace": event.text}
+                elif isinstance(event, Citations):
+                    citations = event.citations
+                elif isinstance(event, Done):
+                    request.state.usage_tokens = event.usage.total_tokens  # charged after the stream
                     done = event
                     await run_in_threadpool(
-                        lambda: record_usage(db, endpoint="v1", abstained=done["abstained"],
+                        lambda: record_usage(db, endpoint="v1", abstained=done.abstained,
                                              duration_s=time.perf_counter() - started)
                     )
-                    if replaced and event["abstained"]:
+                    if replaced and event.abstained:
                         note = WITHDRAWN.get(question_language(question), WITHDRAWN["en"])
                         yield _chunk(base, {"content": f"\n\n{note} {replaced['replace']}"})
                     yield _chunk(
-                        base, {}, event["finish_reason"], citations=citations, abstained=event["abstained"], **replaced
+                        base, {}, event.finish_reason, citations=citations, abstained=event.abstained, **replaced
                     )
                     if body.stream_options is not None and body.stream_options.include_usage:
-                        yield {**base, "object": "chat.completion.chunk", "choices": [], "usage": event["usage"]}
+                        yield {**base, "object": "chat.completion.chunk", "choices": [], "usage": event.usage.to_dict()}
         except AssistantError as exc:
             yield openai_error_body(exc.code, exc.message, exc.http_status)
         except Exception as exc:  # the stream has started: report in-band, never hang the client
