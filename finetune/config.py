@@ -9,12 +9,12 @@ from pathlib import Path
 from assistant.core.errors import InvalidRequestError
 from assistant.core.principals import EVERYONE
 from assistant.core.settings import Settings
+from assistant.core.settings.finetune import VLLM_LORA_MODULES, VLLM_MAX_LORA_RANK, FinetuneSettings
 
-# Modules vLLM can load a LoRA for (its supported_lora_modules for Llama-family models, less the
-# embeddings): an adapter touching anything else is refused by the server.
-VLLM_LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-VLLM_MAX_LORA_RANK = 16  # deploy/vllm/*.yaml: max-lora-rank
-SMOLLM2 = "builtin:smollm2-135m"
+__all__ = ["VLLM_LORA_MODULES", "VLLM_MAX_LORA_RANK", "SMOLLM2", "FinetuneConfig", "LoraHyperparameters", "check_audience"]
+
+_DEFAULTS = FinetuneSettings()  # the defaults of ASSISTANT_FINETUNE_*, for values built without settings
+SMOLLM2 = _DEFAULTS.base_model
 _AUDIENCE = re.compile(r"^(everyone|group:[^\s:]+)$")
 
 
@@ -32,13 +32,13 @@ class LoraHyperparameters:
         max_length_tokens: longer examples are cut to this many tokens.
     """
 
-    rank: int = 8
-    alpha: int = 16
-    target_modules: tuple[str, ...] = VLLM_LORA_MODULES
-    learning_rate: float = 1e-3
-    epochs: int = 12
-    batch_size: int = 4
-    max_length_tokens: int = 256
+    rank: int = _DEFAULTS.lora_rank
+    alpha: int = _DEFAULTS.lora_alpha
+    target_modules: tuple[str, ...] = tuple(_DEFAULTS.target_modules)
+    learning_rate: float = _DEFAULTS.learning_rate
+    epochs: int = _DEFAULTS.epochs
+    batch_size: int = _DEFAULTS.batch_size
+    max_length_tokens: int = _DEFAULTS.max_length_tokens
 
     def __post_init__(self) -> None:
         if not 1 <= self.rank <= VLLM_MAX_LORA_RANK:
@@ -46,6 +46,15 @@ class LoraHyperparameters:
         unknown = sorted(set(self.target_modules) - set(VLLM_LORA_MODULES))
         if unknown or not self.target_modules:
             raise InvalidRequestError(f"target modules {unknown or '[]'} cannot be loaded by vLLM; use {VLLM_LORA_MODULES}")
+
+    @classmethod
+    def from_section(cls, finetune: FinetuneSettings) -> "LoraHyperparameters":
+        """The hyperparameters of `settings.finetune` (`ASSISTANT_FINETUNE_LORA_*` and the optimiser's)."""
+        return cls(
+            rank=finetune.lora_rank, alpha=finetune.lora_alpha, target_modules=tuple(finetune.target_modules),
+            learning_rate=finetune.learning_rate, epochs=finetune.epochs, batch_size=finetune.batch_size,
+            max_length_tokens=finetune.max_length_tokens,
+        )
 
     def to_dict(self) -> dict:
         """JSON-ready values (stored with the adapter)."""
@@ -72,35 +81,29 @@ class FinetuneConfig:
     """
 
     root: Path
-    base_model: str = SMOLLM2
+    base_model: str = _DEFAULTS.base_model
     lora: LoraHyperparameters = field(default_factory=LoraHyperparameters)
-    heldout_share: float = 0.1
-    qa_per_chunk: int = 1
-    max_new_chunks: int = 200
-    gate_tolerance: float = 0.05
-    canary_share: float = 0.1
-    eval_questions: Path | None = None
-    answer_questions: int = 0
-    answer_max_tokens: int = 96
-    answer_tolerance: float = 0.1
+    heldout_share: float = _DEFAULTS.heldout_share
+    qa_per_chunk: int = _DEFAULTS.qa_per_chunk
+    max_new_chunks: int = _DEFAULTS.max_new_chunks
+    gate_tolerance: float = _DEFAULTS.gate_tolerance
+    canary_share: float = _DEFAULTS.canary_share
+    eval_questions: Path | None = _DEFAULTS.eval_questions
+    answer_questions: int = 0  # built without settings: likelihoods only
+    answer_max_tokens: int = _DEFAULTS.gate_answer_max_tokens
+    answer_tolerance: float = _DEFAULTS.gate_answer_tolerance
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "FinetuneConfig":
-        """The configuration of `ASSISTANT_FINETUNE_*`."""
+        """The configuration of `settings.finetune` (`ASSISTANT_FINETUNE_*`), rooted at `settings.finetune_path`."""
+        finetune = settings.finetune
         return cls(
-            root=settings.finetune_path, base_model=settings.finetune_base_model,
-            lora=LoraHyperparameters(
-                rank=settings.finetune_lora_rank, alpha=settings.finetune_lora_alpha,
-                target_modules=tuple(settings.finetune_target_modules), learning_rate=settings.finetune_learning_rate,
-                epochs=settings.finetune_epochs, batch_size=settings.finetune_batch_size,
-                max_length_tokens=settings.finetune_max_length_tokens,
-            ),
-            heldout_share=settings.finetune_heldout_share, qa_per_chunk=settings.finetune_qa_per_chunk,
-            max_new_chunks=settings.finetune_max_new_chunks, gate_tolerance=settings.finetune_gate_tolerance,
-            canary_share=settings.finetune_canary_share, eval_questions=settings.finetune_eval_questions,
-            answer_questions=settings.finetune_gate_answer_questions,
-            answer_max_tokens=settings.finetune_gate_answer_max_tokens,
-            answer_tolerance=settings.finetune_gate_answer_tolerance,
+            root=settings.finetune_path, base_model=finetune.base_model, lora=LoraHyperparameters.from_section(finetune),
+            heldout_share=finetune.heldout_share, qa_per_chunk=finetune.qa_per_chunk,
+            max_new_chunks=finetune.max_new_chunks, gate_tolerance=finetune.gate_tolerance,
+            canary_share=finetune.canary_share, eval_questions=finetune.eval_questions,
+            answer_questions=finetune.gate_answer_questions, answer_max_tokens=finetune.gate_answer_max_tokens,
+            answer_tolerance=finetune.gate_answer_tolerance,
         )
 
 

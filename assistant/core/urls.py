@@ -14,6 +14,8 @@ from pydantic import AfterValidator, AnyUrl, HttpUrl, RedisDsn, TypeAdapter, Val
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from assistant.core.settings.env_names import env_name_of_field
+
 # Schemes a Celery broker may use here: RabbitMQ (production) or Redis.
 BROKER_SCHEMES = ("amqp", "amqps", "pyamqp", "redis", "rediss")
 # SQLAlchemy dialects the product's schema and migrations support.
@@ -21,7 +23,7 @@ DATABASE_DIALECTS = ("sqlite", "postgresql")
 
 
 def _refusal(info: ValidationInfo, what: str) -> ValueError:
-    name = f"ASSISTANT_{(info.field_name or '').upper()}"
+    name = env_name_of_field((info.config or {}).get("title"), info.field_name or "")
     return ValueError(f"{name} is not {what}")
 
 
