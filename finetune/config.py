@@ -9,7 +9,7 @@ from pathlib import Path
 from assistant.core.errors import InvalidRequestError
 from assistant.core.principals import EVERYONE
 from assistant.core.settings import Settings
-from assistant.core.settings.finetune import VLLM_LORA_MODULES, VLLM_MAX_LORA_RANK, FinetuneSettings
+from assistant.core.settings.features import VLLM_LORA_MODULES, VLLM_MAX_LORA_RANK, FinetuneSettings
 
 __all__ = ["VLLM_LORA_MODULES", "VLLM_MAX_LORA_RANK", "SMOLLM2", "FinetuneConfig", "LoraHyperparameters", "check_audience"]
 

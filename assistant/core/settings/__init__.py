@@ -1,10 +1,11 @@
 """The one configuration object, read from `ASSISTANT_*` environment variables (and `.env`).
 
 `Settings` holds one section per subject (`settings.retrieval.top_k`, `settings.llm.max_tokens`,
-`settings.finetune.lora_rank`); each section is a model of its own module here. Every field keeps
-its flat environment name (`ASSISTANT_TOP_K`, `ASSISTANT_LLM_MAX_TOKENS`,
-`ASSISTANT_FINETUNE_LORA_RANK`): `env_names.ENV_FIELDS` is the one table from flat names to
-sections, used for the environment, `.env`, `Settings(top_k=3)` and `model_copy(update=...)`.
+`settings.finetune.lora_rank`), grouped by layer in `kernel`, `answering` and `features`. Every field
+keeps its flat environment name (`ASSISTANT_TOP_K`, `ASSISTANT_LLM_MAX_TOKENS`,
+`ASSISTANT_FINETUNE_LORA_RANK`), declared at the field (`env_names`); `ENV_FIELDS`, derived from the
+sections, maps flat names to sections for the environment, `.env`, `Settings(top_k=3)` and
+`model_copy(update=...)`.
 """
 
 from __future__ import annotations
@@ -20,27 +21,15 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from assistant.core.errors import ConfigError
-from assistant.core.settings.answer_cache import AnswerCacheSettings
-from assistant.core.settings.auth import AuthSettings
-from assistant.core.settings.embedding import EmbeddingSettings
-from assistant.core.settings.env_names import ENV_FIELDS, ENV_PREFIX, env_name, env_name_at, nest_flat_names
-from assistant.core.settings.finetune import FinetuneSettings
-from assistant.core.settings.helpdesk import HelpdeskSettings
-from assistant.core.settings.ingest import IngestSettings
-from assistant.core.settings.jobs import JobsSettings
-from assistant.core.settings.llm import LlmSettings
-from assistant.core.settings.observability import ObservabilitySettings
-from assistant.core.settings.ocr import OcrSettings
-from assistant.core.settings.oidc import OidcSettings
-from assistant.core.settings.rate_limits import RateLimitSettings
-from assistant.core.settings.reranking import RerankingSettings
-from assistant.core.settings.retention import RetentionSettings
-from assistant.core.settings.retrieval import RetrievalSettings
-from assistant.core.settings.server import ServerSettings
-from assistant.core.settings.sources import flat_env_source
-from assistant.core.settings.storage import StorageSettings
-from assistant.core.settings.uploads import UploadsSettings
-from assistant.core.settings.webhooks import WebhookSettings
+from assistant.core.settings.answering import AnswerCacheSettings, RerankingSettings, RetrievalSettings
+from assistant.core.settings.env_names import ENV_PREFIX, env_fields, env_name_at, flat_env_source, nest_flat_names
+from assistant.core.settings.features import (
+    AuthSettings, FinetuneSettings, HelpdeskSettings, IngestSettings, OcrSettings, OidcSettings, RateLimitSettings,
+    RetentionSettings, UploadsSettings, WebhookSettings,
+)
+from assistant.core.settings.kernel import (
+    EmbeddingSettings, JobsSettings, LlmSettings, ObservabilitySettings, ServerSettings, StorageSettings,
+)
 
 __all__ = ["ENV_FIELDS", "PLACEHOLDER_SECRETS", "Settings", "describe_invalid_settings", "env_name", "get_settings"]
 
@@ -53,8 +42,6 @@ class Settings(BaseSettings):
 
     Selecting the embedded default or the production deployment is configuration, never a code fork:
     `storage.vector_store`, `jobs.backend` and `llm.backend` pick the implementations.
-    Flat names are accepted wherever a caller names values: `Settings(data_dir=..., top_k=3)` and
-    `settings.model_copy(update={"top_k": 3})` (see `env_names.ENV_FIELDS`).
     """
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_file=".env", extra="ignore")
@@ -91,13 +78,13 @@ class Settings(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _nest_flat_names(cls, data: Any) -> Any:
-        return nest_flat_names(data) if isinstance(data, dict) else data
+        return nest_flat_names(cls, data) if isinstance(data, dict) else data
 
     @classmethod
     def flat_fields(cls) -> dict[str, FieldInfo]:
         """Every setting by its flat name (`top_k`, `llm_model`): the section field behind `ASSISTANT_<NAME>`."""
         return {flat: cls.model_fields[section].annotation.model_fields[name]
-                for flat, (section, name) in ENV_FIELDS.items()}
+                for flat, (section, name) in env_fields(cls).items()}
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> "Settings":
         """A copy with `update` applied, its keys flat names (`top_k`) or sections; no validation.
@@ -105,7 +92,7 @@ class Settings(BaseSettings):
         Each section is copied as well, so that changing a section of the copy (or of this object)
         never changes the other.
         """
-        nested = nest_flat_names(dict(update or {}))
+        nested = nest_flat_names(type(self), dict(update or {}))
         for section in type(self).model_fields:
             change = nested.get(section)
             if change is None or isinstance(change, dict):
@@ -254,17 +241,20 @@ def describe_invalid_settings(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors():
         message = str(error.get("msg", "")).removeprefix("Value error, ")
-        name = env_name_at(tuple(error.get("loc") or ()))
+        name = env_name_at(Settings, tuple(error.get("loc") or ()))
         problems.append(f"{name}: {message}" if name and not message.startswith(name) else message)
     return "; ".join(problems)
 
 
-def _check_table() -> None:
-    # The table and the sections name the same fields, once each; no flat name is a section's.
-    placed = {(section, name) for section, name in ENV_FIELDS.values()}
-    fields = {(section, name) for section, info in Settings.model_fields.items() for name in info.annotation.model_fields}
-    if placed != fields or len(placed) != len(ENV_FIELDS) or set(ENV_FIELDS) & set(Settings.model_fields):
-        raise RuntimeError(f"env_names.ENV_FIELDS and the settings sections differ: {sorted(placed ^ fields)}")
+# flat name -> (section, field) of every setting, derived from the sections (`env_names.env_fields`).
+ENV_FIELDS: dict[str, tuple[str, str]] = env_fields(Settings)
 
 
-_check_table()
+def env_name(flat: str) -> str:
+    """The environment variable of a flat setting name, e.g. `ASSISTANT_TOP_K` for `top_k`.
+
+    Raises:
+        KeyError: `flat` is no setting's flat name.
+    """
+    section, field = ENV_FIELDS[flat]
+    return Settings.model_fields[section].annotation.env_name(field)

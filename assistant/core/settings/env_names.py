@@ -1,242 +1,127 @@
-"""The one table from a flat setting name to its place in the nested settings.
+"""Each setting's flat `ASSISTANT_*` name, declared once at its field, and the readers of those names.
 
-Every setting keeps the flat environment name it always had: `ASSISTANT_` and the flat name in
-capitals (`top_k` is `ASSISTANT_TOP_K`, `finetune_lora_rank` is `ASSISTANT_FINETUNE_LORA_RANK`),
-while the value lives in a section (`settings.retrieval.top_k`, `settings.finetune.lora_rank`).
-The same flat names are accepted as keyword arguments of `Settings(...)` and keys of
-`Settings.model_copy(update=...)`.
+A value lives in a section (`settings.finetune.lora_rank`) while its variable keeps the flat name it
+always had (`ASSISTANT_FINETUNE_LORA_RANK`): the section's `flat_prefix` (a class keyword,
+`class FinetuneSettings(Section, flat_prefix="finetune_")`) and the field's name, unless the field
+declares its flat name as `validation_alias` (reranking's `mode` is `reranker`). An alias in capitals
+is the variable itself, read without `ASSISTANT_` (prometheus-client's `PROMETHEUS_MULTIPROC_DIR`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cache
+from typing import Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic_settings import BaseSettings, DotEnvSettingsSource, EnvSettingsSource, SettingsConfigDict
 
 ENV_PREFIX = "ASSISTANT_"
 
-# flat name -> (section, field); `ASSISTANT_<FLAT NAME>` is the environment variable.
-ENV_FIELDS: dict[str, tuple[str, str]] = {
-    # storage
-    "data_dir": ("storage", "data_dir"),
-    "database_url": ("storage", "database_url"),
-    "vector_store": ("storage", "vector_store"),
-    "qdrant_url": ("storage", "qdrant_url"),
-    "qdrant_path": ("storage", "qdrant_path"),
-    "qdrant_api_key": ("storage", "qdrant_api_key"),
-    "collection": ("storage", "collection"),
-    "qdrant_shard_number": ("storage", "qdrant_shard_number"),
-    "qdrant_replication_factor": ("storage", "qdrant_replication_factor"),
-    # embedding
-    "embedding_model": ("embedding", "model"),
-    "embedding_batch_size": ("embedding", "batch_size"),
-    "embedding_threads": ("embedding", "threads"),
-    "query_runtime": ("embedding", "query_runtime"),
-    "model_cache_dir": ("embedding", "model_cache_dir"),
-    # ingest
-    "chunk_size_tokens": ("ingest", "chunk_size_tokens"),
-    "chunk_overlap_tokens": ("ingest", "chunk_overlap_tokens"),
-    "max_file_size_bytes": ("ingest", "max_file_size_bytes"),
-    "max_pages": ("ingest", "max_pages"),
-    "max_decompressed_bytes": ("ingest", "max_decompressed_bytes"),
-    "max_sheet_cells": ("ingest", "max_sheet_cells"),
-    "max_sheet_rows": ("ingest", "max_sheet_rows"),
-    "parse_timeout_s": ("ingest", "parse_timeout_s"),
-    "parse_memory_limit_bytes": ("ingest", "parse_memory_limit_bytes"),
-    "parse_part_chunks": ("ingest", "parse_part_chunks"),
-    "embedding_batch_chunks": ("ingest", "embedding_batch_chunks"),
-    "optimize_min_points": ("ingest", "optimize_min_points"),
-    "embedding_cache_max_vectors": ("ingest", "embedding_cache_max_vectors"),
-    "ingest_via_server": ("ingest", "via_server"),
-    "source_roots": ("ingest", "source_roots"),
-    # ocr
-    "ocr_engine": ("ocr", "engine"),
-    "ocr_languages": ("ocr", "languages"),
-    "ocr_page_timeout_s": ("ocr", "page_timeout_s"),
-    "ocr_threads": ("ocr", "threads"),
-    # retrieval
-    "top_k": ("retrieval", "top_k"),
-    "chunks_per_document": ("retrieval", "chunks_per_document"),
-    "prefetch_k": ("retrieval", "prefetch_k"),
-    "fusion": ("retrieval", "fusion"),
-    "interleave_depth": ("retrieval", "interleave_depth"),
-    "query_translation": ("retrieval", "query_translation"),
-    "min_relevance": ("retrieval", "min_relevance"),
-    "question_translation": ("retrieval", "question_translation"),
-    "question_translation_timeout_s": ("retrieval", "question_translation_timeout_s"),
-    "query_rewrite": ("retrieval", "query_rewrite"),
-    # reranking
-    "reranker": ("reranking", "mode"),
-    "reranker_model": ("reranking", "model"),
-    "reranker_url": ("reranking", "url"),
-    "reranker_url_model": ("reranking", "url_model"),
-    "reranker_url_api_key": ("reranking", "url_api_key"),
-    "reranker_timeout_s": ("reranking", "timeout_s"),
-    # llm
-    "llm_backend": ("llm", "backend"),
-    "llm_model": ("llm", "model"),
-    "llm_model_path": ("llm", "model_path"),
-    "llm_context_tokens": ("llm", "context_tokens"),
-    "llm_cpu_window_tokens": ("llm", "cpu_window_tokens"),
-    "llm_cpu_source_tokens": ("llm", "cpu_source_tokens"),
-    "llm_threads": ("llm", "threads"),
-    "llm_max_tokens": ("llm", "max_tokens"),
-    "llm_temperature": ("llm", "temperature"),
-    "openai_base_url": ("llm", "openai_base_url"),
-    "openai_api_key": ("llm", "openai_api_key"),
-    "openai_model": ("llm", "openai_model"),
-    "request_timeout_s": ("llm", "request_timeout_s"),
-    "connect_timeout_s": ("llm", "connect_timeout_s"),
-    "llm_connect_retries": ("llm", "connect_retries"),
-    "llm_retry_backoff_s": ("llm", "retry_backoff_s"),
-    "llm_retry_backoff_max_s": ("llm", "retry_backoff_max_s"),
-    "llm_breaker_failure_threshold": ("llm", "breaker_failure_threshold"),
-    "llm_breaker_cooldown_s": ("llm", "breaker_cooldown_s"),
-    "llm_max_concurrency": ("llm", "max_concurrency"),
-    "llm_queue_max": ("llm", "queue_max"),
-    "llm_queue_max_per_principal": ("llm", "queue_max_per_principal"),
-    "llm_queue_timeout_s": ("llm", "queue_timeout_s"),
-    # answer_cache
-    "answer_cache_entries": ("answer_cache", "entries"),
-    "answer_cache_ttl_s": ("answer_cache", "ttl_s"),
-    "answer_cache_redis_url": ("answer_cache", "redis_url"),
-    # server
-    "host": ("server", "host"),
-    "port": ("server", "port"),
-    "environment": ("server", "environment"),
-    "max_request_bytes": ("server", "max_request_bytes"),
-    "forwarded_allow_ips": ("server", "forwarded_allow_ips"),
-    "sse_heartbeat_s": ("server", "sse_heartbeat_s"),
-    "sse_coalesce_ms": ("server", "sse_coalesce_ms"),
-    # auth
-    "secret_key": ("auth", "secret_key"),
-    "session_cookie_name": ("auth", "session_cookie_name"),
-    "session_cookie_secure": ("auth", "session_cookie_secure"),
-    "session_max_age_s": ("auth", "session_max_age_s"),
-    "login_max_failures": ("auth", "login_max_failures"),
-    "login_failure_window_s": ("auth", "login_failure_window_s"),
-    "login_backoff_base_s": ("auth", "login_backoff_base_s"),
-    "bootstrap_admin_name": ("auth", "bootstrap_admin_name"),
-    "bootstrap_admin_password": ("auth", "bootstrap_admin_password"),
-    # oidc
-    "oidc_issuer_url": ("oidc", "issuer_url"),
-    "oidc_client_id": ("oidc", "client_id"),
-    "oidc_client_secret": ("oidc", "client_secret"),
-    "oidc_scopes": ("oidc", "scopes"),
-    "oidc_redirect_url": ("oidc", "redirect_url"),
-    "oidc_username_claim": ("oidc", "username_claim"),
-    "oidc_groups_claim": ("oidc", "groups_claim"),
-    "oidc_group_map": ("oidc", "group_map"),
-    # helpdesk
-    "helpdesk_auto_reply_threshold": ("helpdesk", "auto_reply_threshold"),
-    "helpdesk_resolutions_dir": ("helpdesk", "resolutions_dir"),
-    "helpdesk_handoff": ("helpdesk", "handoff"),
-    # rate_limits
-    "rate_limit_requests_per_minute": ("rate_limits", "requests_per_minute"),
-    "rate_limit_tokens_per_minute": ("rate_limits", "tokens_per_minute"),
-    "rate_limit_redis_url": ("rate_limits", "redis_url"),
-    # webhooks
-    "webhook_allowed_hosts": ("webhooks", "allowed_hosts"),
-    "webhook_max_attempts": ("webhooks", "max_attempts"),
-    "webhook_backoff_s": ("webhooks", "backoff_s"),
-    "webhook_backoff_max_s": ("webhooks", "backoff_max_s"),
-    "webhook_timeout_s": ("webhooks", "timeout_s"),
-    # jobs
-    "jobs_backend": ("jobs", "backend"),
-    "broker_url": ("jobs", "broker_url"),
-    "result_backend": ("jobs", "result_backend"),
-    "celery_queue": ("jobs", "celery_queue"),
-    "task_soft_time_limit_s": ("jobs", "task_soft_time_limit_s"),
-    "task_time_limit_s": ("jobs", "task_time_limit_s"),
-    "task_max_retries": ("jobs", "task_max_retries"),
-    "job_max_attempts": ("jobs", "max_attempts"),
-    "sync_interval_s": ("jobs", "sync_interval_s"),
-    # retention
-    "retention_audit_days": ("retention", "audit_days"),
-    "retention_conversations_days": ("retention", "conversations_days"),
-    "retention_feedback_days": ("retention", "feedback_days"),
-    "retention_uploads_days": ("retention", "uploads_days"),
-    "retention_job_items_days": ("retention", "job_items_days"),
-    "retention_interval_s": ("retention", "interval_s"),
-    "erasure_audit_content": ("retention", "erasure_audit_content"),
-    # observability
-    "metrics_token": ("observability", "metrics_token"),
-    "log_format": ("observability", "log_format"),
-    "log_level": ("observability", "log_level"),
-    "prometheus_multiproc_dir": ("observability", "prometheus_multiproc_dir"),
-    "doctor_min_free_bytes": ("observability", "doctor_min_free_bytes"),
-    # uploads
-    "uploads_dir": ("uploads", "dir"),
-    "upload_max_files": ("uploads", "max_files"),
-    "upload_max_request_bytes": ("uploads", "max_request_bytes"),
-    # finetune
-    "finetune_dir": ("finetune", "dir"),
-    "finetune_base_model": ("finetune", "base_model"),
-    "finetune_lora_rank": ("finetune", "lora_rank"),
-    "finetune_lora_alpha": ("finetune", "lora_alpha"),
-    "finetune_target_modules": ("finetune", "target_modules"),
-    "finetune_learning_rate": ("finetune", "learning_rate"),
-    "finetune_epochs": ("finetune", "epochs"),
-    "finetune_batch_size": ("finetune", "batch_size"),
-    "finetune_max_length_tokens": ("finetune", "max_length_tokens"),
-    "finetune_heldout_share": ("finetune", "heldout_share"),
-    "finetune_qa_per_chunk": ("finetune", "qa_per_chunk"),
-    "finetune_max_new_chunks": ("finetune", "max_new_chunks"),
-    "finetune_gate_tolerance": ("finetune", "gate_tolerance"),
-    "finetune_eval_questions": ("finetune", "eval_questions"),
-    "finetune_gate_answer_questions": ("finetune", "gate_answer_questions"),
-    "finetune_gate_answer_max_tokens": ("finetune", "gate_answer_max_tokens"),
-    "finetune_gate_answer_tolerance": ("finetune", "gate_answer_tolerance"),
-    "finetune_canary_share": ("finetune", "canary_share"),
-    "finetune_schedule_cron": ("finetune", "schedule_cron"),
-    "finetune_celery_queue": ("finetune", "celery_queue"),
-    "finetune_schedule_enabled": ("finetune", "schedule_enabled"),}
 
-# Flat names read from a variable of another name (prometheus-client's own, unprefixed).
-UNPREFIXED_ENV_NAMES: dict[str, str] = {"prometheus_multiproc_dir": "PROMETHEUS_MULTIPROC_DIR"}
+class Section(BaseModel):
+    """One section of `Settings`; a field is validated by its own name or its flat name."""
 
-FLAT_NAMES: dict[tuple[str, str], str] = {place: flat for flat, place in ENV_FIELDS.items()}
-_ALIASES: dict[str, str] = {env: flat for flat, env in UNPREFIXED_ENV_NAMES.items()}
+    model_config = ConfigDict(validate_by_name=True)
+    flat_prefix: ClassVar[str] = ""
+
+    def __init_subclass__(cls, flat_prefix: str = "", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.flat_prefix = flat_prefix
+
+    @classmethod
+    def flat_name(cls, field: str) -> str:
+        """The flat name of `field`, e.g. "lora_rank" of the finetune section -> "finetune_lora_rank"."""
+        alias = cls.model_fields[field].validation_alias
+        return alias.lower() if isinstance(alias, str) else cls.flat_prefix + field
+
+    @classmethod
+    def env_name(cls, field: str) -> str:
+        """The variable of `field`, e.g. `ASSISTANT_FINETUNE_LORA_RANK`, `PROMETHEUS_MULTIPROC_DIR`."""
+        alias = cls.model_fields[field].validation_alias
+        return alias if isinstance(alias, str) and alias.isupper() else ENV_PREFIX + cls.flat_name(field).upper()
 
 
-def env_name(flat: str) -> str:
-    """The environment variable of a flat setting name, e.g. `ASSISTANT_TOP_K` for `top_k`."""
-    return UNPREFIXED_ENV_NAMES.get(flat) or f"{ENV_PREFIX}{flat.upper()}"
+@cache
+def env_fields(settings_cls: type[BaseModel]) -> dict[str, tuple[str, str]]:
+    """Flat name -> (section, field) of every field of the sections of `settings_cls`.
+
+    Raises:
+        RuntimeError: two fields have one flat name, or a flat name is a section's.
+    """
+    table: dict[str, tuple[str, str]] = {}
+    for section, info in settings_cls.model_fields.items():
+        for field in info.annotation.model_fields:
+            flat = info.annotation.flat_name(field)
+            if flat in table or flat in settings_cls.model_fields:
+                raise RuntimeError(f"the flat setting name {flat!r} of {section}.{field} is declared twice")
+            table[flat] = (section, field)
+    return table
 
 
-def env_name_at(loc: tuple[Any, ...]) -> str:
-    """The environment variable of a validation error's location, e.g. ("retrieval", "top_k")
-    -> `ASSISTANT_TOP_K`; a location outside the sections names `ASSISTANT_<FIRST PART>`, and an
-    empty one names nothing ("")."""
+@cache
+def _unprefixed(settings_cls: type[BaseModel]) -> dict[str, str]:
+    # variable read without the prefix -> its flat name
+    return {env: flat for flat, (section, field) in env_fields(settings_cls).items()
+            if not (env := settings_cls.model_fields[section].annotation.env_name(field)).startswith(ENV_PREFIX)}
+
+
+def env_name_at(settings_cls: type[BaseModel], loc: tuple[Any, ...]) -> str:
+    """The variable of a validation error's location, e.g. ("retrieval", "top_k") -> `ASSISTANT_TOP_K`;
+    outside the sections `ASSISTANT_<FIRST PART>`; "" for an empty location."""
     if not loc:
         return ""
-    flat = FLAT_NAMES.get((str(loc[0]), str(loc[1]))) if len(loc) > 1 else None
-    return env_name(flat or _ALIASES.get(str(loc[0]), str(loc[0])))
+    section = settings_cls.model_fields.get(str(loc[0]))
+    if section is not None and len(loc) > 1 and str(loc[1]) in section.annotation.model_fields:
+        return section.annotation.env_name(str(loc[1]))
+    return str(loc[0]) if str(loc[0]) in _unprefixed(settings_cls) else ENV_PREFIX + str(loc[0]).upper()
 
 
 def env_name_of_field(model_name: str | None, field: str) -> str:
-    """The environment variable of `field` in the section model named `model_name` (a validator's
-    `info.config["title"]`, e.g. "OidcSettings", "issuer_url" -> `ASSISTANT_OIDC_ISSUER_URL`);
-    `ASSISTANT_<FIELD>` when the model is no section."""
-    from assistant.core.settings import Settings  # the sections are its fields; imported late (it imports this)
-
-    sections = {info.annotation.__name__: section for section, info in Settings.model_fields.items()}
-    flat = FLAT_NAMES.get((sections.get(model_name or ""), field))
-    return env_name(flat or field)
+    """The variable of `field` in the section model named `model_name` (a validator's
+    `info.config["title"]`: "OidcSettings", "issuer_url" -> `ASSISTANT_OIDC_ISSUER_URL`)."""
+    section = next((cls for cls in Section.__subclasses__() if cls.__name__ == model_name), None)
+    return section.env_name(field) if section and field in section.model_fields else ENV_PREFIX + field.upper()
 
 
-def nest_flat_names(values: dict[str, Any]) -> dict[str, Any]:
+def nest_flat_names(settings_cls: type[BaseModel], values: dict[str, Any]) -> dict[str, Any]:
     """`values` with every flat name (`top_k`, `PROMETHEUS_MULTIPROC_DIR`) moved into its section
-    (`{"retrieval": {"top_k": ...}}`); other keys are kept as they are. A section given whole (a
-    mapping or a section model) takes the flat values on top of its own."""
-    nested = {key: value for key, value in values.items() if _ALIASES.get(key, key) not in ENV_FIELDS}
+    (`{"retrieval": {"top_k": ...}}`), other keys kept. A section given whole (a mapping or a
+    section model) takes the flat values on top of its own."""
+    table, unprefixed = env_fields(settings_cls), _unprefixed(settings_cls)
+    nested = {key: value for key, value in values.items() if unprefixed.get(key, key) not in table}
     for key, value in values.items():
-        flat = _ALIASES.get(key, key)
-        if flat not in ENV_FIELDS:
-            continue
-        section, field = ENV_FIELDS[flat]
-        given = nested.get(section) or {}
-        if isinstance(given, BaseModel):
-            given = {name: getattr(given, name) for name in given.model_fields_set}
-        nested[section] = {**given, field: value}
+        if unprefixed.get(key, key) in table:
+            section, field = table[unprefixed.get(key, key)]
+            given = nested.get(section) or {}
+            if isinstance(given, BaseModel):
+                given = {name: getattr(given, name) for name in given.model_fields_set}
+            nested[section] = {**given, field: value}
     return nested
+
+
+class _FlatNames(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore")
+
+
+@cache
+def _flat_names_model(settings_cls: type[BaseModel]) -> type[BaseSettings]:
+    # One optional field per flat name, typed as its section field (so that JSON lists and maps are
+    # decoded); read by pydantic-settings' own sources, never validated.
+    env = {flat: env for env, flat in _unprefixed(settings_cls).items()}
+    fields = {flat: (settings_cls.model_fields[section].annotation.model_fields[field].annotation,
+                     Field(default=None, validation_alias=env.get(flat)))
+              for flat, (section, field) in env_fields(settings_cls).items()}
+    return create_model("FlatSettingNames", __base__=_FlatNames, **fields)
+
+
+def flat_env_source(settings_cls: type[BaseModel], source: EnvSettingsSource) -> EnvSettingsSource:
+    """`source` (the environment or a `.env` file, as configured for `settings_cls`) reading the flat
+    names (`ASSISTANT_TOP_K`, not `ASSISTANT_RETRIEVAL__TOP_K`), to be nested by `nest_flat_names`."""
+    options = dict(
+        case_sensitive=source.case_sensitive, env_prefix=source.env_prefix, env_ignore_empty=source.env_ignore_empty,
+        env_parse_none_str=source.env_parse_none_str, env_parse_enums=source.env_parse_enums,
+    )
+    flat = _flat_names_model(settings_cls)
+    if isinstance(source, DotEnvSettingsSource):
+        return DotEnvSettingsSource(flat, env_file=source.env_file, env_file_encoding=source.env_file_encoding, **options)
+    return EnvSettingsSource(flat, **options)

