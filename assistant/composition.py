@@ -33,45 +33,45 @@ class Assistant:
         """Build retriever and answerer from `resources` (models load lazily on first use)."""
         settings = resources.settings
         reranker = None
-        if settings.reranker_model:
+        if settings.reranking.model:
             from assistant.retrieval.reranker import Reranker
 
-            reranker = Reranker(settings.reranker_model)
-        elif settings.reranker_url:
+            reranker = Reranker(settings.reranking.model)
+        elif settings.reranking.url:
             from assistant.retrieval.reranker import EndpointReranker
 
-            key = settings.reranker_url_api_key
-            reranker = EndpointReranker(settings.reranker_url, model=settings.reranker_url_model,
+            key = settings.reranking.url_api_key
+            reranker = EndpointReranker(settings.reranking.url, model=settings.reranking.url_model,
                                         api_key=key.get_secret_value() if key else None,
-                                        timeout_s=settings.reranker_timeout_s)
-        elif settings.reranker != "off":
+                                        timeout_s=settings.reranking.timeout_s)
+        elif settings.reranking.mode != "off":
             from assistant.retrieval.reranker import BUILTIN_RERANKER_LANGUAGES, BuiltinReranker
 
-            reranker = BuiltinReranker(languages=BUILTIN_RERANKER_LANGUAGES[settings.reranker])
+            reranker = BuiltinReranker(languages=BUILTIN_RERANKER_LANGUAGES[settings.reranking.mode])
         # What was measured for the embedding model (interleaving, abstention) is looked up by its
         # configured name, the one the index was built with.
-        embedding_model = settings.embedding_model
-        depth = settings.interleave_depth
+        embedding_model = settings.embedding.model
+        depth = settings.retrieval.interleave_depth
         if depth is None:
             depth = default_interleave_depth(embedding_model)
         retriever = Retriever(
-            store=resources.store, embedder=QueryBatcher(resources.embedder), reranker=reranker, prefetch_k=settings.prefetch_k,
-            fusion=settings.fusion, interleave_depth=depth, translate=_translator() if settings.query_translation else None,
-            chunks_per_document=settings.chunks_per_document,
+            store=resources.store, embedder=QueryBatcher(resources.embedder), reranker=reranker, prefetch_k=settings.retrieval.prefetch_k,
+            fusion=settings.retrieval.fusion, interleave_depth=depth, translate=_translator() if settings.retrieval.query_translation else None,
+            chunks_per_document=settings.retrieval.chunks_per_document,
         )
         answerer = Answerer(
             retriever=retriever,
             llm=adapter_router(resources),
-            top_k=settings.top_k,
-            abstention=AbstentionRule.for_model(embedding_model, min_relevance=settings.min_relevance),
+            top_k=settings.retrieval.top_k,
+            abstention=AbstentionRule.for_model(embedding_model, min_relevance=settings.retrieval.min_relevance),
             defaults=GenerationParams.from_settings(settings),
             limiter=FairLimiter.from_settings(settings),
             cache=_answer_cache(resources),
-            rewrite=settings.query_rewrite if settings.query_rewrite != "auto"
-            else ("llm" if settings.llm_backend == "openai" else "rules"),
-            source_tokens=settings.llm_cpu_source_tokens or None if settings.llm_backend == "llama_cpp" else None,
-            translate_questions=settings.question_translation,
-            translate_timeout_s=settings.question_translation_timeout_s,
+            rewrite=settings.retrieval.query_rewrite if settings.retrieval.query_rewrite != "auto"
+            else ("llm" if settings.llm.backend == "openai" else "rules"),
+            source_tokens=settings.llm.cpu_source_tokens or None if settings.llm.backend == "llama_cpp" else None,
+            translate_questions=settings.retrieval.question_translation,
+            translate_timeout_s=settings.retrieval.question_translation_timeout_s,
         )
         return cls(resources=resources, retriever=retriever, answerer=answerer)
 
@@ -81,9 +81,9 @@ def adapter_router(resources: Resources) -> AdapterRouter:
     that sends each reader to the live or canary LoRA adapter of their audience (`finetune`)."""
     settings = resources.settings
     base = DeferredLLM(lambda: resources.llm)
-    open_adapter = remote_adapter(base) if settings.llm_backend == "openai" else local_adapter(threads=settings.llm_threads)
+    open_adapter = remote_adapter(base) if settings.llm.backend == "openai" else local_adapter(threads=settings.llm.threads)
     return AdapterRouter(base, adapters=lambda: serving_adapters(resources.db), open_adapter=open_adapter,
-                         canary_share=settings.finetune_canary_share)
+                         canary_share=settings.finetune.canary_share)
 
 
 def _translator():
@@ -96,17 +96,17 @@ def _translator():
 def _answer_cache(resources: Resources) -> AnswerCache | None:
     """The answer cache configured by `ASSISTANT_ANSWER_CACHE_*` (Redis when a URL is set), or None."""
     settings = resources.settings
-    if not settings.answer_cache_entries:
+    if not settings.answer_cache.entries:
         return None
     store = (
-        RedisStore(settings.answer_cache_redis_url) if settings.answer_cache_redis_url
-        else MemoryStore(settings.answer_cache_entries)
+        RedisStore(settings.answer_cache.redis_url) if settings.answer_cache.redis_url
+        else MemoryStore(settings.answer_cache.entries)
     )
     version = index_version(
-        SYSTEM_PROMPT, settings.collection, settings.embedding_model, settings.llm_backend, settings.openai_model,
-        settings.llm_model, settings.llm_model_path, settings.top_k, settings.llm_max_tokens, settings.llm_temperature,
+        SYSTEM_PROMPT, settings.storage.collection, settings.embedding.model, settings.llm.backend, settings.llm.openai_model,
+        settings.llm.model, settings.llm.model_path, settings.retrieval.top_k, settings.llm.max_tokens, settings.llm.temperature,
     )
     return AnswerCache(
         store, versions=lambda ids, principal: readable_versions(resources.db, ids, principal=principal),
-        index_version=version, ttl_s=settings.answer_cache_ttl_s,
+        index_version=version, ttl_s=settings.answer_cache.ttl_s,
     )

@@ -79,13 +79,13 @@ def main() -> None:
         chunker = Chunker(
             lambda t: embedder.tokenizer.encode(t, add_special_tokens=False),
             max_tokens=embedder.max_text_tokens,
-            chunk_tokens=settings.chunk_size_tokens,
-            overlap_tokens=settings.chunk_overlap_tokens,
+            chunk_tokens=settings.ingest.chunk_size_tokens,
+            overlap_tokens=settings.ingest.chunk_overlap_tokens,
         )
         texts = [c.embed_text for f in iter_files(source) for c in chunker.chunk(parse_file(f))]
         model = res.embedder.model
         t0 = time.perf_counter()
-        model.encode(texts, batch_size=settings.embedding_batch_size, normalize_embeddings=True, show_progress_bar=False)
+        model.encode(texts, batch_size=settings.embedding.batch_size, normalize_embeddings=True, show_progress_bar=False)
         raw_s = time.perf_counter() - t0
 
         assistant = Assistant.build(res)

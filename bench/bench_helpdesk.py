@@ -190,7 +190,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.report:
         rows = [json.loads(line) for line in args.report.read_text(encoding="utf-8").splitlines() if line.strip()]
-        threshold = args.threshold if args.threshold is not None else Settings(_env_file=None).helpdesk_auto_reply_threshold
+        threshold = args.threshold if args.threshold is not None else Settings(_env_file=None).helpdesk.auto_reply_threshold
         print(json.dumps(report(rows, threshold, args.thresholds), indent=1))
         return
     tickets = [json.loads(line) for path in args.tickets or [REPO / "tests" / "data" / "helpdesk_tickets.jsonl"]
@@ -207,17 +207,17 @@ def main() -> None:
         try:
             started = time.perf_counter()
             Ingestor(res).sync(folder)
-            print(f"indexed {n_files} files in {time.perf_counter() - started:.0f} s; model {settings.llm_backend}:"
-                  f"{settings.openai_model if settings.llm_backend == 'openai' else settings.llm_model}", flush=True)
+            print(f"indexed {n_files} files in {time.perf_counter() - started:.0f} s; model {settings.llm.backend}:"
+                  f"{settings.llm.openai_model if settings.llm.backend == 'openai' else settings.llm.model}", flush=True)
             create_user(res.db, "bench-user")
             key = principal_for_api_key(res.db, create_api_key(res.db, "bench-helpdesk").key)
             assistant = Assistant.build(res)
             parts = Collaborators(db=res.db, retriever=assistant.retriever, answerer=assistant.answerer,
-                                  threshold=settings.helpdesk_auto_reply_threshold)
+                                  threshold=settings.helpdesk.auto_reply_threshold)
             rows = asyncio.run(run(tickets, parts, key, args.rows))
         finally:
             res.close()
-    figures = report(rows, settings.helpdesk_auto_reply_threshold, args.thresholds)
+    figures = report(rows, settings.helpdesk.auto_reply_threshold, args.thresholds)
     print(json.dumps(figures, indent=1))
 
 

@@ -149,11 +149,11 @@ def raw_throughput(pages: list[Path]) -> tuple[int, float]:
     from ingest.readers import parse_file
 
     settings = _settings(Path(tempfile.gettempdir()), 0)
-    embedder = Embedder(settings.embedding_model, batch_size=settings.embedding_batch_size)
+    embedder = Embedder(settings.embedding.model, batch_size=settings.embedding.batch_size)
     chunker = Chunker(
         lambda t: embedder.tokenizer.encode(t, add_special_tokens=False), max_tokens=embedder.max_text_tokens,
-        chunk_tokens=settings.chunk_size_tokens or getattr(embedder, "chunk_tokens", 0),
-        overlap_tokens=settings.chunk_overlap_tokens,
+        chunk_tokens=settings.ingest.chunk_size_tokens or getattr(embedder, "chunk_tokens", 0),
+        overlap_tokens=settings.ingest.chunk_overlap_tokens,
     )
     texts = []
     for page in pages:

@@ -195,10 +195,10 @@ def bench_model(name: str, data_dir: Path, args) -> dict:
     prepared = [m for m in prepared if m]
     llama = llm._llama
     for messages in prepared:
-        raw_warm.append(run_raw(llama, messages, max_tokens=args.raw_tokens, temperature=settings.llm_temperature,
+        raw_warm.append(run_raw(llama, messages, max_tokens=args.raw_tokens, temperature=settings.llm.temperature,
                                 sampling=llm.sampling, cold=False))
     for messages in prepared:
-        raw_cold.append(run_raw(llama, messages, max_tokens=args.raw_tokens, temperature=settings.llm_temperature,
+        raw_cold.append(run_raw(llama, messages, max_tokens=args.raw_tokens, temperature=settings.llm.temperature,
                                 sampling=llm.sampling, cold=True))
     asyncio.run(llm.aclose()) if hasattr(llm, "aclose") else None
     res.close()

@@ -110,7 +110,7 @@ def quality(args) -> dict:
     questions = load_questions(Path(args.questions))
     reranker = _reranker(args.reranker) if args.with_reranker else None
     rows = {}
-    for label, kwargs, old_rule in configs(reranker, res.settings.embedding_model):
+    for label, kwargs, old_rule in configs(reranker, res.settings.embedding.model):
         retriever = Retriever(store=res.store, embedder=res.embedder, **kwargs)
         assistant.answerer.retriever = retriever
         assistant.answerer.abstention = OLD_RULE if old_rule else new_rule
@@ -118,7 +118,7 @@ def quality(args) -> dict:
         rows[label] = report.groups
         _print_row(label, report.groups)
     res.close()
-    return {"embedding_model": res.settings.embedding_model, "configs": rows}
+    return {"embedding_model": res.settings.embedding.model, "configs": rows}
 
 
 def _print_row(label: str, groups: dict) -> None:
@@ -221,7 +221,7 @@ def latency(args) -> dict:
 
     res = Resources.open()
     baseline = res.embedder  # PyTorch
-    onnx = Embedder(res.settings.embedding_model)
+    onnx = Embedder(res.settings.embedding.model)
     if onnx.prepare_query_runtime(res.settings.onnx_cache_dir or Path(tempfile.mkdtemp())) != "onnx":
         raise SystemExit(f"no ONNX graph: {getattr(onnx, 'query_runtime_error', '')}")
     questions = [q.question for q in load_questions(Path(args.questions))]

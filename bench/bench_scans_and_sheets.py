@@ -93,11 +93,11 @@ def workbook_figures(path: Path, rows: int, embed_sample: int, part_chunks: int)
     from ingest.isolated_parse import IsolatedParser
 
     settings = get_settings()
-    embedder = Embedder(settings.embedding_model)
+    embedder = Embedder(settings.embedding.model)
     parser = IsolatedParser(
         tokenizer_path=embedder.path, max_tokens=embedder.max_text_tokens,
-        chunk_tokens=settings.chunk_size_tokens or getattr(embedder, "chunk_tokens", 0),
-        overlap_tokens=settings.chunk_overlap_tokens, timeout_s=3600, memory_limit_bytes=settings.parse_memory_limit_bytes,
+        chunk_tokens=settings.ingest.chunk_size_tokens or getattr(embedder, "chunk_tokens", 0),
+        overlap_tokens=settings.ingest.chunk_overlap_tokens, timeout_s=3600, memory_limit_bytes=settings.ingest.parse_memory_limit_bytes,
         part_chunks=part_chunks,
     )
     late = f"A-{rows - 50:06d}"

@@ -80,7 +80,7 @@ def embedder_figures(n: int) -> dict:
     passage = ("The VPN client must be updated before the first of each month; the IT desk publishes the "
                "installer on the portal and answers questions about certificates and two-factor codes. ") * 6
     texts = [f"{i} {passage}" for i in range(n)]
-    model = Settings(_env_file=None).embedding_model
+    model = Settings(_env_file=None).embedding.model
     # Converted once (about 30 s) into a folder of its own, as `Resources.embedder` does under data_dir.
     embedder = Embedder(model, cache_dir=Path(tempfile.mkdtemp(prefix="gpu-finetune-")))
     embedder.embed_passages(texts[:16])

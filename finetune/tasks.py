@@ -17,10 +17,10 @@ from finetune.config import FinetuneConfig
 from finetune.pipeline import RefreshOutcome, run_refresh
 
 register_schedule(Schedule(
-    "finetune-refresh", FINETUNE_TASK, every=lambda s: crontab_schedule(s.finetune_schedule_cron),
-    enabled=lambda s: s.finetune_schedule_enabled,
+    "finetune-refresh", FINETUNE_TASK, every=lambda s: crontab_schedule(s.finetune.schedule_cron),
+    enabled=lambda s: s.finetune.schedule_enabled,
 ))
-register_queue("finetune.*", lambda s: s.finetune_celery_queue)  # the GPU workers' queue
+register_queue("finetune.*", lambda s: s.finetune.celery_queue)  # the GPU workers' queue
 
 
 def refresh_now(res: Resources, *, audience: str = "everyone", dry_run: bool = False, by: str = "schedule",

@@ -90,22 +90,22 @@ class Ingestor:
         settings = resources.settings
         embedder = resources.embedder
         self.embedder = embedder
-        self.batch_chunks = settings.embedding_batch_chunks
+        self.batch_chunks = settings.ingest.embedding_batch_chunks
         self.parser = IsolatedParser(
             tokenizer_path=embedder.path,
             max_tokens=embedder.max_text_tokens,
-            chunk_tokens=settings.chunk_size_tokens or getattr(embedder, "chunk_tokens", 0),
-            overlap_tokens=settings.chunk_overlap_tokens,
-            timeout_s=settings.parse_timeout_s,
-            memory_limit_bytes=settings.parse_memory_limit_bytes,
-            log_path=settings.data_dir / "logs" / "parser.log",
-            part_chunks=settings.parse_part_chunks,
+            chunk_tokens=settings.ingest.chunk_size_tokens or getattr(embedder, "chunk_tokens", 0),
+            overlap_tokens=settings.ingest.chunk_overlap_tokens,
+            timeout_s=settings.ingest.parse_timeout_s,
+            memory_limit_bytes=settings.ingest.parse_memory_limit_bytes,
+            log_path=settings.storage.data_dir / "logs" / "parser.log",
+            part_chunks=settings.ingest.parse_part_chunks,
         )
         # One thread: batches are embedded in order while this thread writes the previous one.
         self.embed_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assistant-embed")
         self.cache = EmbeddingCache(
-            settings.data_dir / "embedding-cache.sqlite", model=embedder.name, dim=embedder.dim,
-            max_vectors=settings.embedding_cache_max_vectors,
+            settings.storage.data_dir / "embedding-cache.sqlite", model=embedder.name, dim=embedder.dim,
+            max_vectors=settings.ingest.embedding_cache_max_vectors,
         )
         resources.store.ensure_collection(embedder.dim)
 
@@ -189,7 +189,7 @@ class Ingestor:
             raise
         outcomes = [run.outcomes[k] for k in sorted(run.outcomes)]
         written = sum(o.chunks for o in outcomes if o.status == "done") + sum(o.status == "deleted" for o in outcomes)
-        if written >= self.res.settings.optimize_min_points:
+        if written >= self.res.settings.ingest.optimize_min_points:
             started = time.perf_counter()
             self.res.store.optimize()
             run.seconds["optimize_s"] += time.perf_counter() - started

@@ -93,7 +93,7 @@ def reindex(
                 f"cannot re-index: the source(s) {', '.join(missing)} no longer exist; restore them first, "
                 "or their documents would vanish from search"
             )
-        alias, model = settings.collection, settings.embedding_model
+        alias, model = settings.storage.collection, settings.embedding.model
         old = catalog.resolve(alias)
         new = catalog.new_name(alias, model)
         outcomes, dim = _fill(Resources(settings=settings, db=db, store=catalog.open(new, model=model)),

@@ -24,7 +24,7 @@ from ingest.pipeline import Ingestor
 log = logging.getLogger(__name__)
 SYNC_ALL_TASK = "ingest.sync_all"
 register_schedule(Schedule(
-    "sync-every-source", SYNC_ALL_TASK, every=lambda s: s.sync_interval_s, enabled=lambda s: bool(s.sync_interval_s)
+    "sync-every-source", SYNC_ALL_TASK, every=lambda s: s.jobs.sync_interval_s, enabled=lambda s: bool(s.jobs.sync_interval_s)
 ))
 
 
@@ -51,7 +51,7 @@ _RETRY = dict(
     retry_backoff=True,
     retry_backoff_max=600,
     retry_jitter=True,
-    max_retries=get_settings().task_max_retries,
+    max_retries=get_settings().jobs.task_max_retries,
 )
 
 _ingestor: tuple[Resources, Ingestor] | None = None
@@ -116,11 +116,11 @@ def sync_source(job_id: int) -> dict:
 def sync_all() -> list[int]:
     """Celery task (beat): sync every source; in-process, the syncs run one after the other here."""
     res = resources.current()
-    if res.settings.jobs_backend == "inprocess":
+    if res.settings.jobs.backend == "inprocess":
         return sync_all_sources(res, submit=lambda job_id: run_sync_job(res, job_id))
     return sync_all_sources(
         res,
         submit=lambda job_id: get_celery().send_task(
-            "ingest.sync_source", kwargs={"job_id": job_id}, queue=res.settings.celery_queue
+            "ingest.sync_source", kwargs={"job_id": job_id}, queue=res.settings.jobs.celery_queue
         ),
     )

@@ -89,8 +89,8 @@ def open_resources(settings: Settings) -> Resources:
     from assistant.core.embedding.embedder import BUILTIN_MODELS
 
     res = Resources.open(settings)
-    if settings.embedding_model in BUILTIN_MODELS:
-        res._embedder = shared_embedder(settings.embedding_model)
+    if settings.embedding.model in BUILTIN_MODELS:
+        res._embedder = shared_embedder(settings.embedding.model)
     return res
 
 

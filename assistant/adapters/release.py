@@ -75,9 +75,9 @@ class InProcessPublisher:
 
 def publisher_for(settings: Settings) -> AdapterPublisher:
     """vLLM's endpoints with `llm_backend=openai`, the in-process publisher otherwise."""
-    if settings.llm_backend == "openai":
-        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-        return VllmPublisher(str(settings.openai_base_url), api_key=key)
+    if settings.llm.backend == "openai":
+        key = settings.llm.openai_api_key.get_secret_value() if settings.llm.openai_api_key else None
+        return VllmPublisher(str(settings.llm.openai_base_url), api_key=key)
     return InProcessPublisher()
 
 

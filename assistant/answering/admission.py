@@ -119,12 +119,12 @@ class FairLimiter:
         across principals, bounded, with `Retry-After`) does the waiting instead of a lock that
         would admit 64 chats and serve them in no particular order.
         """
-        slots, timeout_s = BACKEND_LIMITS.get(settings.llm_backend, BACKEND_LIMITS["openai"])
+        slots, timeout_s = BACKEND_LIMITS.get(settings.llm.backend, BACKEND_LIMITS["openai"])
         return cls(
-            max_concurrency=settings.llm_max_concurrency or slots,
-            queue_max=settings.llm_queue_max,
-            per_principal_queue_max=settings.llm_queue_max_per_principal,
-            queue_timeout_s=settings.llm_queue_timeout_s or timeout_s,
+            max_concurrency=settings.llm.max_concurrency or slots,
+            queue_max=settings.llm.queue_max,
+            per_principal_queue_max=settings.llm.queue_max_per_principal,
+            queue_timeout_s=settings.llm.queue_timeout_s or timeout_s,
         )
 
     @property

@@ -51,7 +51,7 @@ class GenerationParams:
     def from_settings(cls, settings: "Settings") -> "GenerationParams":
         """The server's parameters: `ASSISTANT_LLM_MAX_TOKENS`, `ASSISTANT_LLM_TEMPERATURE` and the
         product's stop sequences."""
-        return cls(max_tokens=settings.llm_max_tokens, temperature=settings.llm_temperature)
+        return cls(max_tokens=settings.llm.max_tokens, temperature=settings.llm.temperature)
 
 
 class AuditSink(Protocol):

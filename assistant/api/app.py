@@ -91,16 +91,16 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     app.add_middleware(
         SessionMiddleware,
         secret_key=signing_key(settings),
-        session_cookie=settings.session_cookie_name,
-        max_age=settings.session_max_age_s,
+        session_cookie=settings.auth.session_cookie_name,
+        max_age=settings.auth.session_max_age_s,
         same_site="lax",  # sent on the top-level redirect back from the single sign-on issuer
         https_only=settings.cookie_secure,
     )
     app.add_middleware(
-        BodyLimitMiddleware, max_bytes=settings.max_request_bytes,
-        overrides={"/api/uploads": (settings.upload_max_request_bytes, "ASSISTANT_UPLOAD_MAX_REQUEST_BYTES")},
+        BodyLimitMiddleware, max_bytes=settings.server.max_request_bytes,
+        overrides={"/api/uploads": (settings.uploads.max_request_bytes, "ASSISTANT_UPLOAD_MAX_REQUEST_BYTES")},
     )
-    app.state.rate_limiter = RateLimiter(settings.rate_limit_redis_url)
+    app.state.rate_limiter = RateLimiter(settings.rate_limits.redis_url)
     app.add_middleware(RateLimitMiddleware, limiter=app.state.rate_limiter)
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: refusals get the headers too
     app.add_middleware(RequestObservabilityMiddleware)

@@ -34,9 +34,9 @@ async def enforce_rate_limit(request: Request, principal: Annotated[Principal, D
     settings = request.app.state.settings
     options = await run_in_threadpool(key_options, request.app.state.assistant.resources.db, principal.user_id)
     limits = Limits(
-        requests_per_minute=settings.rate_limit_requests_per_minute if options.requests_per_minute is None
+        requests_per_minute=settings.rate_limits.requests_per_minute if options.requests_per_minute is None
         else options.requests_per_minute,
-        tokens_per_minute=settings.rate_limit_tokens_per_minute if options.tokens_per_minute is None
+        tokens_per_minute=settings.rate_limits.tokens_per_minute if options.tokens_per_minute is None
         else options.tokens_per_minute,
     )
     if not (limits.requests_per_minute or limits.tokens_per_minute):

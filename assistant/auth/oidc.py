@@ -18,9 +18,9 @@ from assistant.core.settings import Settings
 
 def mapped_groups(claims: Mapping[str, Any], settings: Settings) -> list[str]:
     """Local groups for the IdP groups in `claims[settings.oidc_groups_claim]` (a list or one string)."""
-    raw = claims.get(settings.oidc_groups_claim) or []
+    raw = claims.get(settings.oidc.groups_claim) or []
     idp_groups = [raw] if isinstance(raw, str) else [str(g) for g in raw]
-    return sorted({settings.oidc_group_map[g] for g in idp_groups if g in settings.oidc_group_map})
+    return sorted({settings.oidc.group_map[g] for g in idp_groups if g in settings.oidc.group_map})
 
 
 def sign_in_oidc_user(db: Database, claims: Mapping[str, Any], *, settings: Settings) -> int:
@@ -38,7 +38,7 @@ def sign_in_oidc_user(db: Database, claims: Mapping[str, Any], *, settings: Sett
     if not claims.get("sub"):
         raise AuthenticationError("the ID token has no 'sub' claim")
     subject = f"{claims.get('iss', '')}|{claims['sub']}"
-    raw_name = str(claims.get(settings.oidc_username_claim) or claims.get("email") or claims["sub"])
+    raw_name = str(claims.get(settings.oidc.username_claim) or claims.get("email") or claims["sub"])
     try:
         name = check_name("user", raw_name)
     except InvalidRequestError as exc:
@@ -47,5 +47,5 @@ def sign_in_oidc_user(db: Database, claims: Mapping[str, Any], *, settings: Sett
         db, subject=subject, name=name,
         display_name=str(claims["name"]) if claims.get("name") else None,
         email=str(claims["email"]) if claims.get("email") else None,
-        groups=check_group_names(mapped_groups(claims, settings)), idp_groups=set(settings.oidc_group_map.values()),
+        groups=check_group_names(mapped_groups(claims, settings)), idp_groups=set(settings.oidc.group_map.values()),
     )

@@ -30,8 +30,8 @@ class ThrottlePolicy:
     def from_settings(cls, settings) -> "ThrottlePolicy":
         """`login_max_failures`, `login_backoff_base_s` and `login_failure_window_s` (cap and memory)."""
         return cls(
-            free_failures=settings.login_max_failures, base_s=settings.login_backoff_base_s,
-            max_s=float(settings.login_failure_window_s), forget_s=float(settings.login_failure_window_s),
+            free_failures=settings.auth.login_max_failures, base_s=settings.auth.login_backoff_base_s,
+            max_s=float(settings.auth.login_failure_window_s), forget_s=float(settings.auth.login_failure_window_s),
         )
 
     def backoff_s(self, failures: int) -> float:

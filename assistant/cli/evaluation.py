@@ -53,7 +53,7 @@ def eval_command(
         with open_resources() as res:
             if res.store.count() == 0:
                 raise NotFoundError(
-                    f"the index in {res.settings.data_dir} holds no chunks: ingest documents first "
+                    f"the index in {res.settings.storage.data_dir} holds no chunks: ingest documents first "
                     "(`assistant ingest FOLDER`) or set ASSISTANT_DATA_DIR to the data folder of an index"
                 )
             principal = ANONYMOUS

@@ -95,7 +95,7 @@ def webhook(
     from assistant.helpdesk.delivery import check_url
 
     with open_database() as db:  # a URL off the allow-list exits with status 2, as other refusals do
-        target = check_url(url, get_settings().webhook_allowed_hosts) if url else None
+        target = check_url(url, get_settings().webhooks.allowed_hosts) if url else None
         options = configure_api_key(db, name, webhook_url=target)
     if options.webhook_secret:
         print(options.webhook_secret)

@@ -9,8 +9,8 @@ from assistant.core.settings import Settings
 
 def server_url(settings: Settings) -> str:
     """The running server's base URL on this machine (a wildcard bind address is reached on loopback)."""
-    host = settings.host if settings.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
-    return f"http://{'[' + host + ']' if ':' in host else host}:{settings.port}"
+    host = settings.server.host if settings.server.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+    return f"http://{'[' + host + ']' if ':' in host else host}:{settings.server.port}"
 
 
 def unreachable_server(base: str, exc: BaseException, *, context: str, otherwise: str = "") -> UpstreamUnavailableError:

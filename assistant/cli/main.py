@@ -137,7 +137,7 @@ def _ingest_through_server(path: Path, manifest, progress, print_row, locked: As
     from ingest.pipeline import FileOutcome
 
     settings = get_settings()
-    if not settings.ingest_via_server:
+    if not settings.ingest.via_server:
         raise locked
     console.print(f"[dim]another process holds the vector store: the sync runs in the server at {server_url(settings)}[/dim]")
     items: list = []
@@ -242,28 +242,28 @@ def serve(
     from assistant.core.signing import signing_key
 
     settings = get_settings()
-    if workers > 1 and (settings.vector_store == "edge" or settings.resolved_database_url.startswith("sqlite")):
+    if workers > 1 and (settings.storage.vector_store == "edge" or settings.resolved_database_url.startswith("sqlite")):
         fail(ConfigError(
             f"--workers {workers} needs ASSISTANT_VECTOR_STORE=qdrant with a server (ASSISTANT_QDRANT_URL) and "
             "ASSISTANT_DATABASE_URL on PostgreSQL: the embedded Qdrant Edge folder and SQLite file belong to one process"
         ))
     signing_key(settings)  # generated here, once, before any worker reads it
-    given = settings.bootstrap_admin_password
+    given = settings.auth.bootstrap_admin_password
     with open_database() as db:
         password = ensure_bootstrap_admin(
-            db, name=settings.bootstrap_admin_name, password=given.get_secret_value() if given else None
+            db, name=settings.auth.bootstrap_admin_name, password=given.get_secret_value() if given else None
         )
         admins = [u.name for u in list_users(db) if u.is_admin and not u.disabled]
     if password and not given:
         console.print(
-            f"[bold]first admin created[/bold]: user [bold]{settings.bootstrap_admin_name}[/bold], "
+            f"[bold]first admin created[/bold]: user [bold]{settings.auth.bootstrap_admin_name}[/bold], "
             f"password [bold]{password}[/bold] (shown only this once; change it with "
-            f"`assistant users set-password {settings.bootstrap_admin_name}`)",
+            f"`assistant users set-password {settings.auth.bootstrap_admin_name}`)",
             soft_wrap=True,
         )
     elif password:
         console.print(
-            f"first admin [bold]{settings.bootstrap_admin_name}[/bold] created with ASSISTANT_BOOTSTRAP_ADMIN_PASSWORD"
+            f"first admin [bold]{settings.auth.bootstrap_admin_name}[/bold] created with ASSISTANT_BOOTSTRAP_ADMIN_PASSWORD"
         )
     elif given:
         console.print(
@@ -279,9 +279,9 @@ def serve(
         )
     # One format for the product's loggers and uvicorn's: JSON lines with the request ID in production.
     log_config = logging_dict(settings, uvicorn=True)
-    address = {"host": host or settings.host, "port": port or settings.port, "log_level": "info", "log_config": log_config,
+    address = {"host": host or settings.server.host, "port": port or settings.server.port, "log_level": "info", "log_config": log_config,
                # Explicit, so that uvicorn's own default (trust X-Forwarded-For from 127.0.0.1) does not apply.
-               "forwarded_allow_ips": settings.forwarded_allow_ips}
+               "forwarded_allow_ips": settings.server.forwarded_allow_ips}
     if workers > 1:
         operations.prepare_multiprocess_metrics(settings)
     # The app is built by its factory from the environment (each process its own with several workers),

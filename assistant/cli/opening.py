@@ -25,7 +25,7 @@ def note_new_data_dir(settings: Settings) -> None:
     folder than usual would otherwise work silently on a new, empty database)."""
     if settings.ensure_dirs():
         _err.print(
-            f"[yellow]note[/yellow]: created a new, empty data folder {escape(str(settings.data_dir.resolve()))}; "
+            f"[yellow]note[/yellow]: created a new, empty data folder {escape(str(settings.storage.data_dir.resolve()))}; "
             "set ASSISTANT_DATA_DIR to use an existing one", soft_wrap=True,
         )
 

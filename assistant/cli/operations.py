@@ -31,7 +31,7 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="one JSON object: 
     except AssistantError as exc:
         checks = [Check("configuration", False, exc.message, "correct the ASSISTANT_* variables named above")]
     else:
-        checks = [Check("configuration", True, f"{settings.environment}; data folder {settings.data_dir.resolve()}"),
+        checks = [Check("configuration", True, f"{settings.server.environment}; data folder {settings.storage.data_dir.resolve()}"),
                   *run_checks(settings)]
     healthy = all(c.ok for c in checks)
     if as_json:
@@ -148,7 +148,7 @@ def prepare_multiprocess_metrics(settings) -> None:
     sums every process's counters. The variable is set for the processes this one starts."""
     import os
 
-    folder = settings.prometheus_multiproc_dir or settings.data_dir / "prometheus"
+    folder = settings.observability.prometheus_multiproc_dir or settings.storage.data_dir / "prometheus"
     if folder.exists():
         shutil.rmtree(folder)  # files of processes from a previous run would be summed in
     folder.mkdir(parents=True)

@@ -36,7 +36,7 @@ class RetentionReport:
 
 def retention_days(settings) -> dict[str, int]:
     """Days kept per kind (`ASSISTANT_RETENTION_<KIND>_DAYS`); 0 keeps forever."""
-    return {kind: int(getattr(settings, f"retention_{kind}_days")) for kind in KINDS}
+    return {kind: int(getattr(settings.retention, f"{kind}_days")) for kind in KINDS}
 
 
 def apply_retention(

@@ -13,8 +13,8 @@ from assistant.compliance.retention import apply_retention
 log = logging.getLogger(__name__)
 RETENTION_TASK = "compliance.apply_retention"
 register_schedule(Schedule(
-    "apply-retention", RETENTION_TASK, every=lambda s: s.retention_interval_s,
-    enabled=lambda s: bool(s.retention_interval_s),
+    "apply-retention", RETENTION_TASK, every=lambda s: s.retention.interval_s,
+    enabled=lambda s: bool(s.retention.interval_s),
 ))
 
 

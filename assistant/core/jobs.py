@@ -105,7 +105,7 @@ def task_queue(name: str, settings: Settings) -> str:
     """The Celery queue of task `name`: the first `register_queue` pattern it matches, else `celery_queue`."""
     load_task_modules()
     return next((queue_name(settings) for pattern, queue_name in _queues.items() if fnmatch.fnmatchcase(name, pattern)),
-                settings.celery_queue)
+                settings.jobs.celery_queue)
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -115,19 +115,19 @@ def make_celery(settings: Settings) -> Celery:
     message prefetched per process, soft/hard time limits from settings, the routes of `register_queue`,
     and a beat schedule of the enabled `Schedule`s plus the resumption of orphaned jobs every 5 minutes.
     """
-    app = Celery("assistant", broker=settings.broker_url, backend=settings.result_backend, include=TASK_MODULES)
+    app = Celery("assistant", broker=settings.jobs.broker_url, backend=settings.jobs.result_backend, include=TASK_MODULES)
     beat: dict[str, dict[str, Any]] = {"resume-unfinished-jobs": {"task": RESUME_TASK, "schedule": RESUME_INTERVAL_S}}
     beat.update({s.name: {"task": s.task, "schedule": s.every(settings)} for s in schedules(settings)})
     app.conf.update(
         task_acks_late=True,  # a task is acknowledged only after it finished ...
         task_reject_on_worker_lost=True,  # ... and is redelivered if its worker died mid-way
         worker_prefetch_multiplier=1,
-        task_soft_time_limit=settings.task_soft_time_limit_s,
-        task_time_limit=settings.task_time_limit_s,
+        task_soft_time_limit=settings.jobs.task_soft_time_limit_s,
+        task_time_limit=settings.jobs.task_time_limit_s,
         broker_connection_retry_on_startup=True,
         task_serializer="json",
         accept_content=["json"],
-        task_default_queue=settings.celery_queue,
+        task_default_queue=settings.jobs.celery_queue,
         timezone="UTC",
         beat_schedule=beat,
         task_routes={pattern: {"queue": queue_name(settings)} for pattern, queue_name in _queues.items()},
@@ -209,7 +209,7 @@ class JobDispatcher:
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        self._worker = InProcessWorker() if settings.jobs_backend == "inprocess" else None
+        self._worker = InProcessWorker() if settings.jobs.backend == "inprocess" else None
         self._stop = threading.Event()
         if self._worker is not None:
             threading.Thread(target=self._beat, name="assistant-beat", daemon=True).start()
@@ -256,7 +256,7 @@ class JobDispatcher:
             with job_lease(db, job_id) as lease:
                 if not lease.acquired:
                     continue  # a live worker runs it
-                kind = requeue_job(db, job_id, max_attempts=self.settings.job_max_attempts)
+                kind = requeue_job(db, job_id, max_attempts=self.settings.jobs.max_attempts)
                 if kind is not None:
                     resumed.append((job_id, kind))
         for job_id, kind in resumed:

@@ -28,9 +28,9 @@ class RequestIdFilter(logging.Filter):
 
 def log_format(settings: Settings) -> str:
     """"json" or "text": the configured `log_format`, where "auto" means json in production."""
-    if settings.log_format == "auto":
-        return "json" if settings.environment == "production" else "text"
-    return settings.log_format
+    if settings.observability.log_format == "auto":
+        return "json" if settings.server.environment == "production" else "text"
+    return settings.observability.log_format
 
 
 def logging_dict(settings: Settings, *, uvicorn: bool = False) -> dict[str, Any]:
@@ -58,7 +58,7 @@ def logging_dict(settings: Settings, *, uvicorn: bool = False) -> dict[str, Any]
         formatter = {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}
     handler = {"class": "logging.StreamHandler", "formatter": "default", "filters": ["request_id"],
                "stream": "ext://sys.stderr"}
-    level = settings.log_level.upper()
+    level = settings.observability.log_level.upper()
     loggers = {name: {"handlers": ["default"], "level": level, "propagate": False}
                for name in ("assistant", "ingest", "finetune", "celery")}
     # asgi-correlation-id warns when it replaces a caller's unacceptable X-Request-ID: not worth a line.

@@ -48,10 +48,10 @@ class Resources:
                 from assistant.core.embedding.embedder import Embedder
 
                 self._embedder = Embedder(
-                    self.settings.embedding_model,
-                    batch_size=self.settings.embedding_batch_size,
-                    threads=self.settings.embedding_threads,
-                    cache_dir=self.settings.model_cache_dir or self.settings.data_dir / "models",
+                    self.settings.embedding.model,
+                    batch_size=self.settings.embedding.batch_size,
+                    threads=self.settings.embedding.threads,
+                    cache_dir=self.settings.embedding.model_cache_dir or self.settings.storage.data_dir / "models",
                 )
             return self._embedder
 

@@ -26,9 +26,9 @@ def signing_key(settings: Settings) -> str:
     Raises:
         ConfigError: the file holds a key shorter than 16 characters.
     """
-    if settings.secret_key is not None:
-        return settings.secret_key.get_secret_value()
-    path = settings.data_dir / KEY_FILE
+    if settings.auth.secret_key is not None:
+        return settings.auth.secret_key.get_secret_value()
+    path = settings.storage.data_dir / KEY_FILE
     try:
         key = path.read_text(encoding="ascii").strip()
     except FileNotFoundError:

@@ -127,14 +127,14 @@ def attempt_delivery(db: Database, delivery_id: int, *, settings: Settings, tran
     status, error, retryable = None, "", False
     secret = webhook_secret_for(db, delivery.client)
     try:
-        check_url(delivery.url, settings.webhook_allowed_hosts)
+        check_url(delivery.url, settings.webhooks.allowed_hosts)
         if not secret:
             raise InvalidRequestError(f"API key of '{delivery.client}' has no webhook secret (webhook removed?)")
         headers = {
             "Content-Type": "application/json", SIGNATURE_HEADER: signature_header(secret, body),
             EVENT_HEADER: delivery.event, DELIVERY_HEADER: str(delivery.id),
         }
-        with httpx.Client(timeout=settings.webhook_timeout_s, follow_redirects=False, transport=transport) as client:
+        with httpx.Client(timeout=settings.webhooks.timeout_s, follow_redirects=False, transport=transport) as client:
             status, error, retryable = _post(client, delivery.url, body, headers)
     except InvalidRequestError as exc:
         error = exc.message
@@ -147,10 +147,10 @@ def attempt_delivery(db: Database, delivery_id: int, *, settings: Settings, tran
     if not error:
         record_attempt(db, delivery_id, attempt=attempt, status="delivered", next_attempt_at=None)
         return None
-    if not retryable or number >= settings.webhook_max_attempts:
+    if not retryable or number >= settings.webhooks.max_attempts:
         record_attempt(db, delivery_id, attempt=attempt, status="dead", next_attempt_at=None)
         return None
-    delay = backoff_s(number, first_s=settings.webhook_backoff_s, max_s=settings.webhook_backoff_max_s)
+    delay = backoff_s(number, first_s=settings.webhooks.backoff_s, max_s=settings.webhooks.backoff_max_s)
     due = datetime.now(timezone.utc) + timedelta(seconds=delay)
     record_attempt(db, delivery_id, attempt=attempt, status="pending", next_attempt_at=due)
     return delay

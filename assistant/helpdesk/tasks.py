@@ -26,7 +26,7 @@ def deliver_webhook(self, delivery_id: int) -> None:
     delay = attempt_delivery(res.db, delivery_id, settings=res.settings)
     if delay is None:
         return
-    if res.settings.jobs_backend == "celery":
+    if res.settings.jobs.backend == "celery":
         raise self.retry(countdown=delay)
     # In process there is no broker to hold the retry: a daemon timer runs the next attempt; a restart
     # in between resubmits every pending delivery (`JobDispatcher.resume_unfinished`).

@@ -68,8 +68,8 @@ def data_folders(settings: Settings) -> dict[str, Path]:
             the database, the vectors and the backups with it).
     """
     folders = {"uploads": settings.resolved_uploads_dir.resolve(), "helpdesk-resolutions": settings.resolutions_dir.resolve(),
-               "finetune": settings.finetune_path.resolve(), ADAPTERS: (settings.data_dir / ADAPTERS).resolve()}
-    data_dir = settings.data_dir.resolve()
+               "finetune": settings.finetune_path.resolve(), ADAPTERS: (settings.storage.data_dir / ADAPTERS).resolve()}
+    data_dir = settings.storage.data_dir.resolve()
     for role, folder in folders.items():
         if data_dir == folder or folder in data_dir.parents:
             raise ConfigError(f"the {role} folder {folder} is the data folder {data_dir} or holds it: give it a folder of its own")
@@ -162,26 +162,26 @@ def backup_vectors(resources: Resources, dest: Path) -> dict:
         ConfigError: qdrant-client's local mode (no snapshot API: stop the process and copy its folder).
     """
     settings, store = resources.settings, resources.store
-    if settings.vector_store == "edge":
+    if settings.storage.vector_store == "edge":
         with store.writes_paused():
             if settings.edge_path.exists():
                 copy_sparse(settings.edge_path, dest / "qdrant-edge")
         return {"kind": "edge", "folder": "qdrant-edge"}
-    if settings.qdrant_url is None:
+    if settings.storage.qdrant_url is None:
         raise ConfigError("backup of qdrant-client's local mode (ASSISTANT_QDRANT_PATH) is not supported: "
                           "stop the process and copy the folder")
     import httpx
 
     name = store.collection if store.client.collection_exists(store.collection) else None
-    entry = {"kind": "qdrant", "collection": name, "alias": settings.collection, "file": None}
+    entry = {"kind": "qdrant", "collection": name, "alias": settings.storage.collection, "file": None}
     if name is None:
         return entry
     snapshot = store.client.create_snapshot(collection_name=name, wait=True)
     folder = dest / "qdrant"
     folder.mkdir()
-    url = f"{settings.qdrant_url.rstrip('/')}/collections/{quote(name, safe='')}/snapshots/{quote(snapshot.name, safe='')}"
+    url = f"{settings.storage.qdrant_url.rstrip('/')}/collections/{quote(name, safe='')}/snapshots/{quote(snapshot.name, safe='')}"
     try:
-        with httpx.stream("GET", url, headers=_qdrant_headers(settings), timeout=settings.request_timeout_s) as response:
+        with httpx.stream("GET", url, headers=_qdrant_headers(settings), timeout=settings.llm.request_timeout_s) as response:
             response.raise_for_status()
             with open(folder / f"{name}.snapshot", "wb") as out:
                 for block in response.iter_bytes(1 << 20):
@@ -193,7 +193,7 @@ def backup_vectors(resources: Resources, dest: Path) -> dict:
 
 
 def _qdrant_headers(settings: Settings) -> dict[str, str]:
-    return {"api-key": settings.qdrant_api_key.get_secret_value()} if settings.qdrant_api_key else {}
+    return {"api-key": settings.storage.qdrant_api_key.get_secret_value()} if settings.storage.qdrant_api_key else {}
 
 
 def take_backup(resources: Resources, dest: Path) -> dict:
@@ -219,7 +219,7 @@ def take_backup(resources: Resources, dest: Path) -> dict:
         "database": backup_database(settings.resolved_database_url, dest),
         "vectors": backup_vectors(resources, dest),
     }
-    manifest["data_dir"] = str(settings.data_dir.resolve())
+    manifest["data_dir"] = str(settings.storage.data_dir.resolve())
     manifest["folders"] = {}
     for role, folder in data_folders(settings).items():
         files = copy_folder(folder, dest / FILES / role) if folder.is_dir() else None
@@ -257,7 +257,7 @@ def _refuse_non_empty(settings: Settings, *, force: bool) -> None:
     occupied = [p for p in candidates if p.is_file() or (p.is_dir() and any(p.iterdir()))]
     if occupied:
         raise ConfigError(
-            f"the data folder {settings.data_dir} already holds {', '.join(str(p) for p in occupied)}: restore into an "
+            f"the data folder {settings.storage.data_dir} already holds {', '.join(str(p) for p in occupied)}: restore into an "
             "empty ASSISTANT_DATA_DIR, or pass --force to replace what is there"
         )
 
@@ -306,8 +306,8 @@ def restore_vectors(src: Path, manifest: dict, settings: Settings, *, force: boo
             on the server and `force` is not given.
     """
     entry = manifest["vectors"]
-    if entry["kind"] != settings.vector_store:
-        raise ConfigError(f"the backup holds a '{entry['kind']}' vector store; ASSISTANT_VECTOR_STORE is '{settings.vector_store}'")
+    if entry["kind"] != settings.storage.vector_store:
+        raise ConfigError(f"the backup holds a '{entry['kind']}' vector store; ASSISTANT_VECTOR_STORE is '{settings.storage.vector_store}'")
     if entry["kind"] == "edge":
         if (src / entry["folder"]).is_dir():
             if settings.edge_path.exists():
@@ -321,17 +321,17 @@ def restore_vectors(src: Path, manifest: dict, settings: Settings, *, force: boo
     from assistant.core.vectorstore.server import ServerCatalog, connect
 
     name = entry["collection"]
-    client = connect(url=settings.qdrant_url, path=None, api_key=_qdrant_headers(settings).get("api-key"),
-                     timeout_s=settings.request_timeout_s)
+    client = connect(url=settings.storage.qdrant_url, path=None, api_key=_qdrant_headers(settings).get("api-key"),
+                     timeout_s=settings.llm.request_timeout_s)
     try:
         if client.collection_exists(name) and not force:
-            raise ConfigError(f"collection '{name}' exists on {settings.qdrant_url}: pass --force to replace it")
-        url = f"{settings.qdrant_url.rstrip('/')}/collections/{quote(name, safe='')}/snapshots/upload?priority=snapshot&wait=true"
+            raise ConfigError(f"collection '{name}' exists on {settings.storage.qdrant_url}: pass --force to replace it")
+        url = f"{settings.storage.qdrant_url.rstrip('/')}/collections/{quote(name, safe='')}/snapshots/upload?priority=snapshot&wait=true"
         with open(src / entry["file"], "rb") as snapshot:
             response = httpx.post(url, files={"snapshot": (Path(entry["file"]).name, snapshot)},
                                   headers=_qdrant_headers(settings), timeout=None)
         response.raise_for_status()
-        ServerCatalog(client).switch_alias(settings.collection, name)
+        ServerCatalog(client).switch_alias(settings.storage.collection, name)
     finally:
         client.close()
 
@@ -347,11 +347,11 @@ def _edge_owner_locks(settings: Settings) -> Iterator[None]:
     """
     fds: list[int] = []
     try:
-        if settings.vector_store == "edge" and settings.edge_path.is_dir():
+        if settings.storage.vector_store == "edge" and settings.edge_path.is_dir():
             for lock in sorted(settings.edge_path.glob(".*.lock")):
                 fds.append(take_owner_lock(
                     lock, f"a running assistant process (e.g. `assistant serve`) holds the vector store in "
-                    f"{settings.edge_path}: stop it before restoring into {settings.data_dir}",
+                    f"{settings.edge_path}: stop it before restoring into {settings.storage.data_dir}",
                 ))
         yield
     finally:
@@ -420,7 +420,7 @@ def _relocate(db, settings: Settings, moves: list[Move]) -> dict[str, int]:
 
     catalog = open_catalog(settings)
     try:
-        name = catalog.resolve(settings.collection)
+        name = catalog.resolve(settings.storage.collection)
         store = catalog.open(name, model=None) if name else None
         try:
             return relocate(db, store, moves)

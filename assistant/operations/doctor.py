@@ -82,7 +82,7 @@ def check_database(settings: Settings) -> list[Check]:
 
 def check_vector_store(settings: Settings) -> Check:
     """Qdrant answers (server) or the Edge folder is present and writable (embedded)."""
-    if settings.vector_store == "edge":
+    if settings.storage.vector_store == "edge":
         def edge() -> Check:
             path = settings.edge_path
             if not path.exists():
@@ -97,29 +97,29 @@ def check_vector_store(settings: Settings) -> Check:
     def server() -> Check:
         from assistant.core.vectorstore.server import connect
 
-        key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
-        client = connect(url=settings.qdrant_url, path=settings.qdrant_path, api_key=key, timeout_s=settings.connect_timeout_s)
+        key = settings.storage.qdrant_api_key.get_secret_value() if settings.storage.qdrant_api_key else None
+        client = connect(url=settings.storage.qdrant_url, path=settings.storage.qdrant_path, api_key=key, timeout_s=settings.llm.connect_timeout_s)
         try:
             names = [c.name for c in client.get_collections().collections]
             aliases = [a.alias_name for a in client.get_aliases().aliases]
         finally:
             client.close()
-        where = settings.qdrant_url or settings.qdrant_path
-        if settings.collection not in names + aliases:
-            return Check("vector store", True, f"Qdrant at {where} answers; collection '{settings.collection}' "
+        where = settings.storage.qdrant_url or settings.storage.qdrant_path
+        if settings.storage.collection not in names + aliases:
+            return Check("vector store", True, f"Qdrant at {where} answers; collection '{settings.storage.collection}' "
                          "not created yet (first ingestion does)")
-        return Check("vector store", True, f"Qdrant at {where} answers; collection '{settings.collection}' present")
+        return Check("vector store", True, f"Qdrant at {where} answers; collection '{settings.storage.collection}' present")
 
-    return _run("vector store", server, f"start Qdrant or correct ASSISTANT_QDRANT_URL ({settings.qdrant_url})")
+    return _run("vector store", server, f"start Qdrant or correct ASSISTANT_QDRANT_URL ({settings.storage.qdrant_url})")
 
 
 def redis_urls(settings: Settings) -> dict[str, str]:
     """The Redis servers this configuration uses, by purpose."""
     urls = {}
-    if settings.jobs_backend == "celery" and settings.broker_url.startswith(("redis://", "rediss://")):
-        urls["job broker (ASSISTANT_BROKER_URL)"] = settings.broker_url
-    for purpose, url in (("answer cache (ASSISTANT_ANSWER_CACHE_REDIS_URL)", settings.answer_cache_redis_url),
-                         ("rate limits (ASSISTANT_RATE_LIMIT_REDIS_URL)", getattr(settings, "rate_limit_redis_url", None))):
+    if settings.jobs.backend == "celery" and settings.jobs.broker_url.startswith(("redis://", "rediss://")):
+        urls["job broker (ASSISTANT_BROKER_URL)"] = settings.jobs.broker_url
+    for purpose, url in (("answer cache (ASSISTANT_ANSWER_CACHE_REDIS_URL)", settings.answer_cache.redis_url),
+                         ("rate limits (ASSISTANT_RATE_LIMIT_REDIS_URL)", getattr(settings.rate_limits, "redis_url", None))):
         if url:
             urls[purpose] = url
     return urls
@@ -132,8 +132,8 @@ def check_redis(settings: Settings) -> list[Check]:
     checks = []
     for purpose, url in redis_urls(settings).items():
         def ping(url: str = url, purpose: str = purpose) -> Check:
-            client = redis.Redis.from_url(url, socket_timeout=settings.connect_timeout_s,
-                                          socket_connect_timeout=settings.connect_timeout_s)
+            client = redis.Redis.from_url(url, socket_timeout=settings.llm.connect_timeout_s,
+                                          socket_connect_timeout=settings.llm.connect_timeout_s)
             try:
                 client.ping()
             finally:
@@ -146,35 +146,35 @@ def check_redis(settings: Settings) -> list[Check]:
 
 def check_llm(settings: Settings) -> Check:
     """The OpenAI-compatible server lists the configured model, or the in-process GGUF file exists."""
-    if settings.llm_backend == "openai":
+    if settings.llm.backend == "openai":
         def endpoint() -> Check:
             import httpx
 
-            key = settings.openai_api_key.get_secret_value()
+            key = settings.llm.openai_api_key.get_secret_value()
             response = httpx.get(
-                settings.openai_base_url.rstrip("/") + "/models", headers={"Authorization": f"Bearer {key}"},
-                timeout=settings.connect_timeout_s,
+                settings.llm.openai_base_url.rstrip("/") + "/models", headers={"Authorization": f"Bearer {key}"},
+                timeout=settings.llm.connect_timeout_s,
             )
             if response.status_code in (401, 403):
-                return Check("LLM server", False, f"{settings.openai_base_url} refused the key (HTTP {response.status_code})",
+                return Check("LLM server", False, f"{settings.llm.openai_base_url} refused the key (HTTP {response.status_code})",
                              "set ASSISTANT_OPENAI_API_KEY to the key the server was started with (vLLM --api-key)")
             response.raise_for_status()
             served = [m.get("id") for m in response.json().get("data", [])]
-            if settings.openai_model not in served:
-                return Check("LLM server", False, f"{settings.openai_base_url} serves {served}, not '{settings.openai_model}'",
+            if settings.llm.openai_model not in served:
+                return Check("LLM server", False, f"{settings.llm.openai_base_url} serves {served}, not '{settings.llm.openai_model}'",
                              "set ASSISTANT_OPENAI_MODEL to a served model (vLLM --served-model-name) or load the adapter")
-            return Check("LLM server", True, f"{settings.openai_base_url} serves '{settings.openai_model}'")
+            return Check("LLM server", True, f"{settings.llm.openai_base_url} serves '{settings.llm.openai_model}'")
 
-        return _run("LLM server", endpoint, f"start the LLM server or correct ASSISTANT_OPENAI_BASE_URL ({settings.openai_base_url})")
+        return _run("LLM server", endpoint, f"start the LLM server or correct ASSISTANT_OPENAI_BASE_URL ({settings.llm.openai_base_url})")
 
     def gguf() -> Check:
         from assistant.core.llm.model_files import builtin_model, gguf_dir, package_dir
 
-        if settings.llm_model_path:
-            path = Path(settings.llm_model_path)
+        if settings.llm.model_path:
+            path = Path(settings.llm.model_path)
         else:
-            model = builtin_model(settings.llm_model)
-            folder = gguf_dir(settings.model_cache_dir, settings.data_dir) if model.parts else package_dir(model.packages[0])
+            model = builtin_model(settings.llm.model)
+            folder = gguf_dir(settings.embedding.model_cache_dir, settings.storage.data_dir) if model.parts else package_dir(model.packages[0])
             path = folder / model.file_name
         if not path.is_file():
             return Check("chat model", False, f"{path} is missing",
@@ -190,14 +190,14 @@ def check_embedding_model(settings: Settings) -> Check:
         from assistant.core.embedding import e5_onnx
         from assistant.core.embedding.embedder import BUILTIN_E5, resolve_model_path
 
-        if settings.embedding_model == BUILTIN_E5:
-            folder = e5_onnx.cache_folder(settings.model_cache_dir or settings.data_dir / "models")
+        if settings.embedding.model == BUILTIN_E5:
+            folder = e5_onnx.cache_folder(settings.embedding.model_cache_dir or settings.storage.data_dir / "models")
             if not (folder / e5_onnx.MODEL_FILE).is_file():
                 return Check("embedding model", False, f"the converted multilingual-e5-small is not in {folder}",
                              "`python -m assistant.core.embedding.e5` converts it (make install runs it), or set "
                              "ASSISTANT_MODEL_CACHE_DIR to where it was converted")
             return Check("embedding model", True, str(folder))
-        return Check("embedding model", True, str(resolve_model_path(settings.embedding_model)))
+        return Check("embedding model", True, str(resolve_model_path(settings.embedding.model)))
 
     return _run("embedding model", files, "set ASSISTANT_EMBEDDING_MODEL to an installed model")
 
@@ -205,11 +205,11 @@ def check_embedding_model(settings: Settings) -> Check:
 def check_disk(settings: Settings) -> Check:
     """Free space on the file system of the data folder is at least `doctor_min_free_bytes`."""
     def space() -> Check:
-        folder = settings.data_dir if settings.data_dir.exists() else settings.data_dir.resolve().parent
+        folder = settings.storage.data_dir if settings.storage.data_dir.exists() else settings.storage.data_dir.resolve().parent
         usage = shutil.disk_usage(folder)
         detail = f"{usage.free / GIB:.1f} GiB free of {usage.total / GIB:.1f} GiB under {folder}"
-        if usage.free < settings.doctor_min_free_bytes:
-            return Check("disk space", False, detail + f" (below {settings.doctor_min_free_bytes / GIB:.1f} GiB)",
+        if usage.free < settings.observability.doctor_min_free_bytes:
+            return Check("disk space", False, detail + f" (below {settings.observability.doctor_min_free_bytes / GIB:.1f} GiB)",
                          "free space or grow the volume (ingestion, backups and the vector store need room)")
         return Check("disk space", True, detail)
 

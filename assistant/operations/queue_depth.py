@@ -13,14 +13,14 @@ def celery_queue_depth(settings: Settings, *, timeout_s: float = 1.0) -> int | N
     """Messages waiting in `settings.celery_queue` on a Redis broker (Celery's Redis transport keeps a
     queue as a list named after it: `LLEN`). None with the in-process worker, another broker, or a
     broker that does not answer within `timeout_s` seconds."""
-    if settings.jobs_backend != "celery" or not settings.broker_url.startswith(("redis://", "rediss://")):
+    if settings.jobs.backend != "celery" or not settings.jobs.broker_url.startswith(("redis://", "rediss://")):
         return None
     import redis
 
     try:
-        client = redis.Redis.from_url(settings.broker_url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+        client = redis.Redis.from_url(settings.jobs.broker_url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
         try:
-            return int(client.llen(settings.celery_queue))
+            return int(client.llen(settings.jobs.celery_queue))
         finally:
             client.close()
     except redis.RedisError as exc:

@@ -56,15 +56,15 @@ class Limits:
         """
         s = settings or get_settings()
         return cls(
-            max_file_size_bytes=s.max_file_size_bytes,
-            max_pages=s.max_pages,
-            max_decompressed_bytes=s.max_decompressed_bytes,
-            max_sheet_cells=s.max_sheet_cells,
-            max_sheet_rows=s.max_sheet_rows,
-            ocr_languages=s.ocr_languages,
-            ocr_engine=s.ocr_engine,
-            ocr_page_timeout_s=s.ocr_page_timeout_s,
-            ocr_threads=s.ocr_threads,
+            max_file_size_bytes=s.ingest.max_file_size_bytes,
+            max_pages=s.ingest.max_pages,
+            max_decompressed_bytes=s.ingest.max_decompressed_bytes,
+            max_sheet_cells=s.ingest.max_sheet_cells,
+            max_sheet_rows=s.ingest.max_sheet_rows,
+            ocr_languages=s.ocr.languages,
+            ocr_engine=s.ocr.engine,
+            ocr_page_timeout_s=s.ocr.page_timeout_s,
+            ocr_threads=s.ocr.threads,
         )
 
     def ocr_options(self) -> OcrOptions:

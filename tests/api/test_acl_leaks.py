@@ -56,7 +56,7 @@ class AclCorpus:
 
     @property
     def data_dir(self) -> Path:
-        return self.settings.data_dir
+        return self.settings.storage.data_dir
 
 
 @pytest.fixture(scope="module")

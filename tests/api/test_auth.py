@@ -109,7 +109,7 @@ def test_password_login_sets_an_httponly_cookie_and_me_answers(auth_res, client)
 
 
 def test_secure_cookie_flag_is_configurable(auth_res, tmp_path):
-    settings = make_settings(auth_res.settings.data_dir, session_cookie_secure=True)
+    settings = make_settings(auth_res.settings.storage.data_dir, session_cookie_secure=True)
     name = new_user(auth_res)
     # The app's settings are its resources': the same clients, with the cookie setting changed.
     with TestClient(create_app(resources=dataclasses.replace(auth_res, settings=settings)), base_url="https://testserver") as c:
@@ -121,7 +121,7 @@ def test_secure_cookie_flag_is_configurable(auth_res, tmp_path):
 def test_the_app_reads_the_settings_of_its_resources(auth_res):
     app = create_app(resources=auth_res)
     assert app.state.settings is auth_res.settings
-    other = make_settings(auth_res.settings.data_dir, session_cookie_secure=True)
+    other = make_settings(auth_res.settings.storage.data_dir, session_cookie_secure=True)
     with pytest.raises(ConfigError, match="differ from its resources' settings"):
         create_app(other, resources=auth_res)
 
@@ -249,12 +249,12 @@ def test_a_password_change_or_disabling_ends_every_session_of_the_account(app, a
 
 def test_repeated_failed_sign_ins_make_that_account_wait_from_that_address(auth_res, client):
     name, other = new_user(auth_res), new_user(auth_res)
-    limit = auth_res.settings.login_max_failures
+    limit = auth_res.settings.auth.login_max_failures
     for _ in range(limit):
         assert login(client, name, "wrong-password-guess").status_code == 401
     r = login(client, name)  # even the right password now waits, from this address (back-off, not a lock)
     assert r.status_code == 429 and r.json()["error"]["code"] == "too_many_attempts"
-    assert int(r.headers["retry-after"]) == round(auth_res.settings.login_backoff_base_s)
+    assert int(r.headers["retry-after"]) == round(auth_res.settings.auth.login_backoff_base_s)
     # The name with white space around it is the same account, not ten more guesses.
     for padded in (f"{name} ", f"\t{name}\n"):
         assert login(client, padded).status_code == 429

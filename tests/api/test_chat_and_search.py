@@ -58,7 +58,7 @@ def test_errors_are_json_with_a_stable_code(client):
 
 
 def test_a_body_over_the_limit_is_refused_with_413(client):
-    limit = client.app.state.settings.max_request_bytes
+    limit = client.app.state.settings.server.max_request_bytes
     big = {"query": "password", "padding": "x" * limit}
     r = client.post("/api/search", json=big)  # declared Content-Length over the cap
     assert r.status_code == 413 and r.json()["error"]["code"] == "payload_too_large", r.text

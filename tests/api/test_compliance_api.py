@@ -92,7 +92,7 @@ def test_wrong_passwords_from_one_address_do_not_stop_the_owner_elsewhere(comp, 
                  for _ in range(12)]
         assert codes == [401] * 10 + [429] * 2  # the 10th failure starts a 2 s back-off for this pair
         r = guesser.post("/api/auth/login", json={"username": name, "password": PASSWORD})
-        assert r.status_code == 429 and 1 <= int(r.headers["retry-after"]) <= comp["res"].settings.login_failure_window_s
+        assert r.status_code == 429 and 1 <= int(r.headers["retry-after"]) <= comp["res"].settings.auth.login_failure_window_s
         with TestClient(comp["app"], client=("10.0.0.8", 5555)) as owner:
             assert owner.post("/api/auth/login", json={"username": name, "password": PASSWORD}).status_code == 200
         assert admin.post(f"/api/users/{name}/unlock").json()["addresses_cleared"] == 1

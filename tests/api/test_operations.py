@@ -186,7 +186,7 @@ def _files_under_the_data_folder(url: str, key: str) -> tuple[dict, dict]:
 def test_a_backup_taken_while_serving_restores_into_an_empty_folder(live, keys, api_resources, tmp_path):
     settings = api_resources.settings
     upload, resolution = _files_under_the_data_folder(live.url, keys["admin"])
-    env = {**os.environ, "ASSISTANT_DATA_DIR": str(settings.data_dir)}
+    env = {**os.environ, "ASSISTANT_DATA_DIR": str(settings.storage.data_dir)}
     target = tmp_path / "backup"
     command = [str(Path(sys.executable).parent / "assistant"), "backup", str(target), "--server-url", live.url, "--json"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
@@ -195,7 +195,7 @@ def test_a_backup_taken_while_serving_restores_into_an_empty_folder(live, keys, 
     assert manifest["vectors"]["kind"] == "edge" and manifest["database"] == "database.sqlite"
     assert manifest["folders"]["uploads"]["files"] == 1 and manifest["folders"]["helpdesk-resolutions"]["files"] == 1
     assert (target / "manifest.json").is_file() and (target / "qdrant-edge").is_dir()
-    assert not list((settings.data_dir / "backups").iterdir())  # moved to PATH, nothing left on the server
+    assert not list((settings.storage.data_dir / "backups").iterdir())  # moved to PATH, nothing left on the server
 
     restored_settings = make_settings(tmp_path / "restored" / "var")
     restored_manifest = restore_backup(target, restored_settings)
@@ -212,7 +212,7 @@ def test_a_backup_taken_while_serving_restores_into_an_empty_folder(live, keys, 
         for word in (upload["word"], resolution["word"]):  # searchable, and the cited document opens
             hit = next(c for c in retriever.retrieve(word, principal=admin, top_k=5) if word in c.text)
             doc, content = read_original(restored.db, hit.doc_id, principal=admin)
-            assert word.encode() in content and doc.local_path.is_relative_to(restored_settings.data_dir.resolve())
+            assert word.encode() in content and doc.local_path.is_relative_to(restored_settings.storage.data_dir.resolve())
             if word == upload["word"]:
                 assert content == upload["bytes"]
                 assert get_upload(restored.db, upload["id"], user_id=admin.user_id).document_id == hit.doc_id
@@ -227,7 +227,7 @@ def test_a_backup_taken_while_serving_restores_into_an_empty_folder(live, keys, 
     holder = subprocess.Popen(
         [sys.executable, "-c", "from assistant.core.resources import Resources\n"
          "r = Resources.open(); r.store.count(); print('held', flush=True); input()"],
-        env={**os.environ, "ASSISTANT_DATA_DIR": str(restored_settings.data_dir)},
+        env={**os.environ, "ASSISTANT_DATA_DIR": str(restored_settings.storage.data_dir)},
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
     try:

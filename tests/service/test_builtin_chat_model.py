@@ -23,7 +23,7 @@ from ingest.pipeline import Ingestor
 from tests.conftest import copy_subset, make_settings, open_resources
 from tests.corpus import DOCS_ZH, HANDBOOK
 
-DEFAULT = builtin_model(Settings.model_fields["llm_model"].default)
+DEFAULT = builtin_model(Settings.flat_fields()["llm_model"].default)
 
 
 @pytest.fixture(scope="module")

@@ -49,4 +49,4 @@ def test_ask_gives_the_model_the_answering_file_and_cites_its_sources(corpus_ind
     for citation in answer.citations:
         assert citation.chunk_id and citation.snippet
         assert citation.route == f"/api/documents/{citation.doc_id}/content"
-        assert "file://" not in str(citation.to_dict()) and str(corpus_index.settings.data_dir) not in str(citation.to_dict())
+        assert "file://" not in str(citation.to_dict()) and str(corpus_index.settings.storage.data_dir) not in str(citation.to_dict())

@@ -12,7 +12,7 @@ from tests.conftest import make_settings
 
 
 def test_an_index_built_with_minilm_is_served_with_minilm_while_the_model_is_unset(tmp_path):
-    assert Settings.model_fields["embedding_model"].default == BUILTIN_E5
+    assert Settings.flat_fields()["embedding_model"].default == BUILTIN_E5
     store = open_vector_store(make_settings(tmp_path / "var", embedding_model=BUILTIN_MINILM))
     store.ensure_collection(384)
     store.close()
@@ -21,7 +21,7 @@ def test_an_index_built_with_minilm_is_served_with_minilm_while_the_model_is_uns
     store = open_vector_store(default)
     try:
         assert store.model == BUILTIN_MINILM
-        assert default.embedding_model == BUILTIN_MINILM  # so questions are embedded with MiniLM too
+        assert default.embedding.model == BUILTIN_MINILM  # so questions are embedded with MiniLM too
     finally:
         store.close()
     # A model set explicitly still has to match the index: `assistant reindex` moves it.

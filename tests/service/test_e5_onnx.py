@@ -100,7 +100,7 @@ def tiny_index(tmp_path_factory):
 
     base = tmp_path_factory.mktemp("e5-tiny")
     settings = make_settings(base / "var")
-    assert settings.embedding_model == BUILTIN_E5  # the default
+    assert settings.embedding.model == BUILTIN_E5  # the default
     res = open_resources(settings)
     ingestor = Ingestor(res)
     try:

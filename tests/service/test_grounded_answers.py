@@ -88,7 +88,7 @@ def copying(template: str):
 
 def assert_no_server_path(answer, settings) -> None:
     body = str(answer.to_dict())
-    assert "file://" not in body and str(settings.data_dir) not in body and str(HANDBOOK) not in body
+    assert "file://" not in body and str(settings.storage.data_dir) not in body and str(HANDBOOK) not in body
 
 
 def test_unknown_markers_and_unsupported_sentences_are_removed_and_only_used_sources_cited(scripted):

@@ -79,9 +79,9 @@ def copy_subset(src: Path, dst: Path, relative_paths: list[str]) -> Path:
 
 def open_resources(settings: Settings) -> Resources:
     res = Resources.open(settings)
-    if settings.embedding_model not in _EMBEDDERS:
-        _EMBEDDERS[settings.embedding_model] = Embedder(settings.embedding_model)
-    res._embedder = _EMBEDDERS[settings.embedding_model]
+    if settings.embedding.model not in _EMBEDDERS:
+        _EMBEDDERS[settings.embedding.model] = Embedder(settings.embedding.model)
+    res._embedder = _EMBEDDERS[settings.embedding.model]
     return res
 
 
@@ -130,12 +130,12 @@ def test_eval_command_prints_one_json_object(minilm_index, monkeypatch, capsys):
     # An answer file given as an absolute path names no indexed document: it is reported, not
     # silently scored 0 (here it is an alternative, so recall is unchanged).
     absolute = str(HANDBOOK / SEC / "computer-standards.md")
-    path = minilm_index.data_dir.parent / "three.jsonl"
+    path = minilm_index.storage.data_dir.parent / "three.jsonl"
     path.write_text("\n".join(json.dumps({"id": q.id, "lang": q.lang, "question": q.question,
                                           "answer_files": list(q.answer_files) + ([absolute] if q.id == "en-01" else []),
                                           "must_contain_any": list(q.must_contain_any)}, ensure_ascii=False)
                               for q in rows), encoding="utf-8")
-    monkeypatch.setenv("ASSISTANT_DATA_DIR", str(minilm_index.data_dir))
+    monkeypatch.setenv("ASSISTANT_DATA_DIR", str(minilm_index.storage.data_dir))
     get_settings.cache_clear()
     try:
         result = CliRunner().invoke(app, ["eval", str(path), "--json", "--no-answers", "--mode", "sparse"])
@@ -149,7 +149,7 @@ def test_eval_command_prints_one_json_object(minilm_index, monkeypatch, capsys):
     bad = CliRunner().invoke(app, ["eval", str(path), "--mode", "fuzzy", "--json"])
     assert bad.exit_code == 2 and json.loads(bad.stderr)["error"]["code"] == "invalid_request"
     # A data folder without an index is an error, not a table of zeros that abstains on everything.
-    monkeypatch.setenv("ASSISTANT_DATA_DIR", str(minilm_index.data_dir.parent / "empty"))
+    monkeypatch.setenv("ASSISTANT_DATA_DIR", str(minilm_index.storage.data_dir.parent / "empty"))
     get_settings.cache_clear()
     try:
         empty = CliRunner().invoke(app, ["eval", str(path), "--json", "--no-answers"])

@@ -28,7 +28,7 @@ def _services() -> dict[str, dict]:
 
 
 def _settings_env_names() -> set[str]:
-    return {f"ASSISTANT_{name.upper()}" for name in Settings.model_fields}
+    return {f"ASSISTANT_{name.upper()}" for name in Settings.flat_fields()}
 
 
 def _image_pinned(image: str) -> bool:
@@ -174,7 +174,7 @@ def test_helm_chart_scales_workers_on_queue_depth_and_shares_adapters_with_gpu_v
     docs = _chart_documents()
     scaler = docs[("ScaledObject", "worker")]
     assert scaler["spec"]["triggers"][0]["type"] == "redis" and "listLength" in scaler["spec"]["triggers"][0]["metadata"]
-    assert values["worker"]["autoscaling"]["listName"] == Settings.model_fields["celery_queue"].default
+    assert values["worker"]["autoscaling"]["listName"] == Settings.flat_fields()["celery_queue"].default
     vllm = docs[("Deployment", "vllm")]["spec"]["template"]["spec"]
     assert "nvidia.com/gpu" in vllm["containers"][0]["resources"]["limits"]
     assert "nodeSelector" in vllm and values["vllm"]["nodeSelector"] and values["vllm"]["tolerations"]

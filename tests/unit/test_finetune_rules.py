@@ -98,5 +98,5 @@ def test_settings_refuse_modules_vllm_cannot_load_and_bad_cron(tmp_path):
 
 
 def test_the_schedule_is_monthly_by_default(tmp_path):
-    schedule = crontab_schedule(make_settings(tmp_path).finetune_schedule_cron)
+    schedule = crontab_schedule(make_settings(tmp_path).finetune.schedule_cron)
     assert schedule.day_of_month == {1} and schedule.hour == {3} and schedule.minute == {0}

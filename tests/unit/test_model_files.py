@@ -86,8 +86,8 @@ def test_a_missing_part_package_names_the_wheel(parted: BuiltinModel):
 
 
 def test_model_setting_names_a_built_in_model_or_a_file(tmp_path: Path):
-    assert Settings.model_fields["llm_model"].default == DEFAULT_MODEL
-    assert set(Settings.model_fields["llm_model"].annotation.__args__) == set(BUILTIN_MODELS)
+    assert Settings.flat_fields()["llm_model"].default == DEFAULT_MODEL
+    assert set(Settings.flat_fields()["llm_model"].annotation.__args__) == set(BUILTIN_MODELS)
     gguf = tmp_path / "mine.gguf"
     settings = Settings(_env_file=None, data_dir=tmp_path, llm_model_path=gguf)
     assert configured_gguf_path(settings) == gguf

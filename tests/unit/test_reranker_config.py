@@ -38,8 +38,8 @@ def test_a_sequence_classification_folder_that_cannot_load_is_a_config_error(tmp
 
 
 def test_an_empty_reranker_setting_means_no_reranker():
-    assert Settings(_env_file=None, reranker_model="").reranker_model is None
-    assert Settings(_env_file=None, reranker_model=" ").reranker_model is None
+    assert Settings(_env_file=None, reranker_model="").reranking.model is None
+    assert Settings(_env_file=None, reranker_model=" ").reranking.model is None
 
 
 @pytest.mark.parametrize("value", ["on", "builtin-zh", "bge-reranker-v2-m3", ""])
@@ -52,7 +52,7 @@ def test_a_bad_built_in_reranker_value_names_the_setting_and_its_choices(value):
 
 
 def test_the_built_in_reranker_setting_takes_its_three_values():
-    assert {Settings(_env_file=None, reranker=v).reranker for v in ("off", "builtin-en", "builtin-all")} == {
+    assert {Settings(_env_file=None, reranker=v).reranking.mode for v in ("off", "builtin-en", "builtin-all")} == {
         "off", "builtin-en", "builtin-all"}
 
 

@@ -89,7 +89,7 @@ def test_profiles_serve_the_name_the_backend_requests(profile):
     name must be the one ASSISTANT_OPENAI_MODEL asks for by default."""
     config = yaml.safe_load((PROFILES_DIR / f"{profile}.yaml").read_text())
     assert all(key == key.lower() and "_" not in key for key in config)
-    assert config["served-model-name"] == Settings.model_fields["openai_model"].default
+    assert config["served-model-name"] == Settings.flat_fields()["openai_model"].default
     assert 0 < config["gpu-memory-utilization"] < 1
 
 

@@ -10,13 +10,13 @@ from assistant.core.signing import signing_key
 
 def test_defaults_are_the_embedded_deployment(tmp_path):
     s = Settings(_env_file=None, data_dir=tmp_path)
-    assert (s.vector_store, s.jobs_backend, s.llm_backend) == ("edge", "inprocess", "llama_cpp")
+    assert (s.storage.vector_store, s.jobs.backend, s.llm.backend) == ("edge", "inprocess", "llama_cpp")
     assert s.resolved_database_url == f"sqlite:///{(tmp_path / 'assistant.db').resolve()}"
 
 
 def test_environment_prefix(monkeypatch, tmp_path):
     monkeypatch.setenv("ASSISTANT_TOP_K", "7")
-    assert Settings(_env_file=None, data_dir=tmp_path).top_k == 7
+    assert Settings(_env_file=None, data_dir=tmp_path).retrieval.top_k == 7
 
 
 @pytest.mark.parametrize(
@@ -62,10 +62,10 @@ def test_placeholder_secrets_are_refused_in_production(tmp_path, overrides, show
 
 
 def test_placeholders_pass_in_development_and_unused_keys_in_production(tmp_path):
-    assert Settings(_env_file=None, data_dir=tmp_path, llm_backend="openai").openai_api_key.get_secret_value() == "EMPTY"
+    assert Settings(_env_file=None, data_dir=tmp_path, llm_backend="openai").llm.openai_api_key.get_secret_value() == "EMPTY"
     # The in-process model sends no key anywhere: the default placeholder is not in the way.
     production = Settings(_env_file=None, data_dir=tmp_path, environment="production", secret_key="r4nd0m-long-secret")
-    assert production.llm_backend == "llama_cpp"
+    assert production.llm.backend == "llama_cpp"
 
 
 @pytest.mark.parametrize(
@@ -92,6 +92,6 @@ def test_urls_are_kept_as_given(tmp_path):
         database_url="postgresql+psycopg://assistant:pw@db:5432/assistant", broker_url="amqp://guest:guest@mq:5672//",
         answer_cache_redis_url="redis://cache:6379/1", openai_base_url="http://vllm:8000/v1",
     )
-    assert (s.qdrant_url, s.broker_url, s.openai_base_url) == ("http://qdrant:6333", "amqp://guest:guest@mq:5672//", "http://vllm:8000/v1")
+    assert (s.storage.qdrant_url, s.jobs.broker_url, s.llm.openai_base_url) == ("http://qdrant:6333", "amqp://guest:guest@mq:5672//", "http://vllm:8000/v1")
     assert s.resolved_database_url == "postgresql+psycopg://assistant:pw@db:5432/assistant"
-    assert Settings(_env_file=None, data_dir=tmp_path, database_url="sqlite:////tmp/x.db").database_url == "sqlite:////tmp/x.db"
+    assert Settings(_env_file=None, data_dir=tmp_path, database_url="sqlite:////tmp/x.db").storage.database_url == "sqlite:////tmp/x.db"

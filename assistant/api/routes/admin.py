@@ -157,13 +157,13 @@ async def model(_admin: AdminDep, assistant: AssistantDep) -> ModelPublic:
     """The chat model and embedding model in use, and the LoRA adapters serving now, each as `STATUS
     NAME (AUDIENCE)` joined by "; " (a canary with the share of its audience it answers), or "none"."""
     settings = assistant.resources.settings
-    name = settings.openai_model if settings.llm_backend == "openai" else str(settings.llm_model_path or settings.llm_model)
+    name = settings.llm.openai_model if settings.llm.backend == "openai" else str(settings.llm.model_path or settings.llm.model)
     serving = await run_in_threadpool(serving_adapters, assistant.resources.db)
     adapters = "; ".join(
-        f"{a.status} {a.name} ({a.audience}" + (f", {settings.finetune_canary_share:.0%} of it)" if a.status == "canary" else ")")
+        f"{a.status} {a.name} ({a.audience}" + (f", {settings.finetune.canary_share:.0%} of it)" if a.status == "canary" else ")")
         for a in sorted(serving, key=lambda a: (a.audience, a.status != "live", a.name))
     )
     return ModelPublic(
-        llm_backend=settings.llm_backend, llm_model=name, embedding_model=settings.embedding_model,
+        llm_backend=settings.llm.backend, llm_model=name, embedding_model=settings.embedding.model,
         adapter=adapters or "none",
     )

@@ -34,15 +34,15 @@ OIDC_CLIENT = "sso"
 
 def build_oauth(settings: Settings) -> OAuth | None:
     """The Authlib OpenID Connect client for the configured issuer, or None without single sign-on."""
-    if not settings.oidc_enabled:
+    if not settings.oidc.enabled:
         return None
     oauth = OAuth()
     oauth.register(
         OIDC_CLIENT,
-        server_metadata_url=settings.oidc_issuer_url.rstrip("/") + "/.well-known/openid-configuration",
-        client_id=settings.oidc_client_id,
-        client_secret=settings.oidc_client_secret.get_secret_value(),
-        client_kwargs={"scope": settings.oidc_scopes},
+        server_metadata_url=settings.oidc.issuer_url.rstrip("/") + "/.well-known/openid-configuration",
+        client_id=settings.oidc.client_id,
+        client_secret=settings.oidc.client_secret.get_secret_value(),
+        client_kwargs={"scope": settings.oidc.scopes},
     )
     return oauth
 
@@ -51,7 +51,7 @@ async def _start_session(request: Request, principal: Principal) -> str:
     # A fresh session on every sign-in (no fixation): new server-side token, new CSRF token.
     request.session.clear()
     settings = request.app.state.settings
-    token = await run_in_threadpool(open_session, get_db(request), principal.user_id, max_age_s=settings.session_max_age_s)
+    token = await run_in_threadpool(open_session, get_db(request), principal.user_id, max_age_s=settings.auth.session_max_age_s)
     csrf = secrets.token_urlsafe(32)
     request.session.update({SESSION_TOKEN: token, SESSION_CSRF: csrf})
     return csrf
@@ -121,7 +121,7 @@ async def oidc_login(request: Request):
     if oauth is None:
         raise NotFoundError("single sign-on is not configured (ASSISTANT_OIDC_ISSUER_URL)")
     settings: Settings = request.app.state.settings
-    redirect_uri = settings.oidc_redirect_url or str(request.url_for("oidc_callback"))
+    redirect_uri = settings.oidc.redirect_url or str(request.url_for("oidc_callback"))
     try:
         return await getattr(oauth, OIDC_CLIENT).authorize_redirect(request, redirect_uri)
     except Exception as exc:  # the issuer's discovery document cannot be fetched or read

@@ -164,8 +164,8 @@ async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalD
 
     settings = request.app.state.settings
     body_stream = paced_stream(
-        events(), render=render_sse_events, heartbeat_s=settings.sse_heartbeat_s,
-        coalesce_s=settings.sse_coalesce_ms / 1000,
+        events(), render=render_sse_events, heartbeat_s=settings.server.sse_heartbeat_s,
+        coalesce_s=settings.server.sse_coalesce_ms / 1000,
     )
     # The ticket is closed by the stream; the background task also closes it if the client left first.
     return StreamingResponse(

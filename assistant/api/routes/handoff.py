@@ -24,7 +24,7 @@ _SUBJECT_CHARS = 500
 @router.get("/handoff", response_model=HandoffSettings)
 async def handoff_settings(_principal: PrincipalDep, assistant: AssistantDep) -> HandoffSettings:
     """Whether a helpdesk takes conversations the documents could not answer."""
-    return HandoffSettings(enabled=assistant.resources.settings.helpdesk_handoff)
+    return HandoffSettings(enabled=assistant.resources.settings.helpdesk.handoff)
 
 
 @router.post("/conversations/{conversation_id}/handoff", response_model=HandoffPublic, status_code=201)
@@ -37,7 +37,7 @@ async def hand_off(conversation_id: str, principal: PrincipalDep, assistant: Ass
         NotFoundError: no such conversation, or another person's.
         InvalidRequestError: the conversation has no question yet.
     """
-    if not assistant.resources.settings.helpdesk_handoff:
+    if not assistant.resources.settings.helpdesk.handoff:
         raise ConflictError("no helpdesk takes conversations here (ASSISTANT_HELPDESK_HANDOFF is off)", code="helpdesk_off")
     db = assistant.resources.db
 

@@ -137,7 +137,7 @@ async def create_ticket(
     settings = assistant.resources.settings
     parts = Collaborators(
         db=assistant.resources.db, retriever=assistant.retriever, answerer=assistant.answerer,
-        threshold=settings.helpdesk_auto_reply_threshold,
+        threshold=settings.helpdesk.auto_reply_threshold,
     )
     ticket = TicketRequest(
         subject=body.subject, body=body.body, requester=body.requester, language=body.language,

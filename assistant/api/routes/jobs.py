@@ -61,7 +61,7 @@ async def start_sync(
     """
     if "\x00" in body.path or not Path(body.path).is_absolute():
         raise InvalidRequestError(f"path {body.path!r} must be an absolute path on the server, without NUL characters")
-    roots = [Path(r).expanduser().resolve() for r in assistant.resources.settings.source_roots]
+    roots = [Path(r).expanduser().resolve() for r in assistant.resources.settings.ingest.source_roots]
     path = Path(body.path).resolve()
     if not any(path == root or root in path.parents for root in roots):
         allowed = ", ".join(map(str, roots)) or "none: set ASSISTANT_SOURCE_ROOTS"

@@ -29,7 +29,7 @@ async def metrics(request: Request) -> Response:
     settings = state.settings
 
     def accepts(value: str) -> bool:
-        token = settings.metrics_token
+        token = settings.observability.metrics_token
         if token is not None and hmac.compare_digest(value.encode(), token.get_secret_value().encode()):
             return True
         return is_operator_token(settings, value)
@@ -44,5 +44,5 @@ async def metrics(request: Request) -> Response:
         sql_figures=lambda: operations_counts(resources.db),
         queue_depth=lambda: celery_queue_depth(settings),
     )
-    body, content_type = await run_in_threadpool(exposition, collector, settings.prometheus_multiproc_dir)
+    body, content_type = await run_in_threadpool(exposition, collector, settings.observability.prometheus_multiproc_dir)
     return Response(body, media_type=content_type)

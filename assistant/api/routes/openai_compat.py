@@ -219,8 +219,8 @@ async def chat_completions(
     settings = request.app.state.settings
     return StreamingResponse(
         paced_stream(
-            chunks(), render=render_openai_chunks, heartbeat_s=settings.sse_heartbeat_s,
-            coalesce_s=settings.sse_coalesce_ms / 1000,
+            chunks(), render=render_openai_chunks, heartbeat_s=settings.server.sse_heartbeat_s,
+            coalesce_s=settings.server.sse_coalesce_ms / 1000,
         ),
         media_type="text/event-stream", headers=SSE_HEADERS,
         background=BackgroundTask(ticket.close) if ticket else None,

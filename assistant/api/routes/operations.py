@@ -33,6 +33,6 @@ async def backup(request: Request) -> dict:
     settings = request.app.state.settings
     await require_token_or_admin(request, lambda value: is_operator_token(settings, value))
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    dest = settings.data_dir / BACKUPS_DIR / stamp
+    dest = settings.storage.data_dir / BACKUPS_DIR / stamp
     manifest = await run_in_threadpool(take_backup, request.app.state.assistant.resources, dest)
     return {"path": str(dest.resolve()), "manifest": manifest}

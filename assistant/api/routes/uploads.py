@@ -103,9 +103,9 @@ async def upload(
     audience = check_audience(principal, audience.strip())
     if not files:
         raise InvalidRequestError("send at least one file in the 'files' field", code="upload_empty")
-    if len(files) > settings.upload_max_files:
+    if len(files) > settings.uploads.max_files:
         raise InvalidRequestError(
-            f"{len(files)} files in one upload exceed ASSISTANT_UPLOAD_MAX_FILES={settings.upload_max_files}",
+            f"{len(files)} files in one upload exceed ASSISTANT_UPLOAD_MAX_FILES={settings.uploads.max_files}",
             code="upload_too_many_files",
         )
     names = [safe_filename(f.filename) for f in files]
@@ -116,10 +116,10 @@ async def upload(
         target = root / upload_id / name
         size = await run_in_threadpool(_store, file, target)
         refused = None
-        if size > settings.max_file_size_bytes:  # its job fails at once, as the parser would fail it
+        if size > settings.ingest.max_file_size_bytes:  # its job fails at once, as the parser would fail it
             refused = (
                 f"{name}: file size (bytes) {size:,} exceeds the limit "
-                f"ASSISTANT_MAX_FILE_SIZE_BYTES={settings.max_file_size_bytes:,}"
+                f"ASSISTANT_MAX_FILE_SIZE_BYTES={settings.ingest.max_file_size_bytes:,}"
             )
             target.unlink()
         params = {"path": str(target), "acl": {"default": [audience]}, "upload_id": upload_id}

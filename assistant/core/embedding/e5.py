@@ -25,7 +25,7 @@ def default_cache_dir() -> Path:
     from assistant.core.settings import get_settings
 
     settings = get_settings()
-    return settings.model_cache_dir or settings.data_dir / "models"
+    return settings.embedding.model_cache_dir or settings.storage.data_dir / "models"
 
 
 def ensure_model(cache_dir: Path | None = None) -> Path:

@@ -13,7 +13,7 @@ def open_llm(settings: Settings) -> LLM:
         ConfigError: llama_cpp's GGUF is missing, or a built-in model's parts do not assemble into
             the published file (see `model_files`).
     """
-    if settings.llm_backend == "openai":
+    if settings.llm.backend == "openai":
         from assistant.core.llm.openai_compat import OpenAICompatLLM
 
         return OpenAICompatLLM.from_settings(settings)
@@ -21,6 +21,6 @@ def open_llm(settings: Settings) -> LLM:
     from assistant.core.llm.model_files import configured_gguf_path
 
     return LlamaCppLLM(
-        configured_gguf_path(settings), context_tokens=settings.llm_context_tokens, threads=settings.threads,
-        window_tokens=settings.llm_cpu_window_tokens or None,
+        configured_gguf_path(settings), context_tokens=settings.llm.context_tokens, threads=settings.threads,
+        window_tokens=settings.llm.cpu_window_tokens or None,
     )

@@ -246,9 +246,9 @@ def smollm2_gguf_path() -> Path:
 def configured_gguf_path(settings: Settings) -> Path:
     """The GGUF that `settings` (an `assistant.core.settings.Settings`) ask for:
     `llm_model_path` if set, else the built-in `llm_model` (assembled on first use)."""
-    if settings.llm_model_path:
-        return Path(settings.llm_model_path)
-    return builtin_gguf_path(settings.llm_model, gguf_dir(settings.model_cache_dir, settings.data_dir))
+    if settings.llm.model_path:
+        return Path(settings.llm.model_path)
+    return builtin_gguf_path(settings.llm.model, gguf_dir(settings.embedding.model_cache_dir, settings.storage.data_dir))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,8 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true", help="every built-in model")
     args = parser.parse_args(argv)
     settings = get_settings()
-    names = list(BUILTIN_MODELS) if args.all else (args.model or [settings.llm_model])
-    target_dir = gguf_dir(settings.model_cache_dir, settings.data_dir)
+    names = list(BUILTIN_MODELS) if args.all else (args.model or [settings.llm.model])
+    target_dir = gguf_dir(settings.embedding.model_cache_dir, settings.storage.data_dir)
     try:
         settings.ensure_dirs()  # the data folder is private (0700) whoever creates it first
         for name in names:

@@ -120,17 +120,17 @@ class OpenAICompatLLM(LLM):
             A client for `settings.openai_base_url`; it opens no connection yet.
         """
         return cls(
-            settings.openai_base_url,
-            settings.openai_model,
-            api_key=settings.openai_api_key.get_secret_value(),
-            context_tokens=settings.llm_context_tokens,
-            connect_timeout_s=settings.connect_timeout_s,
-            read_timeout_s=settings.request_timeout_s,
-            connect_retries=settings.llm_connect_retries,
-            retry_backoff_s=settings.llm_retry_backoff_s,
-            retry_backoff_max_s=settings.llm_retry_backoff_max_s,
-            breaker_failure_threshold=settings.llm_breaker_failure_threshold,
-            breaker_cooldown_s=settings.llm_breaker_cooldown_s,
+            settings.llm.openai_base_url,
+            settings.llm.openai_model,
+            api_key=settings.llm.openai_api_key.get_secret_value(),
+            context_tokens=settings.llm.context_tokens,
+            connect_timeout_s=settings.llm.connect_timeout_s,
+            read_timeout_s=settings.llm.request_timeout_s,
+            connect_retries=settings.llm.connect_retries,
+            retry_backoff_s=settings.llm.retry_backoff_s,
+            retry_backoff_max_s=settings.llm.retry_backoff_max_s,
+            breaker_failure_threshold=settings.llm.breaker_failure_threshold,
+            breaker_cooldown_s=settings.llm.breaker_cooldown_s,
         )
 
     def count_tokens(self, text: str) -> int:

@@ -11,7 +11,7 @@ from assistant.core.vectorstore.catalog import CollectionCatalog
 
 def open_catalog(settings: Settings) -> CollectionCatalog:
     """The collections and aliases of the configured engine (close it with `close()`)."""
-    if settings.vector_store == "edge":
+    if settings.storage.vector_store == "edge":
         from assistant.core.vectorstore.edge import EdgeCatalog
 
         return EdgeCatalog(settings.edge_path)
@@ -19,13 +19,13 @@ def open_catalog(settings: Settings) -> CollectionCatalog:
 
     return ServerCatalog(
         connect(
-            url=settings.qdrant_url,
-            path=settings.qdrant_path,
-            api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None,
-            timeout_s=settings.request_timeout_s,
+            url=settings.storage.qdrant_url,
+            path=settings.storage.qdrant_path,
+            api_key=settings.storage.qdrant_api_key.get_secret_value() if settings.storage.qdrant_api_key else None,
+            timeout_s=settings.llm.request_timeout_s,
         ),
-        layout={k: v for k, v in (("shard_number", settings.qdrant_shard_number),
-                                  ("replication_factor", settings.qdrant_replication_factor)) if v},
+        layout={k: v for k, v in (("shard_number", settings.storage.qdrant_shard_number),
+                                  ("replication_factor", settings.storage.qdrant_replication_factor)) if v},
     )
 
 
@@ -42,7 +42,7 @@ def open_vector_store(settings: Settings) -> VectorStore:
     catalog = open_catalog(settings)
     try:
         follow_live_model(settings, catalog)
-        return catalog.open_live(settings.collection, model=settings.embedding_model)
+        return catalog.open_live(settings.storage.collection, model=settings.embedding.model)
     except BaseException:
         catalog.close()
         raise
@@ -56,15 +56,15 @@ def follow_live_model(settings: Settings, catalog: CollectionCatalog) -> None:
     (which builds with `settings.embedding_model` and never opens the live collection) moves it.
     An explicitly set model that differs from the index's is still an error (`open_live`).
     """
-    if "embedding_model" in settings.model_fields_set:
+    if "model" in settings.embedding.model_fields_set:
         return
-    name = catalog.resolve(settings.collection)
+    name = catalog.resolve(settings.storage.collection)
     record = catalog.record(name) if name else None
-    if record is None or not record.model or record.model == settings.embedding_model:
+    if record is None or not record.model or record.model == settings.embedding.model:
         return
     logging.getLogger(__name__).warning(
         "collection %r was built with %s; serving it with that model (the default is now %s): run "
         "`assistant reindex` to move it, or set ASSISTANT_EMBEDDING_MODEL to keep it",
-        settings.collection, record.model, settings.embedding_model,
+        settings.storage.collection, record.model, settings.embedding.model,
     )
-    settings.embedding_model = record.model
+    settings.embedding.model = record.model
