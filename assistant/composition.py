@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from assistant.adapters.routing import AdapterRouter, local_adapter, remote_adapter
 from assistant.answering import Answerer
 from assistant.answering.admission import FairLimiter
-from assistant.answering.prompt import SYSTEM_PROMPT
 from assistant.answering.cache import AnswerCache, MemoryStore, RedisStore, index_version
+from assistant.answering.prompt import SYSTEM_PROMPT
 from assistant.answering.request import GenerationParams
-from assistant.core.db.documents import readable_versions
 from assistant.core.db.adapters import serving_adapters
-from assistant.adapters.routing import AdapterRouter, local_adapter, remote_adapter
+from assistant.core.db.documents import readable_versions
 from assistant.core.llm.deferred import DeferredLLM
 from assistant.core.resources import Resources
 from assistant.retrieval import Retriever
@@ -29,7 +29,7 @@ class Assistant:
     answerer: Answerer
 
     @classmethod
-    def build(cls, resources: Resources) -> "Assistant":
+    def build(cls, resources: Resources) -> Assistant:
         """Build retriever and answerer from `resources` (models load lazily on first use)."""
         settings = resources.settings
         reranker = None

@@ -28,11 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from capture_answers import REPO, build_folder, choose  # noqa: E402
 
+from assistant.answering.events import Done, Sources, Status, Token  # noqa: E402
 from assistant.composition import Assistant  # noqa: E402
 from assistant.core.principals import ANONYMOUS  # noqa: E402
 from assistant.core.resources import Resources  # noqa: E402
 from assistant.core.settings import Settings  # noqa: E402
-from assistant.answering.events import Done, Sources, Status, Token  # noqa: E402
 from assistant.evaluation.dataset import load_questions  # noqa: E402
 from ingest.pipeline import Ingestor  # noqa: E402
 

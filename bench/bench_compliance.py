@@ -16,9 +16,9 @@ from sqlalchemy import create_engine, text
 
 from assistant.compliance.audit import record_event
 from assistant.compliance.audit_chain import verify_chain
+from assistant.compliance.pii import mask_pii
 from assistant.core.db.models import AuditEvent
 from assistant.core.db.session import Database
-from assistant.compliance.pii import mask_pii
 from assistant.core.principals import Principal
 
 HANDBOOK = Path("/work/shared/corpus/handbook-en")

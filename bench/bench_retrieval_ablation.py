@@ -49,9 +49,9 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -59,9 +59,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from assistant.core.embedding.embedder import BUILTIN_E5, BUILTIN_MINILM, Embedder  # noqa: E402
+from assistant.core.index.passages import passage_text  # noqa: E402
 from assistant.core.index.payload import ChunkPayload, chunk_point, document_id  # noqa: E402
 from assistant.core.language import document_language  # noqa: E402
-from assistant.core.index.passages import passage_text  # noqa: E402
 from assistant.core.principals import ANONYMOUS  # noqa: E402
 from assistant.core.vectorstore.edge import EdgeVectorStore  # noqa: E402
 from assistant.evaluation.dataset import Question, load_questions  # noqa: E402
@@ -217,7 +217,7 @@ class CachedCrossEncoder:
         return self.model.seconds
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
-        keys = [hashlib.sha1(f"{query}\0{p}".encode("utf-8")).hexdigest() for p in passages]
+        keys = [hashlib.sha1(f"{query}\0{p}".encode()).hexdigest() for p in passages]
         todo = [n for n, k in enumerate(keys) if k not in self.scores]
         if todo:
             fresh = self.model.score(query, [passages[n] for n in todo])

@@ -38,8 +38,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import assistant.core.llm.llama_cpp  # noqa: F401  sets OMP_WAIT_POLICY=PASSIVE before llama.cpp loads
 import llama_cpp
+
+import assistant.core.llm.llama_cpp  # noqa: F401  sets OMP_WAIT_POLICY=PASSIVE before llama.cpp loads
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from capture_answers import build_folder, choose  # noqa: E402

@@ -30,7 +30,12 @@ import sys
 from pathlib import Path
 
 from assistant.answering.grounding import (
-    FAST_PATH_SHARE, MIN_CLAIM_TERMS, MIN_LEXICAL, Grounder, content_terms, split_sentences,
+    FAST_PATH_SHARE,
+    MIN_CLAIM_TERMS,
+    MIN_LEXICAL,
+    Grounder,
+    content_terms,
+    split_sentences,
 )
 from assistant.retrieval import RetrievedChunk
 

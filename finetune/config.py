@@ -48,7 +48,7 @@ class LoraHyperparameters:
             raise InvalidRequestError(f"target modules {unknown or '[]'} cannot be loaded by vLLM; use {VLLM_LORA_MODULES}")
 
     @classmethod
-    def from_section(cls, finetune: FinetuneSettings) -> "LoraHyperparameters":
+    def from_section(cls, finetune: FinetuneSettings) -> LoraHyperparameters:
         """The hyperparameters of `settings.finetune` (`ASSISTANT_FINETUNE_LORA_*` and the optimiser's)."""
         return cls(
             rank=finetune.lora_rank, alpha=finetune.lora_alpha, target_modules=tuple(finetune.target_modules),
@@ -94,7 +94,7 @@ class FinetuneConfig:
     answer_tolerance: float = _DEFAULTS.gate_answer_tolerance
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "FinetuneConfig":
+    def from_settings(cls, settings: Settings) -> FinetuneConfig:
         """The configuration of `settings.finetune` (`ASSISTANT_FINETUNE_*`), rooted at `settings.finetune_path`."""
         finetune = settings.finetune
         return cls(

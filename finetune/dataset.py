@@ -7,16 +7,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from assistant.answering.grounding import Grounder, ground
 from assistant.core.db import adapters as registry_db
+from assistant.core.db.models import utcnow
 from assistant.core.db.session import Database
 from assistant.core.db.training_data import changed_documents, rated_answers, resolved_tickets
-from assistant.core.db.models import utcnow
 from assistant.core.principals import EVERYONE
 from assistant.core.vectorstore.base import VectorStore
 from assistant.retrieval.retriever import RetrievedChunk

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assistant.core.db.adapters import AdapterRecord
 from assistant.adapters.peft_serving import PeftAdapterLLM, PeftServing
+from assistant.core.db.adapters import AdapterRecord
 from assistant.core.principals import Principal
 from finetune.dataset import Row
 
@@ -44,8 +44,8 @@ class AnswerCheck:
         tolerance: the largest drop allowed in the share answered right, in [0, 1] (absolute).
     """
 
-    answerer: "Answerer"
-    questions: list["Question"]
+    answerer: Answerer
+    questions: list[Question]
     max_tokens: int = 96
     tolerance: float = 0.1
 
@@ -61,7 +61,7 @@ def eval_pairs(questions_path: Path | None) -> list[tuple[str, str]]:
     return [(q.question, q.must_contain_any[0]) for q in load_questions(questions_path) if q.answerable and q.must_contain_any]
 
 
-def answer_questions(questions_path: Path | None, limit: int) -> list["Question"]:
+def answer_questions(questions_path: Path | None, limit: int) -> list[Question]:
     """The first `limit` questions of an `assistant eval` question file (answerable and no-answer ones
     alike, in file order, so that every gate answers the same ones); [] without a file or with 0.
 
@@ -82,7 +82,7 @@ def audience_principal(audience: str) -> Principal:
     return Principal(name="anonymous", groups=groups)  # a reserved name: no `user:` token of its own
 
 
-def answered_right(report: "EvalReport") -> tuple[float | None, dict[str, bool]]:
+def answered_right(report: EvalReport) -> tuple[float | None, dict[str, bool]]:
     """The share of questions of an `assistant eval` report (run with answers) answered right, and each
     question's outcome by ID: an answerable question's answer holds one of its key facts
     (`has_key_fact`), a no-answer question's answer declines (`abstained`). Answerable questions

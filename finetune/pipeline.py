@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
+from assistant.adapters.release import AdapterPublisher
 from assistant.answering.grounding import Grounder
 from assistant.core.db import adapters as registry_db
 from assistant.core.db.jobs import job_lease
 from assistant.core.db.session import Database
 from assistant.core.errors import ConflictError
 from assistant.core.llm.base import LLM
-from assistant.adapters.release import AdapterPublisher
 from assistant.core.vectorstore.base import VectorStore
 from finetune.config import FinetuneConfig, check_audience
 from finetune.dataset import build_dataset, read_snapshot
@@ -62,7 +63,7 @@ async def run_refresh(db: Database, store: VectorStore, *, config: FinetuneConfi
                       llm: LLM | None, audience: str = "everyone", dry_run: bool = False, by: str = "schedule",
                       progress: Callable[[dict], None] | None = None,
                       make_grounder: Callable[[list], Grounder] = lexical_grounder,
-                      answerer: "Answerer | None" = None) -> RefreshOutcome:
+                      answerer: Answerer | None = None) -> RefreshOutcome:
     """Run one refresh for `audience`.
 
     Args:

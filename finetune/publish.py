@@ -3,9 +3,9 @@ the model server (vLLM's runtime LoRA endpoint, or the in-process router)."""
 
 from __future__ import annotations
 
+from assistant.adapters.release import AdapterPublisher, promote_and_publish
 from assistant.core.db.adapters import AdapterRecord, Release
 from assistant.core.db.session import Database
-from assistant.adapters.release import AdapterPublisher, promote_and_publish
 
 
 def publish_candidate(db: Database, adapter: AdapterRecord, *, publisher: AdapterPublisher, by: str) -> Release:

@@ -4,8 +4,9 @@ are masked by `assistant.compliance.pii` (libphonenumber and python-stdnum check
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import Iterable, TypeVar
+from typing import TypeVar
 
 from assistant.compliance.pii import mask_pii
 

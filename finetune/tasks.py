@@ -7,11 +7,11 @@ import asyncio
 
 from celery import shared_task
 
+from assistant.adapters.release import publisher_for
 from assistant.core import resources
 from assistant.core.errors import ConflictError
 from assistant.core.jobs import FINETUNE_TASK, Schedule, crontab_schedule, register_queue, register_schedule
 from assistant.core.llm.deferred import DeferredLLM
-from assistant.adapters.release import publisher_for
 from assistant.core.resources import Resources
 from finetune.config import FinetuneConfig
 from finetune.pipeline import RefreshOutcome, run_refresh

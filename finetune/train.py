@@ -6,12 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from assistant.core.errors import InvalidRequestError
 from assistant.adapters.transformers_base import chat_prompt, load_base
+from assistant.core.errors import InvalidRequestError
 from finetune.config import VLLM_LORA_MODULES, VLLM_MAX_LORA_RANK, LoraHyperparameters
 from finetune.dataset import Row
 

@@ -7,8 +7,8 @@ sentences (its secondary regex knows Chinese full stops `。？！`) up to the t
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from llama_index.core import Document as LIDocument
 from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter

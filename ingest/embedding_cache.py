@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -35,7 +35,7 @@ class EmbeddingCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.dim = dim
-        self._salt = f"{model}\x00{dim}\x00".encode("utf-8")
+        self._salt = f"{model}\x00{dim}\x00".encode()
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -50,7 +50,7 @@ class EmbeddingCache:
 
     def document_key(self, content_hash: str, position: int, text: str) -> bytes:
         """The 32-byte key of a chunk by place: the file's sha256, the chunk's position and text."""
-        return hashlib.sha256(self._salt + f"doc\x00{content_hash}\x00{position}\x00".encode("utf-8") + text.encode("utf-8")).digest()
+        return hashlib.sha256(self._salt + f"doc\x00{content_hash}\x00{position}\x00".encode() + text.encode("utf-8")).digest()
 
     def get_many(self, keys: Iterable[bytes]) -> dict[bytes, np.ndarray]:
         """Stored vectors for those of `keys` that are known.

@@ -33,9 +33,10 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 from ingest.chunking import Chunk
 
@@ -307,13 +308,12 @@ def _child_main() -> None:
     inp = sys.stdin.buffer
     config = _read_frame(inp)
 
+    import logging
     import resource
+    import warnings
 
     import transformers
     from transformers import AutoTokenizer
-
-    import logging
-    import warnings
 
     from assistant.core.errors import IngestError
     from ingest.chunking import Chunker

@@ -16,19 +16,25 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterable
 
 import pathspec
 
-from assistant.core.db.jobs import fail_job, finish_sync_job, reset_items, start_sync_job
-from assistant.core.db.sources import check_manifest_scope, enclosing_folder_source, list_sources, open_source, take_over_sources
-from assistant.core.errors import InvalidRequestError, not_utf8
-from assistant.core.resources import Resources
 from assistant.core.acl_manifest import AclManifest
-from ingest.embedding_cache import EmbeddingCache
+from assistant.core.db.jobs import fail_job, finish_sync_job, reset_items, start_sync_job
+from assistant.core.db.sources import (
+    check_manifest_scope,
+    enclosing_folder_source,
+    list_sources,
+    open_source,
+    take_over_sources,
+)
+from assistant.core.errors import InvalidRequestError, not_utf8
 from assistant.core.index.payload import NAMESPACE, chunk_id, document_id
+from assistant.core.resources import Resources
+from ingest.embedding_cache import EmbeddingCache
 from ingest.isolated_parse import IsolatedParser
 from ingest.pii_masking import stored_pii_kinds
 from ingest.progress import LiveTotals

@@ -8,7 +8,8 @@ progress, and to an optional listener (the CLI's progress bar or its JSON lines)
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from assistant.core.db.jobs import update_job_totals
 from assistant.core.db.session import Database

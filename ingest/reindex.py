@@ -8,9 +8,9 @@ restarted after the switch opens the new one.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from assistant.core.db.session import Database
 from assistant.core.db.sources import list_sources

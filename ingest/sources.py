@@ -11,9 +11,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from assistant.core.db.sources import source_summaries, source_summary_by_uri
-from assistant.core.source_removal import delete_source_contents
 from assistant.core.errors import NotFoundError
 from assistant.core.resources import Resources
+from assistant.core.source_removal import delete_source_contents
 
 
 @dataclass(frozen=True)

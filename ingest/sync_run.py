@@ -20,10 +20,10 @@ import tempfile
 import time
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 from urllib.parse import quote
 
 from sqlalchemy import select, update
@@ -32,8 +32,8 @@ from sqlalchemy.orm import Session
 from assistant.core.db.models import Document, JobItem, utcnow
 from assistant.core.db.session import Database
 from assistant.core.embedding.embedder import Embedder
-from assistant.core.language import document_language as detect_lang
 from assistant.core.index.payload import ChunkPayload, chunk_point, document_id
+from assistant.core.language import document_language as detect_lang
 from assistant.core.vectorstore import VectorStore
 from ingest.embedding_cache import EmbeddingCache
 from ingest.isolated_parse import IsolatedParser, ParseResult

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import httpx
 import redis.exceptions
@@ -13,12 +13,12 @@ from celery import shared_task
 from qdrant_client.http.exceptions import ResponseHandlingException
 
 from assistant.core import resources
+from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.jobs import claim_sync_job, fail_job, job_lease, queue_scheduled_syncs
 from assistant.core.errors import AssistantError
 from assistant.core.jobs import Schedule, get_celery, register_schedule
 from assistant.core.resources import Resources
 from assistant.core.settings import get_settings
-from assistant.core.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor
 
 log = logging.getLogger(__name__)

@@ -12,8 +12,8 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 from assistant.answering.judge import ANSWERS_SYSTEM, JUDGE_INSTRUCTION
 from assistant.answering.polarity import is_list_item, is_negating_heading

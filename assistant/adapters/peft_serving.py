@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any, AsyncIterator, Sequence
+from typing import Any
 
-from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage, stop_list
 from assistant.adapters.transformers_base import load_base
+from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage, stop_list
 
 
 class PeftServing:

@@ -7,11 +7,12 @@ import copy
 import hashlib
 import threading
 import time
-from typing import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from assistant.core.db.adapters import AdapterRecord
 from assistant.core.llm.base import LLM, ChatMessage, StreamResult
 from assistant.core.principals import EVERYONE, Principal
+
 
 def canary_bucket(user: str, audience: str) -> float:
     """A stable number in [0, 1) for `user` within `audience` (SHA-256 of both): users below the canary
@@ -116,7 +117,7 @@ class AdapterRouter(_OnBase):
                 self._llms[key] = llm
         return adapter, llm
 
-    def for_principal(self, principal: Principal | None) -> "RoutedLLM":
+    def for_principal(self, principal: Principal | None) -> RoutedLLM:
         """The `LLM` that answers `principal`: each of its generations goes to the adapter chosen for
         `principal` at that moment (`route`), and it names the adapter of its last generation."""
         return RoutedLLM(self, principal)

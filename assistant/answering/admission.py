@@ -29,7 +29,7 @@ class Ticket:
     Use `async with ticket:` or call `close()` in a `finally`; both are idempotent.
     """
 
-    def __init__(self, limiter: "FairLimiter", key: str):
+    def __init__(self, limiter: FairLimiter, key: str):
         self._limiter = limiter
         self.key = key
         self.granted = False
@@ -56,7 +56,7 @@ class Ticket:
             self.closed = True
             self._limiter._release(self)
 
-    async def __aenter__(self) -> "Ticket":
+    async def __aenter__(self) -> Ticket:
         await self.acquire()
         return self
 
@@ -111,7 +111,7 @@ class FairLimiter:
         self.refused = 0
 
     @classmethod
-    def from_settings(cls, settings) -> "FairLimiter":
+    def from_settings(cls, settings) -> FairLimiter:
         """The limiter configured by `ASSISTANT_LLM_MAX_CONCURRENCY` and `ASSISTANT_LLM_QUEUE_*`.
 
         Unset, slots and queue timeout follow the backend (`BACKEND_LIMITS`): the in-process
@@ -181,7 +181,7 @@ class FairLimiter:
         self._waiting.setdefault(ticket.key, deque()).append(ticket)
         try:
             await asyncio.wait_for(asyncio.shield(future), timeout=self.queue_timeout_s)
-        except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
+        except (TimeoutError, asyncio.CancelledError) as exc:
             if not ticket.granted:
                 self._unqueue(ticket)
                 if isinstance(exc, asyncio.TimeoutError):

@@ -4,31 +4,31 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field, replace
-from typing import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 
+from assistant.adapters.routing import AdapterRouter, RoutedLLM
 from assistant.answering.admission import FairLimiter, Ticket
 from assistant.answering.budget import plan_budget
 from assistant.answering.cache import AnswerCache
 from assistant.answering.citations import Citation, closest_documents, make_citations, source_entries
 from assistant.answering.events import AnswerEvent, Citations, Done, Retrieved, Sources, Status, Token
-from assistant.answering.grounded_stream import GroundedStream, combined_result, grounder_for, grounding_report
-from assistant.answering.stops import STOP_SEQUENCES, StopFilter
 from assistant.answering.focus import focused_source, question_terms
+from assistant.answering.grounded_stream import GroundedStream, combined_result, grounder_for, grounding_report
 from assistant.answering.packing import pack_context
 from assistant.answering.part_answers import answer_parts
 from assistant.answering.parts import split_question
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages, format_source
 from assistant.answering.request import AuditSink, GenerationParams
 from assistant.answering.rewrite import rewrite_query, translate_question
+from assistant.answering.stops import STOP_SEQUENCES, StopFilter
 from assistant.core import metrics
 from assistant.core.language import question_language
 from assistant.core.llm import LLM, ChatMessage, FinishReason, StreamResult, Usage
-from assistant.adapters.routing import AdapterRouter, RoutedLLM
 from assistant.core.principals import Principal
+from assistant.core.questions import check_query
 from assistant.retrieval import RetrievedChunk, Retriever
 from assistant.retrieval.abstention import AbstentionRule
-from assistant.core.questions import check_query
 
 # Room kept free in the context window beyond the answer: chat-template tokens and estimate error, and
 # the answer reminder and language retry instruction added to the question (`prompt.ANSWER_REMINDER`).
@@ -315,7 +315,7 @@ class Answerer:
         entries are keyed by the server's settings, `cache.index_version`)."""
         return self.cache is not None and not history and params == self.defaults
 
-    def with_model(self, llm: LLM, *, params: GenerationParams) -> "Answerer":
+    def with_model(self, llm: LLM, *, params: GenerationParams) -> Answerer:
         """This answerer's retrieval, abstention, prompt and grounding with another model `llm` and
         `params`, without cache or admission queue: how one adapter's answers are scored against
         another's (`finetune.evaluate`)."""

@@ -3,8 +3,8 @@ history (trimmed oldest first) and the sources share what is left, so no request
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from assistant.core.llm import ChatMessage
 

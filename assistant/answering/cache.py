@@ -23,8 +23,9 @@ import threading
 import time
 import unicodedata
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from typing import Callable, Iterable, Protocol
+from typing import Protocol
 
 from assistant.core.principals import Principal
 

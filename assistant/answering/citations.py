@@ -8,8 +8,8 @@ document to readers its ACL admits (`route`), never the `file://` URI of the ser
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 from assistant.answering.injection import without_instructions
 from assistant.retrieval import RetrievedChunk

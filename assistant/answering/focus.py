@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Callable
-
+from collections.abc import Callable
 from dataclasses import replace
 
 from assistant.answering.budget import truncate_to_tokens

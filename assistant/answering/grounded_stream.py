@@ -18,13 +18,20 @@ answer is kept with a short note saying so.
 from __future__ import annotations
 
 import re
-from typing import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
+from assistant.answering.events import DraftSentence, Replace, Revise, Status, Token
 from assistant.answering.grounding import (
-    SENTENCE_BOUNDARY, Grounder, Sentence, Verdict, aconclude, drop_unknown_markers, segments, split_sentences,
+    SENTENCE_BOUNDARY,
+    Grounder,
+    Sentence,
+    Verdict,
+    aconclude,
+    drop_unknown_markers,
+    segments,
+    split_sentences,
     supported_share,
 )
-from assistant.answering.events import DraftSentence, Replace, Revise, Status, Token
 from assistant.answering.judge import EvidenceJudge
 from assistant.answering.language_check import answer_lang_matches
 from assistant.answering.prompt import firmer_language

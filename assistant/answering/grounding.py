@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from assistant.answering.injection import without_instructions
 from assistant.answering.judge import EvidenceJudge, Pair

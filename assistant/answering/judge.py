@@ -14,8 +14,8 @@ unanswered check never lets a sentence through.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from assistant.core.llm import LLM, ChatMessage
 

@@ -9,8 +9,8 @@ crowd out the others; then sources are kept while they fit the budget.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Callable, Sequence
 
 from assistant.retrieval import RetrievedChunk
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import re
-from typing import TYPE_CHECKING, AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING
 
 from assistant.answering.admission import Ticket
 from assistant.answering.citations import cited_numbers, make_citations
@@ -95,7 +96,7 @@ def combined_grounding(reports: Sequence[dict | None]) -> dict:
 
 
 async def answer_parts(
-    answerer: "Answerer",
+    answerer: Answerer,
     question: str,
     parts: Sequence[QuestionPart],
     *,
@@ -103,7 +104,7 @@ async def answer_parts(
     ticket: Ticket | None,
     params: GenerationParams,
     audit: AuditSink | None,
-    cache: "AnswerCache | None",
+    cache: AnswerCache | None,
 ) -> AsyncIterator[Retrieved | AnswerEvent]:
     """`Answerer._events` for a question of several `parts`: the same event types, composed.
 

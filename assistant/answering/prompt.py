@@ -3,7 +3,7 @@ so that vLLM's prefix cache serves it; then the numbered sources, then history, 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from assistant.answering.injection import without_instructions
 from assistant.core.language import question_language

@@ -48,7 +48,7 @@ class GenerationParams:
             raise ValueError(f"stop must be a tuple of non-empty sequences, got {self.stop!r}")
 
     @classmethod
-    def from_settings(cls, settings: "Settings") -> "GenerationParams":
+    def from_settings(cls, settings: Settings) -> GenerationParams:
         """The server's parameters: `ASSISTANT_LLM_MAX_TOKENS`, `ASSISTANT_LLM_TEMPERATURE` and the
         product's stop sequences."""
         return cls(max_tokens=settings.llm.max_tokens, temperature=settings.llm.temperature)

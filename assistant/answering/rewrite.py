@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from assistant.core.language import count_cjk
 from assistant.core.llm import LLM, ChatMessage

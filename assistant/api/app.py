@@ -13,26 +13,39 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
 
 from assistant import __version__
-from assistant.api.deps import PrincipalDep, get_principal
 from assistant.api.body_limit import BodyLimitMiddleware
-from assistant.api.rate_limit import RateLimitMiddleware, enforce_rate_limit
+from assistant.api.deps import PrincipalDep, get_principal
 from assistant.api.errors import install_error_handlers
-from assistant.api.security_headers import SecurityHeadersMiddleware
 from assistant.api.observability import RequestObservabilityMiddleware, install_request_ids
+from assistant.api.rate_limit import RateLimitMiddleware, enforce_rate_limit
+from assistant.api.rate_limit_store import RateLimiter
 from assistant.api.routes import (
-    auth, chat, conversations, documents, feedback, health, helpdesk, jobs, openai_compat, search, users,
+    admin,
+    auth,
+    chat,
+    compliance,
+    conversations,
+    documents,
+    feedback,
+    finetune,
+    handoff,
+    health,
+    helpdesk,
+    jobs,
+    local_ingest,
+    metrics,
+    openai_compat,
+    operations,
+    search,
+    uploads,
+    users,
 )
-from assistant.api.routes import compliance
-from assistant.api.routes import metrics, operations
-from assistant.api.routes import admin, handoff, uploads
-from assistant.api.routes import finetune
+from assistant.api.security_headers import SecurityHeadersMiddleware
 from assistant.composition import Assistant
-from assistant.api.routes import local_ingest
 from assistant.core import resources as resources_mod
+from assistant.core.errors import ConfigError
 from assistant.core.jobs import JobDispatcher
 from assistant.core.resources import Resources
-from assistant.core.errors import ConfigError
-from assistant.api.rate_limit_store import RateLimiter
 from assistant.core.settings import Settings, get_settings
 from assistant.core.signing import signing_key
 

@@ -15,12 +15,12 @@ from typing import Annotated
 from fastapi import Depends, Path, Request
 from starlette.concurrency import run_in_threadpool
 
-from assistant.composition import Assistant
 from assistant.auth.api_keys import principal_for_api_key
 from assistant.auth.sessions import session_user_id
+from assistant.composition import Assistant
+from assistant.core.db.identity import load_principal_by_id
 from assistant.core.db.session import Database
 from assistant.core.errors import AuthenticationError, PermissionDeniedError
-from assistant.core.db.identity import load_principal_by_id
 from assistant.core.jobs import JobDispatcher
 from assistant.core.principals import Principal
 

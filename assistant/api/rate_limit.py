@@ -12,9 +12,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from assistant.api.deps import get_principal
+from assistant.api.rate_limit_store import Limits, RateLimiter
 from assistant.auth.api_keys import key_options
 from assistant.core.principals import Principal
-from assistant.api.rate_limit_store import Limits, RateLimiter
 
 # request.state names shared by the dependency, the routes and the middleware.
 STATE_KEY = "rate_limit"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, AsyncIterator, Callable, TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -66,7 +67,7 @@ async def paced_stream(
             if queue.empty():
                 try:
                     first = await asyncio.wait_for(queue.get(), timeout=heartbeat_s)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     yield HEARTBEAT
                     continue
             else:

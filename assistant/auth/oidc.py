@@ -7,7 +7,8 @@ add`) that no IdP group maps to are left alone.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from assistant.auth.accounts import check_group_names, check_name
 from assistant.core.db.accounts import link_oidc_user

@@ -10,7 +10,7 @@ further failure, at most `max_s`. The state is in SQL, so every API process sees
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from assistant.core.db import sign_in_throttle as throttle_db
 from assistant.core.db.session import Database
@@ -27,7 +27,7 @@ class ThrottlePolicy:
     forget_s: float = 900.0
 
     @classmethod
-    def from_settings(cls, settings) -> "ThrottlePolicy":
+    def from_settings(cls, settings) -> ThrottlePolicy:
         """`login_max_failures`, `login_backoff_base_s` and `login_failure_window_s` (cap and memory)."""
         return cls(
             free_failures=settings.auth.login_max_failures, base_s=settings.auth.login_backoff_base_s,
@@ -48,7 +48,7 @@ def _key(account: str, address: str) -> tuple[str, str]:
 
 def wait_s(db: Database, account: str, address: str, *, now: datetime | None = None) -> float:
     """Seconds the pair must still wait before its next attempt is checked; 0 when it may try now."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     until = throttle_db.blocked_until(db, *_key(account, address))
     return 0.0 if until is None else max(0.0, (until - now).total_seconds())
 
@@ -58,7 +58,7 @@ def record_failure(
 ) -> float:
     """Count one failed sign-in of the pair; returns the seconds it must now wait (0 while under
     `policy.free_failures`). Failures older than `policy.forget_s` are forgotten first."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     for _ in range(2):  # two processes may insert the pair's first row at once: the loser updates it
         wait = throttle_db.add_failure(
             db, *_key(account, address), now=now, forget_s=policy.forget_s, backoff_s=policy.backoff_s

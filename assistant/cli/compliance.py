@@ -6,9 +6,8 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -29,14 +28,14 @@ CSV_FIELDS = ("id", "at", "principal", "auth_method", "action", "query", "doc_id
               "request_id", "details", "erased", "row_hash")
 
 
-def _when(value: Optional[str], option: str) -> Optional[datetime]:
+def _when(value: str | None, option: str) -> datetime | None:
     if not value:
         return None
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
         fail(InvalidRequestError(f"{option} {value!r} is not an ISO date or time (2026-01-31 or 2026-01-31T08:00)"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _events(db, *, since, until, user, action, document, limit: int):
@@ -85,8 +84,8 @@ def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
 
 @audit_app.command("list")
 def list_(
-    since: Optional[str] = _SINCE, until: Optional[str] = _UNTIL, user: Optional[str] = _USER,
-    action: Optional[str] = _ACTION, document: Optional[str] = _DOCUMENT,
+    since: str | None = _SINCE, until: str | None = _UNTIL, user: str | None = _USER,
+    action: str | None = _ACTION, document: str | None = _DOCUMENT,
     limit: int = typer.Option(100, "--limit", min=1),
     fmt: str = typer.Option("table", "--format", help="table, csv or jsonl"),
 ) -> None:
@@ -106,10 +105,10 @@ def list_(
 
 @audit_app.command("export")
 def export(
-    since: Optional[str] = _SINCE, until: Optional[str] = _UNTIL, user: Optional[str] = _USER,
-    action: Optional[str] = _ACTION, document: Optional[str] = _DOCUMENT,
+    since: str | None = _SINCE, until: str | None = _UNTIL, user: str | None = _USER,
+    action: str | None = _ACTION, document: str | None = _DOCUMENT,
     fmt: str = typer.Option("jsonl", "--format", help="csv or jsonl"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="file to write; default: stdout"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="file to write; default: stdout"),
 ) -> None:
     """Every matching row, as CSV (lists and details as JSON text) or JSON lines."""
     _check_format(fmt, ("csv", "jsonl"))

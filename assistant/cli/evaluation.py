@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -31,9 +31,9 @@ _ROWS = (
 
 def eval_command(
     questions: Path = typer.Argument(..., help="JSONL file of judged questions (format: README.md, 'Using it')"),
-    as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
+    as_user: str | None = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
-    mode: Optional[str] = typer.Option(None, "--mode", help="hybrid | dense | sparse (default: hybrid, the product's search)"),
+    mode: str | None = typer.Option(None, "--mode", help="hybrid | dense | sparse (default: hybrid, the product's search)"),
     no_answers: bool = typer.Option(False, "--no-answers", help="skip generation (slow on CPU): retrieval and abstention only"),
 ) -> None:
     """Measure retrieval (recall@1/5/10, MRR@10, nDCG@10, latency) and answers (citations, key facts,
@@ -84,7 +84,7 @@ def eval_command(
         console.print(f"[yellow]warning:[/yellow] ... and {len(report.warnings) - MAX_WARNINGS_SHOWN} more (--json lists all)")
 
 
-def render_table(report: "EvalReport", *, title: str = "") -> Table:
+def render_table(report: EvalReport, *, title: str = "") -> Table:
     """A Rich table: one row per metric, one column per group (en, zh, all); rates shown as 0-1."""
     table = Table(title=title)
     table.add_column("metric")

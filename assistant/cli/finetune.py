@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -72,7 +71,7 @@ def run(
 
 
 @finetune_app.command("list")
-def list_(audience: Optional[str] = typer.Option(None, "--audience"), as_json: bool = typer.Option(False, "--json")) -> None:
+def list_(audience: str | None = typer.Option(None, "--audience"), as_json: bool = typer.Option(False, "--json")) -> None:
     """Adapters in the registry, newest first."""
     from assistant.core.db.adapters import list_adapters
 
@@ -100,11 +99,11 @@ def show(adapter_id: int, as_json: bool = typer.Option(False, "--json")) -> None
 
 
 @finetune_app.command("promote")
-def promote(adapter_id: int, to: Optional[str] = typer.Option(None, "--to", help="'canary' or 'live' (default: one step)"),
+def promote(adapter_id: int, to: str | None = typer.Option(None, "--to", help="'canary' or 'live' (default: one step)"),
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Promote an adapter one step (candidate -> canary -> live) and publish it; no restart needed."""
-    from assistant.core.db.adapters import get_adapter
     from assistant.adapters.release import promote_and_publish, publisher_for
+    from assistant.core.db.adapters import get_adapter
     from assistant.core.settings import get_settings
 
     with open_database() as db:

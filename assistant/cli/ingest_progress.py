@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -44,7 +45,7 @@ class IngestProgress:
         self.task = self.bar.add_task("", total=None, chunks=0, rate=0.0)
         self._last: tuple = ()
 
-    def __enter__(self) -> "IngestProgress":
+    def __enter__(self) -> IngestProgress:
         self.bar.__enter__()
         return self
 

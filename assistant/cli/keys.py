@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -19,7 +18,7 @@ err = Console(stderr=True)
 @keys_app.command("create")
 def create(
     name: str,
-    group: Optional[List[str]] = typer.Option(None, "--group", "-g", help="a group of the key's service account"),
+    group: list[str] | None = typer.Option(None, "--group", "-g", help="a group of the key's service account"),
     as_json: bool = typer.Option(False, "--json", help='print {"name", "key"} as JSON'),
 ) -> None:
     """Create key NAME for service account NAME; prints the key once (only its hash is stored)."""
@@ -66,8 +65,8 @@ def list_(as_json: bool = typer.Option(False, "--json")) -> None:
 @keys_app.command("limits")
 def limits(
     name: str,
-    rpm: Optional[int] = typer.Option(None, "--rpm", min=0, help="requests per minute (0 = unlimited)"),
-    tpm: Optional[int] = typer.Option(None, "--tpm", min=0, help="answer tokens per minute (0 = unlimited)"),
+    rpm: int | None = typer.Option(None, "--rpm", min=0, help="requests per minute (0 = unlimited)"),
+    tpm: int | None = typer.Option(None, "--tpm", min=0, help="answer tokens per minute (0 = unlimited)"),
     default: bool = typer.Option(False, "--default", help="forget both: the ASSISTANT_RATE_LIMIT_* settings apply"),
 ) -> None:
     """Set key NAME's own rate limits on /v1 and the helpdesk routes (they replace the settings' values)."""

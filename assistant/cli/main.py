@@ -6,7 +6,6 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -15,12 +14,12 @@ from rich.table import Table
 
 from assistant.cli import operations, serve_model
 from assistant.cli.admin_audit import audit_source_change, install_admin_audit
-from assistant.cli.errors import fail, report
 from assistant.cli.compliance import audit_app, retention_app
+from assistant.cli.errors import fail, report
 from assistant.cli.finetune import finetune_app
 from assistant.cli.keys import keys_app
-from assistant.cli.sources import sources_app
 from assistant.cli.opening import open_resources
+from assistant.cli.sources import sources_app
 from assistant.cli.users import groups_app, users_app
 from assistant.core.errors import AssistantError, ConfigError, InvalidRequestError
 from assistant.core.principals import ANONYMOUS, Principal
@@ -58,7 +57,7 @@ def _assistant_as(res, as_user: str | None):
 @app.command()
 def ingest(
     path: Path = typer.Argument(..., help="a folder (recursively) or one file"),
-    acl: Optional[Path] = typer.Option(None, "--acl", help="YAML ACL manifest (default: everyone)"),
+    acl: Path | None = typer.Option(None, "--acl", help="YAML ACL manifest (default: everyone)"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per file on stdout, progress lines on stderr"),
 ) -> None:
     """Ingest PATH: parse, chunk, embed and index every file; unchanged files are skipped.
@@ -159,7 +158,7 @@ def search(
     query: str,
     top_k: int = typer.Option(10, "--top-k", min=1, max=50),
     as_json: bool = typer.Option(False, "--json"),
-    as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
+    as_user: str | None = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
 ) -> None:
     """Search the chunks the caller may read, best first."""
     from assistant.answering.injection import without_instructions
@@ -189,7 +188,7 @@ def search(
 def ask(
     question: str,
     as_json: bool = typer.Option(False, "--json"),
-    as_user: Optional[str] = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
+    as_user: str | None = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
 ) -> None:
     """Answer QUESTION from the documents the caller may read, with citations."""
     from assistant.answering.events import Citations, Replace, Token
@@ -225,8 +224,8 @@ def ask(
 
 @app.command()
 def serve(
-    host: Optional[str] = typer.Option(None, "--host"),
-    port: Optional[int] = typer.Option(None, "--port"),
+    host: str | None = typer.Option(None, "--host"),
+    port: int | None = typer.Option(None, "--port"),
     workers: int = typer.Option(
         1, "--workers", min=1, max=64,
         help="API processes (needs a Qdrant server and PostgreSQL; the embedded default serves from one process)",
@@ -235,8 +234,8 @@ def serve(
     """Serve the API and the web UI."""
     import uvicorn
 
-    from assistant.cli.opening import open_database
     from assistant.auth.accounts import ensure_bootstrap_admin, list_users
+    from assistant.cli.opening import open_database
     from assistant.core.log_config import logging_dict
     from assistant.core.settings import get_settings
     from assistant.core.signing import signing_key

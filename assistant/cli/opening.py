@@ -3,8 +3,9 @@ the vector store, models on first use), both from the process's settings (`ASSIS
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -31,7 +32,7 @@ def note_new_data_dir(settings: Settings) -> None:
 
 
 @contextmanager
-def open_database(*, migrate: bool = True, as_json: bool = False) -> Iterator["Database"]:
+def open_database(*, migrate: bool = True, as_json: bool = False) -> Iterator[Database]:
     """The configured SQL database, for the commands that need nothing else (they work while `assistant
     serve` holds the embedded vector store); disposed of at the end.
 
@@ -59,7 +60,7 @@ def open_database(*, migrate: bool = True, as_json: bool = False) -> Iterator["D
 
 
 @contextmanager
-def open_resources(*, migrate: bool = True) -> Iterator["Resources"]:
+def open_resources(*, migrate: bool = True) -> Iterator[Resources]:
     """This process's resources (SQL, migrated unless `migrate` is False, and the vector store), made the
     process's current ones (`assistant.core.resources.set_current`: tasks run in process use them) and
     closed at the end.

@@ -23,8 +23,8 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="one JSON object: 
     Checks: settings, the database and its migrations, the vector store, each Redis, the LLM server
     or the chat model file, the embedding model files, free disk space under the data folder.
     """
-    from assistant.operations.doctor import Check, run_checks
     from assistant.core.settings import get_settings
+    from assistant.operations.doctor import Check, run_checks
 
     try:
         settings = get_settings()
@@ -78,8 +78,8 @@ def backup(
     (its writes held while the folder is copied) and it is moved to PATH.
     """
     from assistant.cli.opening import open_resources
-    from assistant.operations.backup import take_backup
     from assistant.core.settings import get_settings
+    from assistant.operations.backup import take_backup
 
     try:
         if path.exists() and any(path.iterdir()):
@@ -114,8 +114,8 @@ def restore(
     The schema is migrated to this release afterwards, so a backup of an older release upgrades; files
     restored into other folders than the backup's have their paths and document IDs moved with them.
     """
-    from assistant.operations.backup import restore_backup
     from assistant.core.settings import get_settings
+    from assistant.operations.backup import restore_backup
 
     try:
         manifest = restore_backup(path, get_settings(), force=force)

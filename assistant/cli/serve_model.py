@@ -13,7 +13,7 @@ import os
 import shlex
 import shutil
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 import yaml
@@ -87,7 +87,7 @@ def serve_model(
     ctx: typer.Context,
     profile: Profile = typer.Option(..., "--profile", help="GPU the vLLM profile is sized for"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the command instead of running it"),
-    profiles_dir: Optional[Path] = typer.Option(
+    profiles_dir: Path | None = typer.Option(
         None, "--profiles-dir", help="folder of the profile files (default: deploy/vllm of this checkout)"
     ),
 ) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -30,7 +29,7 @@ def _read_password() -> str:
 @users_app.command("add")
 def add(
     name: str,
-    group: Optional[List[str]] = typer.Option(None, "--group", "-g", help="a group to join (repeatable)"),
+    group: list[str] | None = typer.Option(None, "--group", "-g", help="a group to join (repeatable)"),
     admin: bool = typer.Option(False, "--admin", help="may manage users, sources and models (reads through ACLs)"),
     password_stdin: bool = typer.Option(
         False, "--password-stdin", help="read a local password from stdin; without it only single sign-on works"

@@ -3,9 +3,10 @@ from where; appended to a hash chain (`assistant.compliance.audit_chain`) and re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any
 
 from assistant.compliance.audit_chain import content_digest, row_digest
 from assistant.core.db import audit as audit_db

@@ -7,7 +7,7 @@ import contextlib
 import json
 import zipfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +109,7 @@ def erase_user(
     report.deleted.update(erase_user_rows(db, name, redact_audit=redact_audit, upload_ids=[u.id for u in uploads]))
     record_event(
         db, principal=actor, action="admin.erasure",
-        details={"target": name, "deleted": report.deleted, "at": datetime.now(timezone.utc).isoformat()},
+        details={"target": name, "deleted": report.deleted, "at": datetime.now(UTC).isoformat()},
         **(origin or {}),
     )
     return report

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+
 import phonenumbers
 from stdnum import luhn
 from stdnum.cn import ric
 
 from assistant.core.acl_manifest import PII_KINDS, PiiKind
-
 
 # What each masked span is replaced with: a bracketed word that neither the embedder nor the sparse
 # index can turn back into the original, and that a reader of a citation understands.

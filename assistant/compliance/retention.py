@@ -4,7 +4,7 @@ job items), except the rows of users under legal hold; report and audit what was
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from assistant.compliance.audit import record_event
@@ -55,7 +55,7 @@ def apply_retention(
         A `RetentionReport`; the run is also written to the audit trail as `retention.purge` (with the
         anchor of the kept hash chain when audit rows were deleted).
     """
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     days = retention_days(settings)
     report = RetentionReport()
     held_rows = retention_db.held_users(db)

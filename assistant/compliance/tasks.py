@@ -6,9 +6,9 @@ import logging
 
 from celery import shared_task
 
+from assistant.compliance.retention import apply_retention
 from assistant.core import resources
 from assistant.core.jobs import Schedule, register_schedule
-from assistant.compliance.retention import apply_retention
 
 log = logging.getLogger(__name__)
 RETENTION_TASK = "compliance.apply_retention"

@@ -130,7 +130,7 @@ class AclManifest:
         return out
 
     @classmethod
-    def from_dict(cls, data: Any, *, origin: str = "ACL manifest") -> "AclManifest":
+    def from_dict(cls, data: Any, *, origin: str = "ACL manifest") -> AclManifest:
         """Build from the YAML structure `{default: [...], rules: [{path, allow}]}`.
 
         `default` and `allow` take a list of entries or a single entry (`default: everyone`).
@@ -169,7 +169,7 @@ class AclManifest:
         return cls(default=default, rules=tuple(rules), mask_pii=_pii_kinds(data.get("mask_pii", False), origin))
 
     @classmethod
-    def load(cls, path: Path) -> "AclManifest":
+    def load(cls, path: Path) -> AclManifest:
         """Read a YAML manifest file."""
         try:
             data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))

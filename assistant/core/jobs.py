@@ -17,13 +17,15 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 from celery import Celery
 from celery.schedules import crontab
 from celery.signals import setup_logging, worker_ready
+
 from assistant.core.db.jobs import job_lease, requeue_job, unfinished_job_ids
 from assistant.core.db.session import Database
 from assistant.core.settings import Settings, get_settings
@@ -54,7 +56,7 @@ class Schedule:
 
     name: str
     task: str
-    every: Callable[[Settings], "float | crontab"]
+    every: Callable[[Settings], float | crontab]
     enabled: Callable[[Settings], bool]
 
     def seconds_to_next(self, settings: Settings, now: datetime) -> float:
@@ -231,13 +233,13 @@ class JobDispatcher:
 
     def _beat(self) -> None:
         # Each schedule's next run is counted from its previous one (from now, at the start).
-        due = {s: time.monotonic() + s.seconds_to_next(self.settings, datetime.now(timezone.utc))
+        due = {s: time.monotonic() + s.seconds_to_next(self.settings, datetime.now(UTC))
                for s in schedules(self.settings)}
         while due and not self._stop.wait(max(0.0, min(due.values()) - time.monotonic())):
             for schedule, at in list(due.items()):
                 if at <= time.monotonic():
                     self.submit(schedule.task)
-                    due[schedule] = time.monotonic() + schedule.seconds_to_next(self.settings, datetime.now(timezone.utc))
+                    due[schedule] = time.monotonic() + schedule.seconds_to_next(self.settings, datetime.now(UTC))
 
     def resume_unfinished(self, db: Database) -> list[int]:
         """Resubmit every job left `running` (in-process: or `queued`) whose lease nobody holds, and,

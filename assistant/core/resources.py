@@ -26,12 +26,12 @@ class Resources:
     settings: Settings
     db: Database
     store: VectorStore
-    _embedder: "Embedder | None" = None
-    _llm: "LLM | None" = None
+    _embedder: Embedder | None = None
+    _llm: LLM | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def open(cls, settings: Settings | None = None, *, migrate: bool = True) -> "Resources":
+    def open(cls, settings: Settings | None = None, *, migrate: bool = True) -> Resources:
         """Connect to SQL (migrating the schema) and open the vector store."""
         settings = settings or get_settings()
         settings.ensure_dirs()
@@ -41,7 +41,7 @@ class Resources:
         return cls(settings=settings, db=db, store=open_vector_store(settings))
 
     @property
-    def embedder(self) -> "Embedder":
+    def embedder(self) -> Embedder:
         """The embedding model, loaded on first use."""
         with self._lock:
             if self._embedder is None:
@@ -70,7 +70,7 @@ class Resources:
         return self.embedder.prepare_query_runtime(self.settings.onnx_cache_dir, export=export)
 
     @property
-    def llm(self) -> "LLM":
+    def llm(self) -> LLM:
         """The chat model backend, loaded on first use."""
         with self._lock:
             if self._llm is None:

@@ -8,7 +8,8 @@ is not an http(s) URL (scheme http or https, then a host)`; not the value, which
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, AnyUrl, HttpUrl, RedisDsn, TypeAdapter, ValidationError, ValidationInfo
 from sqlalchemy.engine import make_url

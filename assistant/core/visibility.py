@@ -11,8 +11,9 @@ principal who asked. Admins get no exception; an auditor reads the audit trail i
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from assistant.core.db.accounts import group_names
 from assistant.core.db.documents import acls_by_id, acls_by_path
@@ -30,7 +31,7 @@ class Cited:
     unresolved: bool = False
 
     @staticmethod
-    def of_citations(citations: Iterable[dict[str, Any]] | None) -> "Cited":
+    def of_citations(citations: Iterable[dict[str, Any]] | None) -> Cited:
         """The documents of stored citations (`Citation.to_dict()` dicts: `doc_id`, else `source`)."""
         doc_ids, sources, unresolved = [], [], False
         for c in citations or ():

@@ -7,7 +7,7 @@ its best chunk), as in passage-to-document "MaxP" evaluation (Dai & Callan, SIGI
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pytrec_eval

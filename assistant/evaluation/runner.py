@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
 
 from assistant.answering import Answerer
 from assistant.core.language import answer_language

@@ -16,8 +16,8 @@ docs/helpdesk.md and `bench/bench_helpdesk.py` (reliability table).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from assistant.retrieval import RetrievedChunk
 from assistant.retrieval.abstention import AbstentionRule

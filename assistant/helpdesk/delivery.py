@@ -12,7 +12,7 @@ import hashlib
 import hmac
 import json
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -141,7 +141,7 @@ def attempt_delivery(db: Database, delivery_id: int, *, settings: Settings, tran
     except httpx.HTTPError as exc:
         error, retryable = f"{type(exc).__name__}: {exc}", True
     attempt = {
-        "n": number, "at": datetime.now(timezone.utc).isoformat(), "status_code": status, "error": error,
+        "n": number, "at": datetime.now(UTC).isoformat(), "status_code": status, "error": error,
         "duration_ms": round((time.perf_counter() - started) * 1000, 1),
     }
     if not error:
@@ -151,6 +151,6 @@ def attempt_delivery(db: Database, delivery_id: int, *, settings: Settings, tran
         record_attempt(db, delivery_id, attempt=attempt, status="dead", next_attempt_at=None)
         return None
     delay = backoff_s(number, first_s=settings.webhooks.backoff_s, max_s=settings.webhooks.backoff_max_s)
-    due = datetime.now(timezone.utc) + timedelta(seconds=delay)
+    due = datetime.now(UTC) + timedelta(seconds=delay)
     record_attempt(db, delivery_id, attempt=attempt, status="pending", next_attempt_at=due)
     return delay

@@ -16,9 +16,9 @@ from assistant.answering.admission import Ticket
 from assistant.answering.events import Citations, Done
 from assistant.answering.request import AuditSink
 from assistant.core.db.helpdesk import TicketRecord, claim_ticket, release_ticket, store_decision
+from assistant.core.db.identity import requester_principal
 from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError
-from assistant.core.db.identity import requester_principal
 from assistant.core.language import answer_language, question_language
 from assistant.core.principals import ANONYMOUS, Principal
 from assistant.helpdesk.actions import action_request

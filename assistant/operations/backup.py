@@ -31,21 +31,21 @@ import shutil
 import sqlite3
 import subprocess
 import time
+from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import quote
 
 from sqlalchemy.engine import make_url
 
 from assistant import __version__
 from assistant.core.errors import ConfigError
-from assistant.operations.migrations import database_revisions
-from assistant.operations.relocate import Move, relocate
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings
 from assistant.core.vectorstore.edge import take_owner_lock
+from assistant.operations.migrations import database_revisions
+from assistant.operations.relocate import Move, relocate
 
 MANIFEST = "manifest.json"
 FORMAT = 2
@@ -214,7 +214,7 @@ def take_backup(resources: Resources, dest: Path) -> dict:
     dest.mkdir(parents=True, exist_ok=True)
     settings = resources.settings
     manifest = {
-        "format": FORMAT, "version": __version__, "created_at": datetime.now(timezone.utc).isoformat(),
+        "format": FORMAT, "version": __version__, "created_at": datetime.now(UTC).isoformat(),
         "schema_revisions": sorted(database_revisions(resources.db)),
         "database": backup_database(settings.resolved_database_url, dest),
         "vectors": backup_vectors(resources, dest),

@@ -7,9 +7,9 @@ none changes anything: no migration, no model conversion, no collection created.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from assistant.core.errors import AssistantError
 from assistant.core.settings import Settings

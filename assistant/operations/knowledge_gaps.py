@@ -3,8 +3,8 @@ embedding model, as a list of documents to write (largest group first)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

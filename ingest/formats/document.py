@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 from assistant.core.errors import IngestError
 
@@ -64,7 +64,7 @@ class ParsedDocument:
             stream, self.stream = self.stream, None
             yield from stream
 
-    def materialise(self) -> "ParsedDocument":
+    def materialise(self) -> ParsedDocument:
         """Read `stream` into `sections` (its errors, e.g. `too_large` or `empty`, are raised here)."""
         if self.stream is not None:
             self.sections = list(self.all_sections())

@@ -45,7 +45,7 @@ class Limits:
     ocr_threads: int = 0
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None) -> "Limits":
+    def from_settings(cls, settings: Settings | None = None) -> Limits:
         """The limits configured in settings.
 
         Args:

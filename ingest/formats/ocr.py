@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 from assistant.core.errors import IngestError
 from ingest.formats.document import ParsedDocument, Section, finish
 from ingest.formats.limits import Limits, check_pages
-from ingest.formats.ocr_engines import OcrOptions, OcrTimeout, PageClock, engine_unavailable, get_engine, page_time_limit
+from ingest.formats.ocr_engines import (
+    OcrOptions,
+    OcrTimeout,
+    PageClock,
+    engine_unavailable,
+    get_engine,
+    page_time_limit,
+)
 
 IMAGE_MIMES = {
     ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".tif": "image/tiff",

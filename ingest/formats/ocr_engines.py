@@ -14,11 +14,12 @@ import shutil
 import signal
 import subprocess
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Protocol
 
 ENGINES = ("rapidocr", "tesseract", "none")
 

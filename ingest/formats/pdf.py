@@ -6,7 +6,7 @@ import logging
 import re
 from pathlib import Path
 
-from pypdf import PdfReader, PageObject
+from pypdf import PageObject, PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PyPdfError
 
 from assistant.core.errors import IngestError

@@ -17,8 +17,8 @@ import csv
 import io
 import re
 import zipfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from assistant.core.errors import IngestError
 from ingest.decoding import decode_text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from ingest.formats.document import Section
 

@@ -47,7 +47,7 @@ class LiveServer:
         """The server's root URL."""
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout_s: float = 60.0) -> "LiveServer":
+    def start(self, timeout_s: float = 60.0) -> LiveServer:
         """Start serving and wait until `/healthz` answers.
 
         Raises:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
@@ -24,14 +24,13 @@ from assistant.api.app import create_app
 from assistant.auth.accounts import create_user
 from assistant.auth.api_keys import create_api_key, revoke_api_key
 from assistant.compliance.audit import recent_events
-from assistant.core.settings import Settings
 from assistant.core.acl_manifest import AclManifest
+from assistant.core.settings import Settings
 from ingest.pipeline import Ingestor, document_id
 from tests.api.acl_corpus import (
     PROBES,
     RESTRICTED_FILES,
     USERS,
-    Probe,
     adversarial,
     build_corpus,
     check_probes,

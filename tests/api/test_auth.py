@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import uuid
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 from fastapi.routing import iter_route_contexts

@@ -7,17 +7,17 @@ import io
 import json
 import uuid
 import zipfile
-from datetime import datetime, timezone
-from typing import Iterator
+from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import inspect, select, text
 
 from assistant.api.app import create_app
-from assistant.core.acl_manifest import AclManifest
 from assistant.auth.accounts import create_user, set_flags
 from assistant.auth.api_keys import create_api_key
+from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.models import AuditEvent, Conversation, Feedback, Message, User
 from assistant.core.index.payload import document_id
 from ingest.pipeline import Ingestor
@@ -105,7 +105,7 @@ def test_wrong_passwords_from_one_address_do_not_stop_the_owner_elsewhere(comp, 
 
 
 def test_the_trail_records_chat_search_download_and_admin_changes(comp, admin):
-    since = datetime.now(timezone.utc).isoformat()
+    since = datetime.now(UTC).isoformat()
     hits = admin.post("/api/search", json={"query": "When does the cafeteria open?", "top_k": 3}).json()
     cafeteria = next(h for h in hits if h["source"] == "public/cafeteria.md")
     chat = admin.post("/api/chat", json={"question": "When does the cafeteria open for lunch?"})
@@ -203,7 +203,7 @@ def _add_upload(comp, user: str) -> tuple[str, str]:
         session.execute(
             text("INSERT INTO uploads (id, user_id, filename, path, audience, size_bytes, created_at) "
                  "VALUES (:id, :u, 'expenses.md', :p, :a, 10, :t)"),
-            {"id": upload_id, "u": user_id, "p": str(path), "a": "everyone", "t": datetime.now(timezone.utc)},
+            {"id": upload_id, "u": user_id, "p": str(path), "a": "everyone", "t": datetime.now(UTC)},
         )
     return upload_id, document_id(path.resolve().as_uri())
 

@@ -17,8 +17,8 @@ from fastapi.testclient import TestClient
 from assistant.api.app import create_app
 from assistant.auth.accounts import create_user
 from assistant.core.db.conversations import add_answer, conversation_messages, start_exchange
-from assistant.core.db.session import Database
 from assistant.core.db.identity import load_principal
+from assistant.core.db.session import Database
 from ingest.pipeline import Ingestor
 from tests.api.conftest import parse_sse
 from tests.conftest import CORPUS_MODEL, copy_subset, make_settings, open_resources

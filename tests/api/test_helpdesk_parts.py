@@ -7,16 +7,16 @@ from __future__ import annotations
 import asyncio
 import copy
 import uuid
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
 
 from assistant.answering.cache import AnswerCache, MemoryStore, index_version
 from assistant.api.app import create_app
-from assistant.core.acl_manifest import AclManifest
 from assistant.auth.accounts import create_user
 from assistant.auth.api_keys import create_api_key
+from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.documents import readable_versions
 from assistant.core.principals import Principal
 from ingest.pipeline import Ingestor

@@ -10,8 +10,8 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
@@ -19,12 +19,12 @@ from sqlalchemy import update
 
 from assistant.answering.prompt import NO_ANSWER
 from assistant.api.app import create_app
-from assistant.core.acl_manifest import AclManifest
 from assistant.auth.accounts import create_user
 from assistant.auth.api_keys import configure_api_key, create_api_key
+from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.helpdesk import claim_ticket
-from assistant.core.db.models import User
 from assistant.core.db.identity import load_principal
+from assistant.core.db.models import User
 from assistant.helpdesk.delivery import SIGNATURE_HEADER, verify_signature
 from ingest.pipeline import Ingestor
 from tests.conftest import copy_subset, make_settings, open_resources

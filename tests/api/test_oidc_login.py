@@ -7,7 +7,7 @@ and verifies the signed ID token; IdP groups are mapped to local groups on every
 from __future__ import annotations
 
 import uuid
-from typing import Iterator
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import httpx

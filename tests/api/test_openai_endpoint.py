@@ -8,16 +8,15 @@ reports no usage when streaming: the counts checked here are the backend's own."
 from __future__ import annotations
 
 import contextlib
-import json
 import dataclasses
-from typing import Iterator
+import json
+from collections.abc import Iterator
 
 import httpx
 import openai
 import pytest
 
 from assistant.answering.citations import cited_numbers
-from assistant.answering.prompt import NO_ANSWER
 from assistant.api.routes.openai_compat import WITHDRAWN
 from tests.api.conftest import parse_sse
 from tests.api.live_server import LiveServer, new_key, serving  # noqa: F401

@@ -19,18 +19,18 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select, update
 
-from assistant.composition import Assistant
 from assistant.auth.access import read_original
 from assistant.auth.api_keys import create_api_key
 from assistant.compliance.audit import recent_events
+from assistant.composition import Assistant
+from assistant.core.db.identity import load_principal
 from assistant.core.db.models import HelpdeskTicket, User
 from assistant.core.db.uploads import get_upload
 from assistant.core.errors import ConfigError
-from assistant.core.db.identity import load_principal
 from assistant.core.log_config import logging_dict
+from assistant.core.principals import ANONYMOUS
 from assistant.operations.backup import restore_backup
 from assistant.operations.operator_token import operator_token
-from assistant.core.principals import ANONYMOUS
 from tests.api.conftest import parse_sse
 from tests.api.live_server import LiveServer
 from tests.conftest import make_settings, open_resources

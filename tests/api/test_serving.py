@@ -6,8 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-import uuid
-from typing import Iterator
+from collections.abc import Iterator
 
 import httpx
 

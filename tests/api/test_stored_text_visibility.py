@@ -20,8 +20,8 @@ import re
 import time
 import uuid
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import httpx
 import pytest
@@ -29,9 +29,9 @@ import yaml
 from fastapi.routing import APIRoute
 from pythonjsonlogger.json import JsonFormatter
 
-from assistant.core.acl_manifest import AclManifest
 from assistant.auth.accounts import create_user, set_flags
 from assistant.auth.api_keys import create_api_key
+from assistant.core.acl_manifest import AclManifest
 from assistant.core.log_config import RequestIdFilter, logging_dict
 from ingest.pipeline import Ingestor
 from tests.api.conftest import API_FILES, parse_sse

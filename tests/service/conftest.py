@@ -1,6 +1,6 @@
 """Fixtures of the service tier (functions called directly against real services)."""
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

@@ -10,8 +10,8 @@ from sqlalchemy import create_engine, select, text
 from assistant.auth.accounts import create_user
 from assistant.core.db.models import User
 from assistant.core.errors import ConfigError
-from assistant.operations.backup import restore_backup, take_backup
 from assistant.core.resources import Resources
+from assistant.operations.backup import restore_backup, take_backup
 from tests.conftest import PG_ADMIN_URL, make_settings
 
 

@@ -6,34 +6,34 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import select, text, update
 from typer.testing import CliRunner
 
+from assistant.auth.accounts import create_user, set_flags, set_password, unlock_account
+from assistant.auth.sign_in_throttle import ThrottlePolicy, clear_account, record_failure, wait_s
 from assistant.cli.admin_audit import cli_principal
 from assistant.cli.main import app
-from assistant.auth.accounts import create_user, set_flags, set_password, unlock_account
 from assistant.compliance.audit import AuditQuery, list_events, record_event
 from assistant.compliance.audit_chain import row_digest, verify_chain
-from assistant.auth.sign_in_throttle import ThrottlePolicy, clear_account, record_failure, wait_s
+from assistant.compliance.erasure import erase_user
+from assistant.compliance.retention import apply_retention
+from assistant.compliance.tasks import RETENTION_TASK
+from assistant.core import resources
 from assistant.core.db.conversations import create_conversation
 from assistant.core.db.models import AuditChainHead, AuditEvent, Conversation, Feedback, Job, JobItem, User
 from assistant.core.db.session import Database
 from assistant.core.db.user_data import erase_user_rows
-from assistant.compliance.erasure import erase_user
 from assistant.core.errors import ConflictError, NotFoundError
-from assistant.core.principals import Principal
-from assistant.core import resources
-from assistant.compliance.tasks import RETENTION_TASK
 from assistant.core.jobs import JobDispatcher, make_celery
+from assistant.core.principals import Principal
 from assistant.core.resources import Resources
-from assistant.compliance.retention import apply_retention
 from assistant.core.settings import get_settings
 from tests.conftest import make_settings
 
-NOW = datetime.now(timezone.utc)
+NOW = datetime.now(UTC)
 OLD = NOW - timedelta(days=40)
 
 

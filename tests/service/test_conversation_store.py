@@ -4,7 +4,7 @@ search, regeneration, ratings that outlive their conversation, and the quality v
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -19,9 +19,9 @@ from assistant.core.db.conversations import (
     start_exchange,
 )
 from assistant.core.db.feedback import list_feedback, quality_report, rate_answer
+from assistant.core.db.identity import load_principal
 from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError, NotFoundError
-from assistant.core.db.identity import load_principal
 from assistant.core.visibility import Visibility
 
 CITATION = {"n": 1, "source": "a.md", "route": "/api/documents/d1/content", "doc_id": "d1", "chunk_id": "c1",
@@ -119,7 +119,7 @@ def test_quality_report_counts_questions_answers_not_found_and_ratings_per_day(d
     other = _exchange(db, conv.id, alice, "Q3", "A3 [1].")
     rate_answer(db, good.id, principal=alice, rating=1)
     rate_answer(db, other.id, principal=alice, rating=-1)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     report = quality_report(db, days=3, now=now)
     assert [d.day for d in report.days] == [(now - timedelta(days=i)).date() for i in (2, 1, 0)]
     today = report.days[-1]

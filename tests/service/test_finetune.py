@@ -14,6 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from assistant.adapters.release import InProcessPublisher, VllmPublisher, promote_and_publish, rollback_and_publish
+from assistant.adapters.routing import AdapterRouter, choose_adapter, local_adapter
 from assistant.auth.accounts import create_user
 from assistant.core.db import adapters as registry_db
 from assistant.core.db.conversations import add_answer, create_conversation, start_exchange
@@ -22,8 +24,6 @@ from assistant.core.db.jobs import get_job, job_lease
 from assistant.core.db.models import Document, HelpdeskTicket, Source, User, utcnow
 from assistant.core.errors import ConflictError
 from assistant.core.index.payload import ChunkPayload, chunk_id, document_id
-from assistant.adapters.routing import AdapterRouter, choose_adapter, local_adapter
-from assistant.adapters.release import InProcessPublisher, VllmPublisher, promote_and_publish, rollback_and_publish
 from assistant.core.llm.model_files import smollm2_gguf_path
 from assistant.core.principals import Principal
 from assistant.core.vectorstore.base import ChunkPoint, SparseEmbedding

@@ -12,18 +12,18 @@ import pytest
 
 from assistant.answering.citations import cited_numbers
 from assistant.answering.events import DraftSentence, Revise, Status, Token
+from assistant.answering.grounded_stream import LANGUAGE_NOTE
 from assistant.answering.grounding import Grounder, aground, ground, source_sentences, split_sentences
 from assistant.answering.judge import EvidenceJudge, Pair
-from assistant.answering.grounded_stream import LANGUAGE_NOTE
 from assistant.answering.language_check import answer_lang_matches
 from assistant.answering.prompt import NO_ANSWER
 from assistant.composition import Assistant
 from assistant.core.principals import ANONYMOUS
+from assistant.retrieval import RetrievedChunk
 from ingest.pipeline import Ingestor
 from tests.conftest import copy_subset, make_settings, open_resources
 from tests.corpus import DOCS_ZH, HANDBOOK
 from tests.standin_openai import ScriptedOpenAIServer
-from assistant.retrieval import RetrievedChunk
 
 PASSWORDS = "departments/tech-ops/process/internal-security/passwords.md"
 FILES = [PASSWORDS, "departments/tech-ops/process/application_access_request.md"]

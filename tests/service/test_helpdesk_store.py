@@ -11,11 +11,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from assistant.api.rate_limit_store import Limits, RateLimitedError, RateLimiter
 from assistant.auth.api_keys import configure_api_key, create_api_key
 from assistant.core.db.helpdesk import claim_ticket, list_deliveries, queue_delivery, store_decision
 from assistant.core.db.session import Database
 from assistant.core.errors import ConflictError, InvalidRequestError
-from assistant.api.rate_limit_store import Limits, RateLimitedError, RateLimiter
 from assistant.helpdesk.delivery import attempt_delivery
 from tests.conftest import make_settings
 

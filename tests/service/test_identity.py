@@ -10,7 +10,6 @@ import uuid
 import pytest
 from sqlalchemy import select
 
-from assistant.core.db.documents import readable_document
 from assistant.auth.accounts import (
     add_member,
     authenticate_password,
@@ -21,12 +20,13 @@ from assistant.auth.accounts import (
     set_password,
 )
 from assistant.auth.api_keys import create_api_key, principal_for_api_key, revoke_api_key
-from assistant.compliance.audit import recent_events, record_event
 from assistant.auth.oidc import sign_in_oidc_user
+from assistant.compliance.audit import recent_events, record_event
+from assistant.core.db.documents import readable_document
+from assistant.core.db.identity import load_principal, load_principal_by_id
 from assistant.core.db.models import ApiKey, Document, Source, User
 from assistant.core.db.session import Database
 from assistant.core.errors import AuthenticationError, ConflictError, InvalidRequestError, NotFoundError
-from assistant.core.db.identity import load_principal, load_principal_by_id
 from assistant.core.principals import Principal
 from tests.conftest import make_settings
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import asyncio
 
+import llama_cpp  # noqa: E402
+
 from assistant.answering.prompt import SYSTEM_PROMPT
 from assistant.core.llm.base import StreamResult
 from assistant.core.llm.llama_cpp import MIN_STABLE_PREFIX_TOKENS, LlamaCppLLM  # before llama_cpp: OMP_WAIT_POLICY
-
-import llama_cpp  # noqa: E402
 from assistant.core.llm.model_files import smollm2_gguf_path
 
 SYSTEM = {"role": "system", "content": SYSTEM_PROMPT}

@@ -7,7 +7,7 @@ upgrade goes to `head` and the schema comparison is Alembic's own (autogenerate'
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
@@ -42,7 +42,7 @@ def _value(column: sa.Column, table: str):
     if isinstance(kind, (sa.Float, sa.Numeric)):
         return 0.5
     if isinstance(kind, sa.DateTime):
-        return datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+        return datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
     if isinstance(kind, sa.JSON):
         return {"kept": table}
     if isinstance(kind, sa.String):

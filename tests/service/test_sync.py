@@ -7,18 +7,18 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from sqlalchemy import select
 
 from assistant.core import resources as resources_mod
 from assistant.core.acl_manifest import AclManifest
+from assistant.core.db.jobs import JobLease
 from assistant.core.db.models import Document, Job, JobItem
 from assistant.core.db.session import Database
-from assistant.core.db.jobs import JobLease
 from assistant.core.jobs import JobDispatcher
 from assistant.core.resources import Resources
 from ingest.pipeline import Ingestor, document_id

@@ -4,7 +4,15 @@ each event's SSE name and data, keys in the order the web chat has always been s
 import json
 
 from assistant.answering.events import (
-    Citations, Done, DraftSentence, Error, Replace, Revise, Sources, Status, Token,
+    Citations,
+    Done,
+    DraftSentence,
+    Error,
+    Replace,
+    Revise,
+    Sources,
+    Status,
+    Token,
 )
 from assistant.core.llm import Usage
 

@@ -6,11 +6,10 @@ from urllib.parse import quote
 
 import pytest
 
-from assistant.core.principals import may_read
 from assistant.auth.oidc import mapped_groups
 from assistant.auth.passwords import hash_password, verify_password
 from assistant.core.errors import ConfigError, InvalidRequestError
-from assistant.core.principals import Principal
+from assistant.core.principals import Principal, may_read
 from assistant.core.settings import Settings
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from assistant.answering.budget import fit_history, plan_budget, truncate_to_tokens
-from assistant.answering.rewrite import usable_translation, needs_rewrite, rules_rewrite
+from assistant.answering.rewrite import needs_rewrite, rules_rewrite, usable_translation
 
 
 def words(text: str) -> int:

@@ -3,14 +3,14 @@ hyperparameters vLLM accepts, and the schedule."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
+from assistant.adapters.routing import canary_bucket, choose_adapter
 from assistant.core.db.adapters import AdapterRecord
 from assistant.core.errors import InvalidRequestError
 from assistant.core.jobs import crontab_schedule
-from assistant.adapters.routing import canary_bucket, choose_adapter
 from assistant.core.principals import Principal
 from finetune.config import LoraHyperparameters, check_audience
 from finetune.dataset import Row, drop_duplicates, passage_text, readable_by, split_rows
@@ -18,7 +18,7 @@ from tests.conftest import make_settings
 
 
 def _adapter(name: str, audience: str, status: str) -> AdapterRecord:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return AdapterRecord(id=hash(name) % 1000, name=name, audience=audience, base_model="b", snapshot_id=None, job_id=None,
                          hyperparameters={}, metrics={}, files={}, path="/x", status=status, reason="", history=[],
                          created_at=now, promoted_by=None, promoted_at=None)

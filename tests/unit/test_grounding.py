@@ -13,7 +13,15 @@ from assistant.answering.citations import make_citations
 from assistant.answering.events import DraftSentence, Replace, Revise, Status, Token
 from assistant.answering.grounded_stream import GroundedStream, SentenceBuffer
 from assistant.answering.grounding import (
-    QUOTE_LEAD, Grounder, drop_unknown_markers, ground, names_in, page_numbers, render, segments, split_sentences,
+    QUOTE_LEAD,
+    Grounder,
+    drop_unknown_markers,
+    ground,
+    names_in,
+    page_numbers,
+    render,
+    segments,
+    split_sentences,
     states_nothing,
 )
 from assistant.answering.judge import parse_verdicts

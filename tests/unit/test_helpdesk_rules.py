@@ -4,21 +4,21 @@ outcomes, webhook signatures, URL allow-list and backoff."""
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from assistant.core.db.helpdesk import TicketRecord
+from assistant.core.embedding.embedder import BUILTIN_E5, BUILTIN_MINILM
 from assistant.core.errors import InvalidRequestError
-from assistant.helpdesk.delivery import backoff_s, check_url, sign, signature_header, verify_signature
 from assistant.helpdesk.actions import action_request
 from assistant.helpdesk.confidence import EVIDENCE_FLOOR, Evidence, chunk_evidence, confidence, reply_evidence
+from assistant.helpdesk.delivery import backoff_s, check_url, sign, signature_header, verify_signature
 from assistant.helpdesk.resolutions import resolution_document, resolution_outcome
 from assistant.helpdesk.tickets import TicketRequest, latest_message, ticket_question
 from assistant.retrieval import RetrievedChunk
 from assistant.retrieval.abstention import CALIBRATED
 from assistant.retrieval.retriever import Retrieval
-from assistant.core.embedding.embedder import BUILTIN_E5, BUILTIN_MINILM
 
 ACTIONS = [
     ("Please reset my Okta account, I am locked out.", True),
@@ -110,7 +110,7 @@ def test_calibrated_cosine_counts_only_where_it_means_something():
 
 
 def _ticket(reply: str, citations: list) -> TicketRecord:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return TicketRecord(
         id=7, client="hd", idempotency_key="k", external_id=None, subject="Okta  Verify\nhangs", body="It hangs.\n> old",
         requester="alice", requester_known=True, category=None, language="en", state="decided", decision="auto_reply",

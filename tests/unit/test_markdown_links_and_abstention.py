@@ -2,10 +2,10 @@
 
 import pytest
 
+from assistant.core.embedding.embedder import BUILTIN_MINILM
 from assistant.retrieval import RetrievedChunk
 from assistant.retrieval.abstention import CALIBRATED
 from assistant.retrieval.retriever import Retrieval
-from assistant.core.embedding.embedder import BUILTIN_MINILM
 from ingest.formats.text import read_markdown, strip_link_targets
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from assistant.answering.packing import merge_texts, pack_context, resemblance, shingles
 from assistant.answering.prompt import format_source
-from assistant.retrieval import RetrievedChunk, Retrieval
+from assistant.retrieval import Retrieval, RetrievedChunk
 from assistant.retrieval.abstention import AbstentionRule
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answering.part_answers import unsaid_lines, renumbered
+from assistant.answering.part_answers import renumbered, unsaid_lines
 from assistant.answering.parts import MAX_PARTS, split_question
 
 # (message, the parts' texts); one text = the message stays whole.

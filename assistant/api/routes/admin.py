@@ -9,10 +9,23 @@ from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep, DispatcherDep, RowId
 from assistant.api.schemas.admin import (
-    ApiKeyCreate, ApiKeyCreated, ApiKeyPublic, GroupPublic, ModelPublic, PasswordReset, UserCreate, UserUpdate,
+    ApiKeyCreate,
+    ApiKeyCreated,
+    ApiKeyPublic,
+    GroupPublic,
+    ModelPublic,
+    PasswordReset,
+    UserCreate,
+    UserUpdate,
 )
 from assistant.auth.accounts import (
-    UserPublic, add_member, create_user, list_users, remove_member, set_disabled, set_password,
+    UserPublic,
+    add_member,
+    create_user,
+    list_users,
+    remove_member,
+    set_disabled,
+    set_password,
 )
 from assistant.auth.api_keys import create_api_key, list_api_keys, revoke_api_key
 from assistant.core.db.adapters import serving_adapters

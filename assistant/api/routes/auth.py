@@ -15,13 +15,13 @@ from starlette.concurrency import run_in_threadpool
 from assistant.api.audit_origin import client_address, request_origin
 from assistant.api.deps import SESSION_CSRF, SESSION_TOKEN, DatabaseDep, PrincipalDep, get_db
 from assistant.api.schemas.auth import LoginRequest, MePublic, ProvidersPublic
-from assistant.auth.accounts import authenticate_password
 from assistant.auth import sign_in_throttle as throttle
-from assistant.compliance.audit import record_event
+from assistant.auth.accounts import authenticate_password
 from assistant.auth.oidc import sign_in_oidc_user
 from assistant.auth.sessions import open_session, revoke_session
-from assistant.core.errors import AuthenticationError, NotFoundError, TooManyAttemptsError
+from assistant.compliance.audit import record_event
 from assistant.core.db.identity import load_principal_by_id
+from assistant.core.errors import AuthenticationError, NotFoundError, TooManyAttemptsError
 from assistant.core.principals import Principal
 from assistant.core.settings import Settings
 

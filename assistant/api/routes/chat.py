@@ -6,24 +6,24 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
+from assistant.answering.events import Citations, Done, Error
 from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.schemas.chat import ChatRequest
 from assistant.api.sse import SSE_HEADERS, paced_stream, render_sse_events
-from assistant.answering.events import Citations, Done, Error
-from assistant.composition import Assistant
 from assistant.compliance.audit import record_event
-from assistant.core.db.conversations import add_answer, get_conversation, start_exchange
+from assistant.composition import Assistant
 from assistant.core.db.adapters import record_answer_adapter
-from assistant.core.db.usage import record_usage
+from assistant.core.db.conversations import add_answer, get_conversation, start_exchange
 from assistant.core.db.session import Database
+from assistant.core.db.usage import record_usage
 from assistant.core.errors import AssistantError
 from assistant.core.principals import Principal
 from assistant.core.questions import check_query

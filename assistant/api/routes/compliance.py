@@ -14,15 +14,15 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.audit_origin import request_id, request_origin
-from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep, MAX_ROW_ID, get_principal
+from assistant.api.deps import MAX_ROW_ID, AdminDep, AssistantDep, DatabaseDep, get_principal
 from assistant.api.schemas.compliance import UserFlagsUpdate
 from assistant.auth.accounts import UserPublic, set_flags, unlock_account
 from assistant.compliance.audit import AuditQuery, list_events, record_event
 from assistant.compliance.audit_chain import verify_chain
 from assistant.compliance.erasure import erase_user, export_user
+from assistant.compliance.retention import apply_retention
 from assistant.core.errors import PermissionDeniedError
 from assistant.core.principals import Principal
-from assistant.compliance.retention import apply_retention
 from assistant.core.visibility import Cited, Visibility, withheld_audit_row
 
 router = APIRouter(prefix="/api", tags=["compliance"])

@@ -10,7 +10,6 @@ from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AssistantDep, DatabaseDep, PrincipalDep, RowId
 from assistant.api.schemas.conversations import ConversationCreate, ConversationUpdate, FeedbackCreate
-from assistant.core.db.documents import readable_sources
 from assistant.core.db.conversations import (
     ConversationPublic,
     MessagePublic,
@@ -21,8 +20,9 @@ from assistant.core.db.conversations import (
     list_conversations,
     rename_conversation,
 )
-from assistant.core.db.session import Database
+from assistant.core.db.documents import readable_sources
 from assistant.core.db.feedback import FeedbackPublic, rate_answer
+from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError
 from assistant.core.principals import Principal
 

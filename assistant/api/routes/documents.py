@@ -13,9 +13,8 @@ from assistant.api.audit_origin import request_origin
 from assistant.api.deps import DatabaseDep, PrincipalDep
 from assistant.api.schemas.documents import DocumentMetaPublic
 from assistant.auth.access import read_original
-from assistant.core.db.documents import readable_document
 from assistant.compliance.audit import record_event
-from assistant.core.errors import NotFoundError
+from assistant.core.db.documents import readable_document
 
 router = APIRouter(prefix="/api/documents", tags=["documents"])
 

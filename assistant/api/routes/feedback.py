@@ -14,8 +14,8 @@ from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep
 from assistant.api.schemas.feedback import QualityView
 from assistant.core.db.feedback import FeedbackPublic, list_feedback, quality_report
 from assistant.core.db.quality import gap_questions, slowest_answers
-from assistant.operations.knowledge_gaps import DEFAULT_SIMILARITY, group_gaps
 from assistant.core.visibility import Visibility
+from assistant.operations.knowledge_gaps import DEFAULT_SIMILARITY, group_gaps
 
 router = APIRouter(prefix="/api/admin", tags=["admin"])
 

@@ -8,12 +8,12 @@ from typing import Any
 from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
+from assistant.adapters.release import promote_and_publish, publisher_for, rollback_and_publish
+from assistant.adapters.routing import AdapterRouter
 from assistant.api.deps import AdminDep, AssistantDep, DispatcherDep, RowId
 from assistant.api.schemas.finetune import PromoteCreate, RefreshCreate, RollbackCreate
 from assistant.core.db.adapters import feedback_by_adapter, get_adapter, get_snapshot, list_adapters
 from assistant.core.jobs import FINETUNE_TASK
-from assistant.adapters.routing import AdapterRouter
-from assistant.adapters.release import promote_and_publish, publisher_for, rollback_and_publish
 
 router = APIRouter(prefix="/api/admin/finetune")
 

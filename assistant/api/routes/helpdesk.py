@@ -11,21 +11,29 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from assistant.api.deps import AssistantDep, DispatcherDep, MAX_ROW_ID, PrincipalDep, RowId
+from assistant.api.deps import MAX_ROW_ID, AssistantDep, DispatcherDep, PrincipalDep, RowId
 from assistant.api.routes.chat import request_audit
 from assistant.api.schemas.helpdesk import (
-    HelpdeskAnswerPublic, HelpdeskTicket, ResolutionCreate, TicketCountsPublic, TicketCreate, TicketDetail, TicketPublic,
+    HelpdeskAnswerPublic,
+    HelpdeskTicket,
+    ResolutionCreate,
+    TicketCountsPublic,
+    TicketCreate,
+    TicketDetail,
+    TicketPublic,
 )
 from assistant.core.db.helpdesk import (
     DeliveryRecord,
     TicketRecord,
-    get_ticket as load_ticket,
     list_deliveries,
     list_tickets,
-    ticket_counts,
     set_resolution_job,
     store_resolution,
     ticket_cited,
+    ticket_counts,
+)
+from assistant.core.db.helpdesk import (
+    get_ticket as load_ticket,
 )
 from assistant.core.db.usage import record_usage
 from assistant.core.errors import InvalidRequestError, PermissionDeniedError

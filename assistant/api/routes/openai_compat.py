@@ -35,23 +35,24 @@ import json
 import logging
 import time
 import uuid
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
+from assistant.answering.events import Citations, Done, Replace, Token
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.errors import openai_error_body
 from assistant.api.routes.chat import request_audit
 from assistant.api.schemas.openai_compat import RAG_MODEL, ChatCompletionRequest
 from assistant.api.sse import SSE_HEADERS, paced_stream
-from assistant.answering.events import Citations, Done, Replace, Token
 from assistant.core.db.usage import record_usage
+from assistant.core.errors import AssistantError, AuthenticationError, InvalidRequestError, NotFoundError
 from assistant.core.language import question_language
 from assistant.core.questions import check_query
-from assistant.core.errors import AssistantError, AuthenticationError, InvalidRequestError, NotFoundError
 
 log = logging.getLogger(__name__)
 

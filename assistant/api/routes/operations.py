@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
@@ -32,7 +32,7 @@ async def backup(request: Request) -> dict:
     """
     settings = request.app.state.settings
     await require_token_or_admin(request, lambda value: is_operator_token(settings, value))
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     dest = settings.storage.data_dir / BACKUPS_DIR / stamp
     manifest = await run_in_threadpool(take_backup, request.app.state.assistant.resources, dest)
     return {"path": str(dest.resolve()), "manifest": manifest}

@@ -3,10 +3,10 @@
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
-from assistant.api.audit_origin import request_origin
-from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.answering.citations import document_route
 from assistant.answering.injection import without_instructions
+from assistant.api.audit_origin import request_origin
+from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.schemas.search import SearchHitPublic, SearchRequest
 from assistant.compliance.audit import record_event
 from assistant.core.questions import check_query

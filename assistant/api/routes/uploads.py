@@ -15,7 +15,14 @@ from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AssistantDep, DispatcherDep, PrincipalDep
 from assistant.api.schemas.uploads import AudienceOption
-from assistant.core.db.uploads import UploadPublic, add_upload, delete_upload_row, get_upload, list_uploads, upload_files
+from assistant.core.db.uploads import (
+    UploadPublic,
+    add_upload,
+    delete_upload_row,
+    get_upload,
+    list_uploads,
+    upload_files,
+)
 from assistant.core.errors import ConflictError, InvalidRequestError, PermissionDeniedError
 from assistant.core.jobs import JOB_TASKS
 from assistant.core.principals import EVERYONE, Principal

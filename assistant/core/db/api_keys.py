@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from sqlalchemy import delete, select
 
-from assistant.core.db.accounts import session_group_names, add_user_to_groups
+from assistant.core.db.accounts import add_user_to_groups, session_group_names
 from assistant.core.db.models import ApiKey, Membership, User, utcnow
 from assistant.core.db.session import Database
 from assistant.core.errors import ConflictError, NotFoundError

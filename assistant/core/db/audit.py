@@ -4,8 +4,9 @@ with filters or in batches, and deleting the oldest prefix for retention. The ch
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from sqlalchemy import String, cast, delete, false, func, or_, select, update
 

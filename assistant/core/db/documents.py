@@ -4,10 +4,10 @@ stored-text rule (`assistant.core.visibility`) reads."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable
 from urllib.parse import urlparse
 
 from sqlalchemy import select

@@ -5,7 +5,7 @@ shown through `assistant.core.visibility` (withheld where the viewer may not rea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import select
 
@@ -199,7 +199,7 @@ def quality_report(db: Database, *, days: int = 30, now: datetime | None = None)
     """
     today = utc(now or utcnow()).date()
     first = today - timedelta(days=days - 1)
-    since = datetime(first.year, first.month, first.day, tzinfo=timezone.utc)
+    since = datetime(first.year, first.month, first.day, tzinfo=UTC)
     counts = {first + timedelta(days=i): dict(questions=0, answered=0, not_found=0, thumbs_up=0, thumbs_down=0) for i in range(days)}
     endpoints: dict[str, int] = {}
     with db.session() as session:

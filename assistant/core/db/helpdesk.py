@@ -12,8 +12,8 @@ from sqlalchemy.exc import IntegrityError
 
 from assistant.core.db.models import HelpdeskTicket, WebhookDelivery, utcnow
 from assistant.core.db.session import Database
-from assistant.core.visibility import Cited
 from assistant.core.errors import ConflictError, NotFoundError
+from assistant.core.visibility import Cited
 
 # Seconds a client is told to wait (Retry-After) before repeating a request whose ticket is still being
 # answered: a CPU answer takes several seconds; a GPU one about one.

@@ -4,10 +4,11 @@ the pipeline read and write about a job, each as one function over a `Database`.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 from sqlalchemy import delete, select, text
 from sqlalchemy.orm import Session
@@ -253,7 +254,7 @@ class JobLease:
         self.acquired = False
         self._conn = None
 
-    def __enter__(self) -> "JobLease":
+    def __enter__(self) -> JobLease:
         if self.db.engine.dialect.name == "postgresql":
             self._conn = self.db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
             self.acquired = bool(

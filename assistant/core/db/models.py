@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_to_bytes, urlparse
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, TypeDecorator, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
 def utcnow() -> datetime:
     """Timezone-aware now (UTC)."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def utc(moment: datetime | None) -> datetime | None:
@@ -22,7 +33,7 @@ def utc(moment: datetime | None) -> datetime | None:
     how the product writes them). None stays None."""
     if moment is None:
         return None
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 class UTCDateTime(TypeDecorator):
@@ -65,7 +76,7 @@ class Source(Base):
     acl_manifest: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_synced_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
-    documents: Mapped[list["Document"]] = relationship(back_populates="source")
+    documents: Mapped[list[Document]] = relationship(back_populates="source")
 
     @property
     def path(self) -> Path:
@@ -112,7 +123,7 @@ class Job(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
-    items: Mapped[list["JobItem"]] = relationship(back_populates="job", cascade="all, delete-orphan")
+    items: Mapped[list[JobItem]] = relationship(back_populates="job", cascade="all, delete-orphan")
 
 
 class JobItem(Base):

@@ -3,8 +3,8 @@ The policy (how many failures, how long a wait) is `assistant.auth.sign_in_throt
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Callable
 
 from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError

@@ -7,10 +7,11 @@ its rows with `delete_source_rows`, so that a removal cut short is finished by r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from sqlalchemy import delete, func, select, update
 

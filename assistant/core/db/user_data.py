@@ -4,17 +4,25 @@ sessions, and the audit rows written for them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import MetaData, Table, delete, inspect, or_, select, update
 from sqlalchemy.orm import Session
 
-from assistant.core.db.models import (
-    ApiKey, AuditEvent, AuthSession, Conversation, Feedback, Message, SignInThrottle, Source, User,
-)
 from assistant.core.db.feedback import feedback_shown
+from assistant.core.db.models import (
+    ApiKey,
+    AuditEvent,
+    AuthSession,
+    Conversation,
+    Feedback,
+    Message,
+    SignInThrottle,
+    Source,
+    User,
+)
 from assistant.core.db.session import Database
 from assistant.core.errors import NotFoundError
 from assistant.core.visibility import Cited, Visibility
@@ -194,7 +202,7 @@ def erase_user_rows(db: Database, name: str, *, redact_audit: bool, upload_ids: 
     Raises:
         NotFoundError: no such user.
     """
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with db.session() as session:
         user = find_user(session, name)
         counts = {

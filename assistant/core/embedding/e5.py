@@ -5,8 +5,9 @@ from __future__ import annotations
 import fcntl
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -81,7 +82,7 @@ class Embedder:
     max_seq_tokens: int
     special_tokens: int
 
-    def __new__(cls, model: str = BUILTIN_MINILM, *args: Any, **kwargs: Any) -> "Embedder":
+    def __new__(cls, model: str = BUILTIN_MINILM, *args: Any, **kwargs: Any) -> Embedder:
         if cls is Embedder:
             from assistant.core.embedding.e5 import E5OnnxEmbedder
 
@@ -166,7 +167,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.max_seq_tokens = int(max_seq_length)
         self.special_tokens = len(self.tokenizer("")["input_ids"])
         self._lock = threading.Lock()
-        self._onnx: "OnnxQueryEncoder | None" = None
+        self._onnx: OnnxQueryEncoder | None = None
         self.query_runtime = "torch"
         self.query_runtime_error = ""
 

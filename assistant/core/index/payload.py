@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from assistant.core.index import sparse
 from assistant.core.vectorstore.base import ChunkPoint
@@ -76,7 +77,7 @@ class ChunkPayload:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_stored(cls, payload: Mapping[str, Any]) -> "ChunkPayload":
+    def from_stored(cls, payload: Mapping[str, Any]) -> ChunkPayload:
         """The payload of a stored point; a missing key reads as empty (0 for `chunk_index`, None for
         `page`), so points written without one of the later fields still read."""
         return cls(

@@ -14,7 +14,7 @@ import re
 import unicodedata
 import zlib
 from collections import Counter
-from typing import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from functools import lru_cache
 
 import jieba

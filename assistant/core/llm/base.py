@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Literal, Sequence, TypedDict
+from typing import Literal, TypedDict
 
 FinishReason = Literal["stop", "length"]
 

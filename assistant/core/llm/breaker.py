@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 from assistant.core.errors import UpstreamUnavailableError
 from assistant.core.metrics import LLM_ERRORS

@@ -13,9 +13,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import asyncio  # noqa: E402
 import threading  # noqa: E402
+from collections.abc import AsyncIterator, Generator, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import TYPE_CHECKING, AsyncIterator, Generator, Sequence, cast  # noqa: E402
+from typing import TYPE_CHECKING, cast
 
 from assistant.core.errors import ConfigError  # noqa: E402
 from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage, stop_list  # noqa: E402

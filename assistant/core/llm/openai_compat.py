@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence, cast
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import openai
 from openai._legacy_response import LegacyAPIResponse

@@ -24,11 +24,24 @@ from assistant.core.errors import ConfigError
 from assistant.core.settings.answering import AnswerCacheSettings, RerankingSettings, RetrievalSettings
 from assistant.core.settings.env_names import ENV_PREFIX, env_fields, env_name_at, flat_env_source, nest_flat_names
 from assistant.core.settings.features import (
-    AuthSettings, FinetuneSettings, HelpdeskSettings, IngestSettings, OcrSettings, OidcSettings, RateLimitSettings,
-    RetentionSettings, UploadsSettings, WebhookSettings,
+    AuthSettings,
+    FinetuneSettings,
+    HelpdeskSettings,
+    IngestSettings,
+    OcrSettings,
+    OidcSettings,
+    RateLimitSettings,
+    RetentionSettings,
+    UploadsSettings,
+    WebhookSettings,
 )
 from assistant.core.settings.kernel import (
-    EmbeddingSettings, JobsSettings, LlmSettings, ObservabilitySettings, ServerSettings, StorageSettings,
+    EmbeddingSettings,
+    JobsSettings,
+    LlmSettings,
+    ObservabilitySettings,
+    ServerSettings,
+    StorageSettings,
 )
 
 __all__ = ["ENV_FIELDS", "PLACEHOLDER_SECRETS", "Settings", "describe_invalid_settings", "env_name", "get_settings"]
@@ -86,7 +99,7 @@ class Settings(BaseSettings):
         return {flat: cls.model_fields[section].annotation.model_fields[name]
                 for flat, (section, name) in env_fields(cls).items()}
 
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> "Settings":
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Settings:
         """A copy with `update` applied, its keys flat names (`top_k`) or sections; no validation.
 
         Each section is copied as well, so that changing a section of the copy (or of this object)
@@ -100,7 +113,7 @@ class Settings(BaseSettings):
         return super().model_copy(update=nested, deep=deep)
 
     @model_validator(mode="after")
-    def _refuse_impossible(self) -> "Settings":
+    def _refuse_impossible(self) -> Settings:
         jobs, storage, auth, environment = self.jobs, self.storage, self.auth, self.server.environment
         if jobs.task_time_limit_s <= jobs.task_soft_time_limit_s:
             raise ConfigError(

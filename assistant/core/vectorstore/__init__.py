@@ -1,9 +1,9 @@
 """The Qdrant access layer: one small interface, two implementations (embedded Edge, Qdrant server)."""
 
 from assistant.core.vectorstore.base import (
+    RRF_WEIGHTS,
     ChunkPoint,
     FusionMethod,
-    RRF_WEIGHTS,
     ScoredChunk,
     SearchMode,
     SparseEmbedding,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from assistant.core.errors import ConflictError, InvalidRequestError
 

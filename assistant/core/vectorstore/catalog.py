@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import abc
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Callable
 
 from assistant.core.errors import ConfigError, ConflictError
 from assistant.core.vectorstore.base import VectorStore

@@ -8,9 +8,10 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence, cast
+from typing import Any, cast
 
 import qdrant_edge as qe
 
