@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import typer
@@ -18,6 +18,7 @@ from assistant.cli.admin_audit import cli_principal
 from assistant.cli.errors import fail, through_the_api
 from assistant.cli.opening import open_database, open_resources
 from assistant.cli.users import users_app
+from assistant.core.db.models import utc
 from assistant.core.errors import AssistantError, InvalidRequestError
 
 audit_app = typer.Typer(no_args_is_help=True, help="The audit trail: who did what, to which documents, from where.")
@@ -35,7 +36,7 @@ def _when(value: str | None, option: str) -> datetime | None:
         moment = datetime.fromisoformat(value)
     except ValueError:
         fail(InvalidRequestError(f"{option} {value!r} is not an ISO date or time (2026-01-31 or 2026-01-31T08:00)"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return utc(moment)  # a date or time without an offset is read as UTC
 
 
 def _events(db, *, since, until, user, action, document, limit: int):
