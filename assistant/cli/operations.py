@@ -135,7 +135,7 @@ def restore(
 def migrate(as_json: bool = typer.Option(False, "--json")) -> None:
     """Bring the database schema to this release's head (the server also does this when it starts)."""
     from assistant.core.db.session import Database
-    from assistant.operations.migrations import database_revisions, script_heads
+    from assistant.core.db.schema import database_revisions, script_heads
     from assistant.core.settings import get_settings
 
     try:

@@ -41,7 +41,7 @@ from sqlalchemy.engine import make_url
 
 from assistant import __version__
 from assistant.core.errors import ConfigError
-from assistant.operations.migrations import database_revisions
+from assistant.core.db.schema import database_revisions
 from assistant.operations.relocate import Move, relocate
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings
