@@ -9,7 +9,15 @@ from typing import Any, Callable
 from sqlalchemy import select, update
 
 from assistant.core.db.models import (
-    Adapter, DatasetSnapshot, Document, HelpdeskTicket, Job, JobItem, Message, Source, Upload,
+    Adapter,
+    DatasetSnapshot,
+    Document,
+    HelpdeskTicket,
+    Job,
+    JobItem,
+    Message,
+    Source,
+    Upload,
 )
 from assistant.core.db.session import Database
 
