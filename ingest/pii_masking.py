@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
-from assistant.core.acl_manifest import AclManifest
+from assistant.auth.acl_manifest import AclManifest
 from assistant.core.db.session import Database
 from assistant.core.db.sources import list_sources
 from assistant.compliance.pii import mask_pii

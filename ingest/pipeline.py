@@ -22,11 +22,11 @@ from typing import Callable, Iterable
 
 import pathspec
 
+from assistant.auth.acl_manifest import AclManifest
 from assistant.core.db.jobs import fail_job, finish_sync_job, reset_items, start_sync_job
 from assistant.core.db.sources import check_manifest_scope, enclosing_folder_source, list_sources, open_source, take_over_sources
 from assistant.core.errors import InvalidRequestError, not_utf8
 from assistant.core.resources import Resources
-from assistant.core.acl_manifest import AclManifest
 from ingest.embedding_cache import EmbeddingCache
 from assistant.core.index.payload import NAMESPACE, chunk_id, document_id
 from ingest.isolated_parse import IsolatedParser
@@ -242,6 +242,9 @@ class Ingestor:
         return path, path.as_uri(), "folder"
 
     def _start_job(self, source_uri: str, kind: str, path: Path, acl: AclManifest | None, job_id: int | None) -> tuple[int, int, AclManifest]:
-        source_id, manifest = open_source(self.res.db, source_uri, kind, acl)
+        source_id, stored = open_source(
+            self.res.db, source_uri, kind, None if acl is None else acl.to_dict(), default=AclManifest().to_dict()
+        )
+        manifest = acl if acl is not None else AclManifest.from_dict(stored)
         return source_id, start_sync_job(self.res.db, job_id, source_id=source_id, path=str(path)), manifest
 

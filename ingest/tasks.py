@@ -11,13 +11,13 @@ import redis.exceptions
 import sqlalchemy.exc
 from qdrant_client.http.exceptions import ResponseHandlingException
 
+from assistant.auth.acl_manifest import AclManifest
 from assistant.core import resources
 from assistant.core.db.jobs import claim_sync_job, fail_job, job_lease, queue_scheduled_syncs
 from assistant.core.errors import AssistantError
 from assistant.core.jobs import get_celery
 from assistant.core.resources import Resources
 from assistant.core.settings import get_settings
-from assistant.core.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor
 
 log = logging.getLogger(__name__)

@@ -80,7 +80,7 @@ def ingest(
     least one file failed, 2 when the run could not start.
     """
     from assistant.cli.ingest_progress import IngestProgress
-    from assistant.core.acl_manifest import AclManifest
+    from assistant.auth.acl_manifest import AclManifest
     from ingest.pipeline import Ingestor
 
     def print_row(row: dict) -> None:

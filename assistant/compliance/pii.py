@@ -9,7 +9,7 @@ import phonenumbers
 from stdnum import luhn
 from stdnum.cn import ric
 
-from assistant.core.acl_manifest import PII_KINDS, PiiKind
+from assistant.core.pii_kinds import PII_KINDS, PiiKind
 
 
 # What each masked span is replaced with: a bracketed word that neither the embedder nor the sparse

@@ -25,7 +25,7 @@ from assistant.auth.accounts import create_user
 from assistant.auth.api_keys import create_api_key, revoke_api_key
 from assistant.compliance.audit import recent_events
 from assistant.core.settings import Settings
-from assistant.core.acl_manifest import AclManifest
+from assistant.auth.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor, document_id
 from tests.api.acl_corpus import (
     PROBES,

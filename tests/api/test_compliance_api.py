@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import inspect, select, text
 
 from assistant.api.app import create_app
-from assistant.core.acl_manifest import AclManifest
+from assistant.auth.acl_manifest import AclManifest
 from assistant.auth.accounts import create_user, set_flags
 from assistant.auth.api_keys import create_api_key
 from assistant.core.db.models import AuditEvent, Conversation, Feedback, Message, User

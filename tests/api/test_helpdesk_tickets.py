@@ -19,7 +19,7 @@ from sqlalchemy import update
 
 from assistant.answering.prompt import NO_ANSWER
 from assistant.api.app import create_app
-from assistant.core.acl_manifest import AclManifest
+from assistant.auth.acl_manifest import AclManifest
 from assistant.auth.accounts import create_user
 from assistant.auth.api_keys import configure_api_key, create_api_key
 from assistant.core.db.helpdesk import claim_ticket

@@ -29,7 +29,7 @@ import yaml
 from fastapi.routing import APIRoute
 from pythonjsonlogger.json import JsonFormatter
 
-from assistant.core.acl_manifest import AclManifest
+from assistant.auth.acl_manifest import AclManifest
 from assistant.auth.accounts import create_user, set_flags
 from assistant.auth.api_keys import create_api_key
 from assistant.core.log_config import RequestIdFilter, logging_dict

@@ -11,7 +11,7 @@ import yaml
 from assistant.answering.cache import AnswerCache, MemoryStore, RedisStore, index_version, normalise_question
 from assistant.core.db.documents import readable_versions
 from assistant.core.principals import Principal
-from assistant.core.acl_manifest import AclManifest
+from assistant.auth.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor, document_id
 from tests.conftest import copy_subset, make_settings, open_resources
 from tests.corpus import HANDBOOK

@@ -8,7 +8,7 @@ from sqlalchemy import select
 from assistant.core.db.models import Document
 from assistant.core.principals import ANONYMOUS, Principal
 from assistant.retrieval import Retriever
-from assistant.core.acl_manifest import AclManifest
+from assistant.auth.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor
 from tests.conftest import make_settings, open_resources
 from tests.corpus import HANDBOOK
