@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
+from assistant.auth.acl_manifest import AclManifest
 from assistant.compliance.pii import mask_pii
-from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.session import Database
 from assistant.core.db.sources import list_sources
 from ingest.isolated_parse import ParseResult

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pathspec
 
-from assistant.core.acl_manifest import AclManifest
+from assistant.auth.acl_manifest import AclManifest
 from assistant.core.db.jobs import fail_job, finish_sync_job, reset_items, start_sync_job
 from assistant.core.db.sources import (
     check_manifest_scope,
@@ -248,6 +248,9 @@ class Ingestor:
         return path, path.as_uri(), "folder"
 
     def _start_job(self, source_uri: str, kind: str, path: Path, acl: AclManifest | None, job_id: int | None) -> tuple[int, int, AclManifest]:
-        source_id, manifest = open_source(self.res.db, source_uri, kind, acl)
+        source_id, stored = open_source(
+            self.res.db, source_uri, kind, None if acl is None else acl.to_dict(), default=AclManifest().to_dict()
+        )
+        manifest = acl if acl is not None else AclManifest.from_dict(stored)
         return source_id, start_sync_job(self.res.db, job_id, source_id=source_id, path=str(path)), manifest
 

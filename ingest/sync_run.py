@@ -26,10 +26,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
-
-from assistant.core.db.models import Document, JobItem, utcnow
+from assistant.core.db.document_sync import (
+    ParsedFile,
+    StoredDocument,
+    claim_document,
+    finish_document,
+    live_documents,
+    mark_document_deleted,
+)
+from assistant.core.db.jobs import add_item, record_item
 from assistant.core.db.session import Database
 from assistant.core.embedding.embedder import Embedder
 from assistant.core.index.payload import ChunkPayload, chunk_point, document_id
@@ -218,46 +223,31 @@ class SyncRun:
     def _claim(self, work: _Work) -> FileOutcome | None:
         """Mark the document and its job item running; the `skipped` outcome instead when the
         document is unchanged (its ACL and path brought up to date on its points)."""
-        with self.db.session() as session:
-            doc = session.get(Document, work.doc_id)
-            if doc is None:
-                doc = Document(id=work.doc_id, source_id=self.source_id, path=work.rel, uri=work.uri)
-                session.add(doc)
-            if self._unchanged(doc, work):
-                outcome = self._refresh_unchanged(session, doc, work)
-            else:
-                outcome = None
-                doc.status, doc.source_id, doc.path, doc.deleted_at = "running", self.source_id, work.rel, None
-            session.execute(
-                update(JobItem).where(JobItem.id == work.item_id).values(status="running", document_id=work.doc_id)
-            )
-        return outcome
+        def refresh_points(acl: list[str] | None, source: str | None) -> None:
+            payload = {key: value for key, value in (("acl", acl), ("source", source)) if value is not None}
+            self.store.set_payload(doc_id=work.doc_id, payload=payload)
 
-    def _unchanged(self, doc: Document, work: _Work) -> bool:
+        found = claim_document(
+            self.db, doc_id=work.doc_id, uri=work.uri, path=work.rel, source_id=self.source_id, acl=work.acl,
+            item_id=work.item_id, unchanged=lambda doc: self._unchanged(doc, work), refresh_points=refresh_points,
+        )
+        if found is None:
+            return None
+        # Its attachments were not re-read: they are still present.
+        self.seen.update(found.attachment_uris)
+        reason = "unchanged; ACL updated" if found.acl_updated else "unchanged"
+        return FileOutcome(work.rel, work.uri, "skipped", reason, found.chunk_count, time.perf_counter() - work.started)
+
+    def _unchanged(self, doc: StoredDocument, work: _Work) -> bool:
         """The document holds these bytes, embedded with this model, all its points present (or it
         ended in a state that re-parsing the same bytes would reach again: not `RETRIED`)."""
         return not self.reparse_all and (
             doc.content_hash == work.content_hash
             and doc.embedding_model == self.embedder.name
-            and doc.deleted_at is None
+            and not doc.deleted
             and (doc.status == "done" and self.store.count(doc_id=work.doc_id) == doc.chunk_count
                  or doc.status not in ("done", "queued", "running", *RETRIED))
         )
-
-    def _refresh_unchanged(self, session: Session, doc: Document, work: _Work) -> FileOutcome:
-        """The `skipped` outcome of an unchanged document, after writing a changed ACL or path to
-        its row and its points."""
-        reason, payload = "unchanged", {}
-        if sorted(doc.acl or []) != sorted(work.acl):
-            payload["acl"], doc.acl = work.acl, work.acl
-            reason = "unchanged; ACL updated"
-        if doc.path != work.rel or doc.source_id != self.source_id:  # taken over by an enclosing source
-            payload["source"], doc.path, doc.source_id = work.rel, work.rel, self.source_id
-        if payload:
-            self.store.set_payload(doc_id=work.doc_id, payload=payload)
-        # Its attachments were not re-read: they are still present.
-        self.seen.update(session.scalars(select(Document.uri).where(Document.uri.startswith(work.uri + "#", autoescape=True))))
-        return FileOutcome(work.rel, work.uri, "skipped", reason, doc.chunk_count, time.perf_counter() - work.started)
 
     def collect(self) -> None:
         """Take the next parse result: a part or a success joins the embedding batch, a failure is
@@ -321,11 +311,7 @@ class SyncRun:
         # Only the last path component of a sender-chosen name, so that it cannot escape the folder.
         target = folder / (Path(name.replace("\\", "/")).name.lstrip(".") or f"attachment-{n + 1}")
         target.write_bytes(data)
-        with self.db.session() as session:
-            item = JobItem(job_id=self.job_id, path=rel, status="queued")
-            session.add(item)
-            session.flush()
-            item_id = item.id
+        item_id = add_item(self.db, self.job_id, rel)
         self.start(target, rel, uri, order, parent.acl, parent.depth + 1, item_id)
 
     # -- embed, upsert, replace ----------------------------------------------------------------
@@ -463,28 +449,22 @@ class SyncRun:
         store = self.store
         # New points are already in; only now do the old ones go, so a crash never leaves a gap.
         store.delete(sorted(store.scroll_ids(doc_id=work.doc_id) - new_ids))
-        with self.db.session() as session:
-            doc = session.get(Document, work.doc_id)
-            doc.status, doc.reason, doc.chunk_count = status, reason, len(new_ids)
-            doc.content_hash, doc.size_bytes, doc.acl = work.content_hash, work.size_bytes, work.acl
-            doc.embedding_model = self.embedder.name
-            if status == "done":
-                doc.title, doc.mime, doc.page_count = work.title, work.result.mime, work.result.page_count
+        finish_document(
+            self.db, work.doc_id, status=status, reason=reason, chunk_count=len(new_ids),
+            content_hash=work.content_hash, size_bytes=work.size_bytes, acl=work.acl,
+            embedding_model=self.embedder.name,
+            parsed=ParsedFile(work.title, work.result.mime, work.result.page_count) if status == "done" else None,
+        )
         outcome = FileOutcome(work.rel, work.uri, status, reason, len(new_ids), time.perf_counter() - work.started, reused)
         if self.live is not None and work.written:
             self.live.written(-work.written)  # counted again, whole, as the document's outcome
         self._finish_item(work.order, work.item_id, outcome)
 
     def _finish_item(self, order: tuple[int, str], item_id: int | None, outcome: FileOutcome) -> None:
-        values = dict(
-            status=outcome.status, reason=outcome.reason, chunks=outcome.chunks,
-            duration_s=outcome.duration_s, document_id=document_id(outcome.uri),
+        record_item(
+            self.db, self.job_id, item_id, path=outcome.source, status=outcome.status, reason=outcome.reason,
+            chunks=outcome.chunks, duration_s=outcome.duration_s, document_id=document_id(outcome.uri),
         )
-        with self.db.session() as session:
-            if item_id is None:
-                session.add(JobItem(job_id=self.job_id, path=outcome.source, **values))
-            else:
-                session.execute(update(JobItem).where(JobItem.id == item_id).values(**values))
         self.outcomes[order] = outcome
         if self.live is not None:
             self.live.file(outcome.status, outcome.chunks, attachment="#" in order[1])
@@ -499,14 +479,11 @@ class SyncRun:
             under: only documents whose source-relative path starts with this prefix (`dir/`),
                 for a run over one sub-folder of the source; "" for the whole source.
         """
-        with self.db.session() as session:
-            docs = session.scalars(
-                select(Document).where(Document.source_id == self.source_id, Document.deleted_at.is_(None))
-            ).all()
-            gone = [(doc.id, doc.path, doc.uri) for doc in docs if doc.uri not in self.seen and doc.path.startswith(under)]
+        gone = [
+            (doc_id, rel, uri) for doc_id, rel, uri in live_documents(self.db, self.source_id)
+            if uri not in self.seen and rel.startswith(under)
+        ]
         for n, (doc_id, rel, uri) in enumerate(gone):
             self.store.delete(sorted(self.store.scroll_ids(doc_id=doc_id)))
-            with self.db.session() as session:
-                doc = session.get(Document, doc_id)
-                doc.deleted_at, doc.status, doc.chunk_count = utcnow(), "deleted", 0
+            mark_document_deleted(self.db, doc_id)
             self._finish_item((1 << 62, f"{n:09d}"), None, FileOutcome(rel, uri, "deleted", "removed at the source"))

@@ -12,8 +12,8 @@ import sqlalchemy.exc
 from celery import shared_task
 from qdrant_client.http.exceptions import ResponseHandlingException
 
+from assistant.auth.acl_manifest import AclManifest
 from assistant.core import resources
-from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.jobs import claim_sync_job, fail_job, job_lease, queue_scheduled_syncs
 from assistant.core.errors import AssistantError
 from assistant.core.jobs import Schedule, get_celery, register_schedule

@@ -67,8 +67,8 @@ def ingest(
     skipped for a stated reason (needs_ocr, encrypted, unsupported, too_large, empty), 1 when at
     least one file failed, 2 when the run could not start.
     """
+    from assistant.auth.acl_manifest import AclManifest
     from assistant.cli.ingest_progress import IngestProgress
-    from assistant.core.acl_manifest import AclManifest
     from ingest.pipeline import Ingestor
 
     def print_row(row: dict) -> None:

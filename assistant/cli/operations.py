@@ -130,7 +130,7 @@ def restore(
 def migrate(as_json: bool = typer.Option(False, "--json")) -> None:
     """Bring the database schema to this release's head (the server also does this when it starts)."""
     from assistant.cli.opening import open_database
-    from assistant.operations.migrations import database_revisions, script_heads
+    from assistant.core.db.schema import database_revisions, script_heads
 
     with open_database(migrate=False, as_json=as_json) as db:
         before = sorted(database_revisions(db))

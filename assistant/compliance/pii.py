@@ -10,7 +10,7 @@ import phonenumbers
 from stdnum import luhn
 from stdnum.cn import ric
 
-from assistant.core.acl_manifest import PII_KINDS, PiiKind
+from assistant.core.pii_kinds import PII_KINDS, PiiKind
 
 # What each masked span is replaced with: a bracketed word that neither the embedder nor the sparse
 # index can turn back into the original, and that a reader of a citation understands.

@@ -40,11 +40,11 @@ from urllib.parse import quote
 from sqlalchemy.engine import make_url
 
 from assistant import __version__
+from assistant.core.db.schema import database_revisions
 from assistant.core.errors import ConfigError
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings
 from assistant.core.vectorstore.edge import take_owner_lock
-from assistant.operations.migrations import database_revisions
 from assistant.operations.relocate import Move, relocate
 
 MANIFEST = "manifest.json"

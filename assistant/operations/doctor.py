@@ -43,10 +43,8 @@ def _run(name: str, probe: Callable[[], Check | None], fix: str) -> Check:
 
 def check_database(settings: Settings) -> list[Check]:
     """The SQL database answers, and its schema is at this release's migration head."""
-    from sqlalchemy import text
-
+    from assistant.core.db.schema import database_revisions, ping, script_heads
     from assistant.core.db.session import Database
-    from assistant.operations.migrations import database_revisions, script_heads
 
     url = settings.resolved_database_url
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
@@ -57,8 +55,7 @@ def check_database(settings: Settings) -> list[Check]:
     where = db.engine.url.render_as_string(hide_password=True)
     try:
         def connect() -> Check:
-            with db.engine.connect() as connection:
-                connection.execute(text("SELECT 1"))
+            ping(db)
             return Check("database", True, f"{where} answers")
 
         found = _run("database", connect, f"start the database or correct ASSISTANT_DATABASE_URL ({where})")

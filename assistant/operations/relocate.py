@@ -16,22 +16,11 @@ the next sync of a changed file writes new points and deletes the stale ones, as
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select, update
-
-from assistant.core.db.models import (
-    Adapter,
-    DatasetSnapshot,
-    Document,
-    HelpdeskTicket,
-    Job,
-    JobItem,
-    Message,
-    Source,
-    Upload,
-)
+from assistant.core.db.relocate import relocate_rows
 from assistant.core.db.session import Database
 from assistant.core.index.payload import document_id
 from assistant.core.vectorstore.base import VectorStore
@@ -102,46 +91,15 @@ def relocate(db: Database, store: VectorStore | None, moves: list[Move]) -> dict
     counts = {"sources": 0, "documents": 0, "points": 0, "paths": 0, "citations": 0}
     if not moves:
         return counts
-    ids: dict[str, str] = {}
-    uris: dict[str, str] = {}
-    with db.session() as session:
-        for source in session.scalars(select(Source)):
-            moved = _first(moves, source.uri, "uri")
-            if moved is not None:
-                source.uri = moved
-                counts["sources"] += 1
-        for old_id, uri in session.execute(select(Document.id, Document.uri)).all():
-            moved = _first(moves, uri, "uri")
-            if moved is not None:
-                ids[old_id], uris[old_id] = document_id(moved), moved
-        for old_id, new_id in ids.items():
-            session.execute(update(Document).where(Document.id == old_id).values(id=new_id, uri=uris[old_id]))
-            session.execute(update(JobItem).where(JobItem.document_id == old_id).values(document_id=new_id))
-        counts["documents"] = len(ids)
-        for model in (Upload, Adapter, DatasetSnapshot):
-            for row in session.scalars(select(model).where(model.path != "")):
-                moved = _first(moves, row.path, "path")
-                if moved is not None:
-                    row.path = moved
-                    counts["paths"] += 1
-        for job in session.scalars(select(Job)):
-            path = (job.params or {}).get("path")
-            moved = _first(moves, path, "path") if isinstance(path, str) else None
-            if moved is not None:
-                job.params = {**job.params, "path": moved}
-                counts["paths"] += 1
-        if ids:
-            for model in (Message, HelpdeskTicket):
-                rows = session.execute(select(model.id, model.citations)).all()
-                for row_id, citations in rows:
-                    recited = _recite(citations, ids)
-                    if recited is not None:
-                        session.execute(update(model).where(model.id == row_id).values(citations=recited))
-                        counts["citations"] += 1
+    rows = relocate_rows(
+        db, move_uri=partial(_first, moves, kind="uri"), move_path=partial(_first, moves, kind="path"),
+        new_document_id=document_id, recite=_recite,
+    )
+    counts.update(sources=rows.sources, documents=len(rows.documents), paths=rows.paths, citations=rows.citations)
     # After the SQL commit: a failure here leaves points under their old IDs, and `restore --force`
     # starts again from the backup.
     if store is not None:
-        for old_id, new_id in ids.items():
+        for old_id, (new_id, uri) in rows.documents.items():
             counts["points"] += store.count(doc_id=old_id)
-            store.set_payload(doc_id=old_id, payload={"doc_id": new_id, "uri": uris[old_id]})
+            store.set_payload(doc_id=old_id, payload={"doc_id": new_id, "uri": uri})
     return counts

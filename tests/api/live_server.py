@@ -18,8 +18,8 @@ import uvicorn
 import yaml
 
 from assistant.api.app import create_app
+from assistant.auth.acl_manifest import AclManifest
 from assistant.auth.api_keys import create_api_key
-from assistant.core.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor
 from tests.api.conftest import API_FILES
 from tests.conftest import CORPUS_MODEL, copy_subset, make_settings, open_resources

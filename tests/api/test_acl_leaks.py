@@ -22,9 +22,9 @@ from fastapi.testclient import TestClient
 
 from assistant.api.app import create_app
 from assistant.auth.accounts import create_user
+from assistant.auth.acl_manifest import AclManifest
 from assistant.auth.api_keys import create_api_key, revoke_api_key
 from assistant.compliance.audit import recent_events
-from assistant.core.acl_manifest import AclManifest
 from assistant.core.settings import Settings
 from ingest.pipeline import Ingestor, document_id
 from tests.api.acl_corpus import (

@@ -16,8 +16,8 @@ from sqlalchemy import inspect, select, text
 
 from assistant.api.app import create_app
 from assistant.auth.accounts import create_user, set_flags
+from assistant.auth.acl_manifest import AclManifest
 from assistant.auth.api_keys import create_api_key
-from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.models import AuditEvent, Conversation, Feedback, Message, User
 from assistant.core.index.payload import document_id
 from ingest.pipeline import Ingestor

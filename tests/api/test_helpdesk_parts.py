@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 from assistant.answering.cache import AnswerCache, MemoryStore, index_version
 from assistant.api.app import create_app
 from assistant.auth.accounts import create_user
+from assistant.auth.acl_manifest import AclManifest
 from assistant.auth.api_keys import create_api_key
-from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.documents import readable_versions
 from assistant.core.principals import Principal
 from ingest.pipeline import Ingestor

@@ -20,8 +20,8 @@ from sqlalchemy import update
 from assistant.answering.prompt import NO_ANSWER
 from assistant.api.app import create_app
 from assistant.auth.accounts import create_user
+from assistant.auth.acl_manifest import AclManifest
 from assistant.auth.api_keys import configure_api_key, create_api_key
-from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.helpdesk import claim_ticket
 from assistant.core.db.identity import load_principal
 from assistant.core.db.models import User

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import httpx
 
+from assistant.auth.acl_manifest import AclManifest
 from assistant.compliance.audit import recent_events
-from assistant.core.acl_manifest import AclManifest
 from ingest.pipeline import Ingestor
 from tests.api.conftest import parse_sse, shown_answer
 from tests.api.live_server import RESTRICTED, LiveServer, new_key, serving  # noqa: F401

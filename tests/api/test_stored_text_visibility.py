@@ -30,8 +30,8 @@ from fastapi.routing import APIRoute
 from pythonjsonlogger.json import JsonFormatter
 
 from assistant.auth.accounts import create_user, set_flags
+from assistant.auth.acl_manifest import AclManifest
 from assistant.auth.api_keys import create_api_key
-from assistant.core.acl_manifest import AclManifest
 from assistant.core.log_config import RequestIdFilter, logging_dict
 from ingest.pipeline import Ingestor
 from tests.api.conftest import API_FILES, parse_sse

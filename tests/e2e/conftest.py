@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from assistant.auth.acl_manifest import AclManifest
 from assistant.core import resources as resources_mod
-from assistant.core.acl_manifest import AclManifest
 from ingest.tasks import ingestor_for
 from tests.api.live_server import LiveServer
 from tests.conftest import CORPUS_MODEL, copy_subset, make_settings, open_resources

@@ -10,7 +10,7 @@ import yaml
 
 from assistant.answering.cache import AnswerCache, MemoryStore, RedisStore, index_version, normalise_question
 from assistant.answering.events import Done
-from assistant.core.acl_manifest import AclManifest
+from assistant.auth.acl_manifest import AclManifest
 from assistant.core.db.documents import readable_versions
 from assistant.core.principals import Principal
 from ingest.pipeline import Ingestor, document_id

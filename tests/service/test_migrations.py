@@ -17,8 +17,8 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 
 from assistant.core.db.models import Base
+from assistant.core.db.schema import database_revisions, script_heads
 from assistant.core.db.session import MIGRATIONS_DIR, Database
-from assistant.operations.migrations import database_revisions, script_heads
 
 # The head revision of the release before this one (0.1.0 shipped migrations 0001-0004).
 PREVIOUS_RELEASE = "0004"

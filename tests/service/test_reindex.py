@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.core.acl_manifest import AclManifest
+from assistant.auth.acl_manifest import AclManifest
 from assistant.core.embedding.embedder import BUILTIN_E5, BUILTIN_MINILM, Embedder
 from assistant.core.errors import ConfigError, ConflictError
 from assistant.core.resources import Resources

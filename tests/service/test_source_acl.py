@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from assistant.auth.acl_manifest import AclManifest
 from assistant.composition import Assistant
-from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.models import Document
 from assistant.core.errors import InvalidRequestError
 from assistant.core.principals import ANONYMOUS, Principal

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from assistant.auth.acl_manifest import AclManifest
 from assistant.core import resources as resources_mod
-from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.jobs import JobLease
 from assistant.core.db.models import Document, Job, JobItem
 from assistant.core.db.session import Database

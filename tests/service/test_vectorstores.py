@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from assistant.core.acl_manifest import AclManifest
+from assistant.auth.acl_manifest import AclManifest
 from assistant.core.db.models import Document
 from assistant.core.principals import ANONYMOUS, Principal
 from assistant.retrieval import Retriever

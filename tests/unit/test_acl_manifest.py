@@ -2,7 +2,7 @@
 
 import pytest
 
-from assistant.core.acl_manifest import AclManifest
+from assistant.auth.acl_manifest import AclManifest
 from assistant.core.errors import InvalidRequestError
 
 

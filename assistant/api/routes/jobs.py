@@ -15,8 +15,8 @@ from starlette.concurrency import run_in_threadpool
 from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AdminDep, AssistantDep, DispatcherDep, RowId
 from assistant.api.schemas.jobs import SyncCreate
+from assistant.auth.acl_manifest import AclManifest
 from assistant.compliance.audit import record_event
-from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.jobs import JobRecord, queue_sync_job, recent_jobs
 from assistant.core.db.jobs import get_job as load_job
 from assistant.core.db.sources import check_manifest_scope, list_sources

@@ -6,5 +6,5 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-# An ACL manifest sent with a sync (`assistant.core.acl_manifest.AclManifest.from_dict` checks it).
+# An ACL manifest sent with a sync (`assistant.auth.acl_manifest.AclManifest.from_dict` checks it).
 AclManifestField = Annotated[dict[str, Any] | None, Field(description="ACL manifest: {default, rules}")]

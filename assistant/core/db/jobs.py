@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import delete, select, text
+from sqlalchemy import delete, select, text, update
 from sqlalchemy.orm import Session
 
 from assistant.core.db.models import Job, JobItem, Source, utcnow
@@ -179,6 +179,34 @@ def reset_items(db: Database, job_id: int, paths: list[str]) -> list[int]:
         session.add_all(items)
         session.flush()
         return [item.id for item in items]
+
+
+def add_item(db: Database, job_id: int, path: str) -> int:
+    """A queued item of job `job_id` for `path` (an attachment found while the job runs); its ID."""
+    with db.session() as session:
+        item = JobItem(job_id=job_id, path=path, status="queued")
+        session.add(item)
+        session.flush()
+        return item.id
+
+
+def record_item(
+    db: Database, job_id: int, item_id: int | None, *, path: str, status: str, reason: str, chunks: int,
+    duration_s: float, document_id: str,
+) -> None:
+    """Write a file's outcome to item `item_id` of job `job_id`, or to a new item for `path` when None.
+
+    Args:
+        status: the outcome (done, skipped, failed, deleted, ...), with its `reason`.
+        chunks: the document's chunk count; `duration_s`: wall-clock seconds spent on it.
+        document_id: the ID of the document the file is.
+    """
+    values = dict(status=status, reason=reason, chunks=chunks, duration_s=duration_s, document_id=document_id)
+    with db.session() as session:
+        if item_id is None:
+            session.add(JobItem(job_id=job_id, path=path, **values))
+        else:
+            session.execute(update(JobItem).where(JobItem.id == item_id).values(**values))
 
 
 def finish_sync_job(db: Database, job_id: int, *, source_id: int, totals: dict[str, float]) -> None:

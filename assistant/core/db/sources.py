@@ -15,7 +15,6 @@ from typing import Any
 
 from sqlalchemy import delete, func, select, update
 
-from assistant.core.acl_manifest import AclManifest
 from assistant.core.db.models import Document, Job, Source
 from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError
@@ -24,7 +23,7 @@ from assistant.core.errors import InvalidRequestError
 @dataclass(frozen=True)
 class SourceRecord:
     """A source: `kind` `folder` or `file`, the local `path` its `uri` names, and the ACL manifest
-    stored with it (a dict as `AclManifest.to_dict` writes it; None before its first sync)."""
+    stored with it (a dict as `assistant.auth.acl_manifest.AclManifest.to_dict` writes it; None before its first sync)."""
 
     id: int
     kind: str
@@ -82,14 +81,17 @@ def take_over_sources(db: Database, outer: Path, inner: Sequence[SourceRecord]) 
         session.execute(delete(Source).where(Source.id.in_(olds)))
 
 
-def open_source(db: Database, uri: str, kind: str, acl: AclManifest | None) -> tuple[int, AclManifest]:
-    """The source at `uri` (created with `kind` when new) and the manifest a sync applies: `acl` when
-    given, stored with the source; else the one stored before; else the default (everyone), stored.
+def open_source(
+    db: Database, uri: str, kind: str, acl: dict[str, Any] | None, *, default: dict[str, Any]
+) -> tuple[int, dict[str, Any]]:
+    """The source at `uri` (created with `kind` when new) and the ACL manifest a sync applies, as the
+    dict `AclManifest.to_dict` writes: `acl` when given, stored with the source; else the one stored
+    before; else `default` (everyone may read), stored.
 
     Returns:
         `(source ID, manifest)`.
     """
-    manifest = acl or AclManifest()
+    manifest = acl if acl is not None else default
     with db.session() as session:
         source = session.scalar(select(Source).where(Source.uri == uri))
         if source is None:
@@ -97,9 +99,9 @@ def open_source(db: Database, uri: str, kind: str, acl: AclManifest | None) -> t
             session.add(source)
             session.flush()
         if acl is not None or source.acl_manifest is None:
-            source.acl_manifest = manifest.to_dict()
+            source.acl_manifest = manifest
         else:
-            manifest = AclManifest.from_dict(source.acl_manifest)
+            manifest = source.acl_manifest
         return source.id, manifest
 
 

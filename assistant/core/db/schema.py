@@ -1,12 +1,24 @@
-"""Where a database's schema stands against the Alembic revisions that ship with this release."""
+"""Where a database stands: whether it answers, and its schema against the Alembic revisions that ship
+with this release (`assistant doctor`, `assistant migrate`, backups and restores read these)."""
 
 from __future__ import annotations
 
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import text
 
 from assistant.core.db.session import MIGRATIONS_DIR, Database
+
+
+def ping(db: Database) -> None:
+    """Run `SELECT 1` on a new connection.
+
+    Raises:
+        Whatever the driver raises when the database does not answer (`sqlalchemy.exc.OperationalError`).
+    """
+    with db.engine.connect() as connection:
+        connection.execute(text("SELECT 1"))
 
 
 def script_heads() -> set[str]:

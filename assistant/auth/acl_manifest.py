@@ -1,23 +1,18 @@
-"""ACL manifests for folder sources: which principals may read each file."""
+"""ACL manifests for folder sources: which principals may read each file, and which personal data
+(`assistant.core.pii_kinds`) is masked before its chunks are embedded."""
 
 from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
 from assistant.core.errors import InvalidRequestError, not_utf8
+from assistant.core.pii_kinds import PII_KINDS
 from assistant.core.principals import EVERYONE, parse_acl
-
-# The kinds of personal data a manifest's `mask_pii` may name (`assistant.compliance.pii` finds and masks
-# each). The order is the priority when two findings overlap: an e-mail address such as
-# 13812345678@qq.com is one address, not a phone number; an 18-digit resident ID is not read as a card
-# or a phone.
-PiiKind = Literal["email", "phone", "cn_resident_id", "bank_card"]
-PII_KINDS: tuple[PiiKind, ...] = ("email", "cn_resident_id", "bank_card", "phone")
 
 
 def _entries(value: Any, where: str) -> list[str]:
@@ -94,7 +89,7 @@ class AclManifest:
 
     default: tuple[str, ...] = (EVERYONE,)
     rules: tuple[AclRule, ...] = field(default_factory=tuple)
-    # Personal data masked in the chunks before embedding (`PII_KINDS` above); empty: none.
+    # Personal data masked in the chunks before embedding (of `PII_KINDS`); empty: none.
     mask_pii: tuple[str, ...] = ()
 
     def acl_for(self, relative_path: str) -> list[str]:
