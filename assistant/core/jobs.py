@@ -28,6 +28,7 @@ from celery.signals import setup_logging, worker_ready
 
 from assistant.core.db.jobs import job_lease, requeue_job, unfinished_job_ids
 from assistant.core.db.session import Database
+from assistant.core.log_config import configure_logging
 from assistant.core.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
@@ -296,6 +297,4 @@ def _resume_on_worker_start(**_: Any) -> None:
 def _log_like_the_api(**_: Any) -> None:
     # Connected, this makes Celery leave logging to us: workers and beat write the API's format
     # (JSON lines in production, ASSISTANT_LOG_FORMAT) at ASSISTANT_LOG_LEVEL.
-    from assistant.core.log_config import configure_logging
-
     configure_logging(get_settings())
