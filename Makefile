@@ -70,8 +70,11 @@ test: install browser
 test-fast: install
 	$(BIN)/python -m pytest -q tests -m "not slow"
 
+# Import direction (import-linter), ruff's rules and mypy (strict on the kernel): configured in pyproject.toml.
 lint: install
 	$(BIN)/lint-imports
+	$(BIN)/ruff check assistant ingest finetune tests bench
+	$(BIN)/mypy assistant/core
 
 bench: install
 	$(BIN)/python bench/run_all.py

@@ -14,9 +14,10 @@ from assistant.core.db.adapters import serving_adapters
 from assistant.core.db.documents import readable_versions
 from assistant.core.llm.deferred import DeferredLLM
 from assistant.core.resources import Resources
-from assistant.retrieval import Retriever
+from assistant.retrieval import Retriever, crosslingual
 from assistant.retrieval.abstention import AbstentionRule
 from assistant.retrieval.query_batcher import QueryBatcher
+from assistant.retrieval.reranker import BUILTIN_RERANKER_LANGUAGES, BuiltinReranker, EndpointReranker, Reranker
 from assistant.retrieval.retriever import default_interleave_depth
 
 
@@ -34,19 +35,13 @@ class Assistant:
         settings = resources.settings
         reranker = None
         if settings.reranking.model:
-            from assistant.retrieval.reranker import Reranker
-
             reranker = Reranker(settings.reranking.model)
         elif settings.reranking.url:
-            from assistant.retrieval.reranker import EndpointReranker
-
             key = settings.reranking.url_api_key
             reranker = EndpointReranker(settings.reranking.url, model=settings.reranking.url_model,
                                         api_key=key.get_secret_value() if key else None,
                                         timeout_s=settings.reranking.timeout_s)
         elif settings.reranking.mode != "off":
-            from assistant.retrieval.reranker import BUILTIN_RERANKER_LANGUAGES, BuiltinReranker
-
             reranker = BuiltinReranker(languages=BUILTIN_RERANKER_LANGUAGES[settings.reranking.mode])
         # What was measured for the embedding model (interleaving, abstention) is looked up by its
         # configured name, the one the index was built with.
@@ -87,8 +82,6 @@ def adapter_router(resources: Resources) -> AdapterRouter:
 
 
 def _translator():
-    from assistant.retrieval import crosslingual
-
     crosslingual.preload()
     return crosslingual.translate
 

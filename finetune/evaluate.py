@@ -6,17 +6,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assistant.adapters.peft_serving import PeftAdapterLLM, PeftServing
+from assistant.answering import Answerer
+from assistant.answering.request import GenerationParams
 from assistant.core.db.adapters import AdapterRecord
 from assistant.core.principals import Principal
+from assistant.evaluation.dataset import Question, load_questions
+from assistant.evaluation.runner import EvalReport, run_eval
 from finetune.dataset import Row
-
-if TYPE_CHECKING:
-    from assistant.answering import Answerer
-    from assistant.evaluation.dataset import Question
-    from assistant.evaluation.runner import EvalReport
 
 
 @dataclass(frozen=True)
@@ -56,8 +55,6 @@ def eval_pairs(questions_path: Path | None) -> list[tuple[str, str]]:
     the gate compares: an adapter that made the model forget the product's facts scores worse."""
     if questions_path is None:
         return []
-    from assistant.evaluation.dataset import load_questions
-
     return [(q.question, q.must_contain_any[0]) for q in load_questions(questions_path) if q.answerable and q.must_contain_any]
 
 
@@ -70,8 +67,6 @@ def answer_questions(questions_path: Path | None, limit: int) -> list[Question]:
     """
     if questions_path is None or limit <= 0:
         return []
-    from assistant.evaluation.dataset import load_questions
-
     return load_questions(questions_path)[:limit]
 
 
@@ -103,9 +98,6 @@ def score_answers(llm: Any, check: AnswerCheck, *, principal: Principal) -> tupl
 
     Must not run inside an event loop (the evaluation runs each answer with `asyncio.run`).
     """
-    from assistant.answering.request import GenerationParams
-    from assistant.evaluation.runner import run_eval
-
     answerer = check.answerer.with_model(llm, params=GenerationParams(max_tokens=check.max_tokens, temperature=0.0))
     report = run_eval(check.questions, retriever=answerer.retriever, answerer=answerer, principal=principal, answers=True)
     return answered_right(report)

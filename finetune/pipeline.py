@@ -22,6 +22,7 @@ from finetune.dataset import build_dataset, read_snapshot
 from finetune.evaluate import AnswerCheck, answer_questions, eval_pairs, run_gate
 from finetune.publish import publish_candidate
 from finetune.registry import adapter_dir, log_path, mark_failed, register_candidate
+from finetune.train import train_adapter
 
 if TYPE_CHECKING:
     from assistant.answering import Answerer
@@ -112,8 +113,6 @@ async def run_refresh(db: Database, store: VectorStore, *, config: FinetuneConfi
             if adapter is None:
                 adapter = register_candidate(db, config, audience=audience, snapshot_id=snapshot.id, job_id=job_id)
             report({"stage": "train", "adapter": adapter.name})
-            from finetune.train import train_adapter  # torch, transformers and peft load here only
-
             def on_step(entry: dict) -> None:
                 report({"stage": "train", **entry})
                 registry_db.record_progress(db, job_id, {"stage": "train", **entry})

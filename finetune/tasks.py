@@ -8,6 +8,7 @@ import asyncio
 from celery import shared_task
 
 from assistant.adapters.release import publisher_for
+from assistant.composition import Assistant
 from assistant.core import resources
 from assistant.core.errors import ConflictError
 from assistant.core.jobs import FINETUNE_TASK, Schedule, crontab_schedule, register_queue, register_schedule
@@ -32,8 +33,6 @@ def refresh_now(res: Resources, *, audience: str = "everyone", dry_run: bool = F
     config = FinetuneConfig.from_settings(res.settings)
     answerer = None
     if config.eval_questions is not None and config.answer_questions and not dry_run:
-        from assistant.composition import Assistant
-
         answerer = Assistant.build(res).answerer
     return asyncio.run(run_refresh(
         res.db, res.store, config=config, publisher=publisher_for(res.settings),

@@ -25,20 +25,25 @@ reached at row 900,000, the process killed) means the file failed as a whole. Th
 from __future__ import annotations
 
 import collections
+import logging
 import os
 import pickle
+import resource
 import select
 import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ingest.chunking import Chunk
+from assistant.core.errors import IngestError
+from ingest.chunking import Chunk, Chunker
 
 _HEADER = struct.Struct(">I")
 _READY = "ready"
@@ -308,17 +313,13 @@ def _child_main() -> None:
     inp = sys.stdin.buffer
     config = _read_frame(inp)
 
-    import logging
-    import resource
-    import warnings
+    # Only the child parses, after stdout is redirected (a library that prints on import cannot break the
+    # frames); a process that starts the child never loads transformers (~2 s) or the readers (~1 s).
+    import transformers  # noqa: PLC0415 - see above
+    from transformers import AutoTokenizer  # noqa: PLC0415 - see above
 
-    import transformers
-    from transformers import AutoTokenizer
-
-    from assistant.core.errors import IngestError
-    from ingest.chunking import Chunker
-    from ingest.formats.ocr import set_page_listener
-    from ingest.readers import parse_file
+    from ingest.formats.ocr import set_page_listener  # noqa: PLC0415 - see above
+    from ingest.readers import parse_file  # noqa: PLC0415 - see above
 
     # Library warnings (pypdf's "fontTools is required", bad fonts) are kept in the log (stderr).
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -383,8 +384,6 @@ def _child_main() -> None:
 def _warm_up(parse_file, chunker) -> None:
     # Readers and splitters import and build things on first use (threads included); doing that
     # before the address-space limit is set keeps the limit for what a file itself needs.
-    import tempfile
-
     # Long enough to be cut at sentence boundaries, which loads nltk's punkt on first use.
     text = "A sentence of some words, to be split. Another one follows it here! " * 200
     samples = {"a.md": f"# Title\n\n{text}\n", "a.html": f"<html><body><p>{text}</p></body></html>", "a.txt": text}

@@ -36,7 +36,7 @@ class PeftServing:
 
     def load(self, name: str, path: str | Path) -> None:
         """Load the PEFT adapter in folder `path` as `name` (again if its folder changed)."""
-        from peft import PeftModel
+        from peft import PeftModel  # noqa: PLC0415 - peft: ~10 s, only when an adapter is served
 
         with self._lock:
             if self._adapters.get(name) == str(path):
@@ -70,7 +70,7 @@ class PeftServing:
         Raises:
             KeyError: `adapter` is not loaded.
         """
-        import torch
+        import torch  # noqa: PLC0415 - torch: ~4 s, only when an adapter is served
 
         with self._lock:
             if self._model is None:
@@ -109,7 +109,7 @@ class PeftServing:
         Raises:
             KeyError: `adapter` is not loaded.
         """
-        import torch
+        import torch  # noqa: PLC0415 - torch: ~4 s, only when an adapter is served
 
         if not pairs:
             return None

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 
+from assistant.adapters.peft_serving import PeftAdapterLLM, PeftServing
 from assistant.core.db.adapters import AdapterRecord
 from assistant.core.llm.base import LLM, ChatMessage, StreamResult
 from assistant.core.principals import EVERYONE, Principal
@@ -175,8 +176,6 @@ def local_adapter(*, threads: int = 0) -> Callable[[AdapterRecord], LLM]:
     servings: dict[str, object] = {}
 
     def open_adapter(adapter: AdapterRecord) -> LLM:
-        from assistant.adapters.peft_serving import PeftAdapterLLM, PeftServing
-
         serving = servings.get(adapter.base_model)
         if serving is None:
             serving = servings[adapter.base_model] = PeftServing(adapter.base_model, threads=threads)

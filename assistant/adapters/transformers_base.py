@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.core.errors import ConfigError
+from assistant.core.llm.model_files import smollm2_gguf_path
 
 BUILTIN_SMOLLM2 = "builtin:smollm2-135m"
 _cache: dict[str, tuple[Any, dict[str, Any], Any]] = {}  # base -> (config, state dict, tokenizer)
@@ -15,12 +16,10 @@ _lock = threading.Lock()
 
 
 def _load(base_model: str) -> tuple[Any, dict[str, Any], Any]:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    import torch  # noqa: PLC0415 - torch: ~4 s, only when a base model loads
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415 - transformers: ~2 s, only when a base model loads
 
     if base_model == BUILTIN_SMOLLM2:
-        from assistant.core.llm.model_files import smollm2_gguf_path
-
         gguf = smollm2_gguf_path()
         kwargs = {"gguf_file": gguf.name}
         folder = str(gguf.parent)
@@ -58,8 +57,8 @@ def load_base(base_model: str, *, dtype: str = "float32") -> tuple[Any, Any]:
     Raises:
         ConfigError: `base_model` names neither.
     """
-    import torch
-    from transformers import AutoModelForCausalLM
+    import torch  # noqa: PLC0415 - torch: ~4 s, only when a base model loads
+    from transformers import AutoModelForCausalLM  # noqa: PLC0415 - transformers: ~2 s, only when a base model loads
 
     with _lock:
         if base_model not in _cache:

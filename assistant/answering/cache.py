@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
+import redis
+
 from assistant.core.principals import Principal
 
 KEY_PREFIX = "assistant:answer:"
@@ -109,8 +111,6 @@ class RedisStore:
     """
 
     def __init__(self, url: str):
-        import redis
-
         self._redis = redis.Redis.from_url(url, socket_timeout=1.0, socket_connect_timeout=1.0)
         self._errors = (OSError, redis.exceptions.RedisError)
 

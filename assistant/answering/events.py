@@ -10,7 +10,7 @@ sources) and never sent.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 from assistant.core.llm import FinishReason, Usage
 from assistant.retrieval import RetrievedChunk
@@ -203,4 +203,4 @@ class Error(SentEvent):
 
 
 # What a reader's client is sent, in the order docs/architecture.md gives.
-AnswerEvent = Union[Sources, Status, Token, DraftSentence, Revise, Replace, Citations, Done, Error]
+AnswerEvent = Sources | Status | Token | DraftSentence | Revise | Replace | Citations | Done | Error

@@ -33,7 +33,8 @@ LEADING_WORDS = {
 ZH_LEADING = ("它", "他", "她", "这", "那", "还有", "那么", "并且", "而且", "另外", "同样")
 _ANAPHOR_WORDS = ("it", "its", "they", "them", "their", "this", "that", "these", "those", "he", "she", "him", "her")
 # Lower or title case only: "IT" is the department, not a pronoun.
-ANAPHORS = re.compile(r"\b(%s)\b" % "|".join(w for word in _ANAPHOR_WORDS for w in (word, word.title())))
+_ANAPHOR_ALTERNATIVES = "|".join(w for word in _ANAPHOR_WORDS for w in (word, word.title()))
+ANAPHORS = re.compile(rf"\b({_ANAPHOR_ALTERNATIVES})\b")
 
 REWRITE_SYSTEM = (
     "Rewrite the user's last message as one standalone question that can be understood without the "

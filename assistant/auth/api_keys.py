@@ -80,9 +80,9 @@ def configure_api_key(
     db: Database,
     name: str,
     *,
-    requests_per_minute: int | None | object = keys_db.KEEP,
-    tokens_per_minute: int | None | object = keys_db.KEEP,
-    webhook_url: str | None | object = keys_db.KEEP,
+    requests_per_minute: int | None | keys_db.Keep = keys_db.KEEP,
+    tokens_per_minute: int | None | keys_db.Keep = keys_db.KEEP,
+    webhook_url: str | None | keys_db.Keep = keys_db.KEEP,
 ) -> KeyOptions:
     """Change key `name`'s options; an argument left out keeps its value, None resets it. Setting a
     webhook URL generates a new signing secret (returned once here, and used for every delivery).

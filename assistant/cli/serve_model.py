@@ -23,7 +23,7 @@ from assistant.core.errors import ConfigError
 PROFILES_DIR = Path(__file__).resolve().parents[2] / "deploy" / "vllm"
 
 
-class Profile(str, enum.Enum):
+class Profile(enum.StrEnum):
     """The GPU a profile is sized for (see deploy/vllm/README.md for the memory arithmetic)."""
 
     h100 = "h100"
@@ -103,7 +103,7 @@ def serve_model(
         config = load_profile(profile, profiles_dir or PROFILES_DIR)
     except ConfigError as exc:
         typer.echo(f"error ({exc.code}): {exc.message}", err=True)
-        raise typer.Exit(code=2)
+        raise typer.Exit(code=2) from None
     argv = build_command(config, ctx.args)
     if dry_run:
         typer.echo(shlex.join(argv))

@@ -28,6 +28,7 @@ from celery.signals import setup_logging, worker_ready
 
 from assistant.core.db.jobs import job_lease, requeue_job, unfinished_job_ids
 from assistant.core.db.session import Database
+from assistant.core.log_config import configure_logging
 from assistant.core.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ class Schedule:
         """Seconds from `now` (UTC) to its next run: the interval, or at least 1 s to the crontab's next time."""
         every = self.every(settings)
         if isinstance(every, crontab):
-            return max(1.0, every.remaining_estimate(now).total_seconds())
+            return max(1.0, float(every.remaining_estimate(now).total_seconds()))
         return float(every)
 
 
@@ -156,7 +157,7 @@ def get_celery() -> Celery:
     return _celery
 
 
-def task_function(name: str):
+def task_function(name: str) -> Any:
     """The registered task `name`; `.run(**kwargs)` calls its plain function in this process.
 
     Raises:
@@ -283,7 +284,7 @@ def _resume_task() -> list[int]:
         db.dispose()
 
 
-@worker_ready.connect
+@worker_ready.connect  # type: ignore[untyped-decorator]  # celery has no annotations
 def _resume_on_worker_start(**_: Any) -> None:
     # A worker that starts (or restarts after a crash) picks up the jobs that nobody is running.
     try:
@@ -292,10 +293,8 @@ def _resume_on_worker_start(**_: Any) -> None:
         log.exception("could not resume unfinished jobs at worker start")
 
 
-@setup_logging.connect
+@setup_logging.connect  # type: ignore[untyped-decorator]  # celery has no annotations
 def _log_like_the_api(**_: Any) -> None:
     # Connected, this makes Celery leave logging to us: workers and beat write the API's format
     # (JSON lines in production, ASSISTANT_LOG_FORMAT) at ASSISTANT_LOG_LEVEL.
-    from assistant.core.log_config import configure_logging
-
     configure_logging(get_settings())

@@ -15,8 +15,10 @@ Language = Literal["en", "zh"]
 # The CJK ideograph blocks of Unicode (code points, inclusive): Extension A, the Unified Ideographs and
 # the Compatibility Ideographs. Kana, Hangul and CJK punctuation are not ideographs and are not here.
 CJK_IDEOGRAPH_RANGES: tuple[tuple[int, int], ...] = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))
+# Those ranges as the inside of a regular expression's character class.
+_CJK_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CJK_IDEOGRAPH_RANGES)
 # One or more consecutive ideographs (the sparse tokenizer's Chinese runs).
-CJK_RUN = re.compile("[%s]+" % "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CJK_IDEOGRAPH_RANGES))
+CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 # A document is Chinese when at least this share of the letters of its sample are ideographs.
 DOCUMENT_MIN_CJK_SHARE = 0.2
 # Characters of a document's text that `document_language` reads.
@@ -41,7 +43,7 @@ _NOT_PROSE = re.compile(
     r"```.*?```|`[^`\n]*`|\]\([^)]*\)|https?://[\x21-\x7e]+|[\w.~-]+(?:/[\w.~-]+)+|\[\d+\]", re.DOTALL | re.ASCII
 )
 # An alphabetic word outside the ideograph blocks (`cjk_share` counts it as one unit).
-_LATIN_WORD = re.compile("[^\\W\\d_%s]+" % "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CJK_IDEOGRAPH_RANGES))
+_LATIN_WORD = re.compile(f"[^\\W\\d_{_CJK_CLASS}]+")
 
 
 def is_cjk(ch: str) -> bool:

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from assistant.core.db.session import Database
+from assistant.core.embedding.embedder import Embedder
+from assistant.core.llm import LLM, open_llm
 from assistant.core.settings import Settings, get_settings
 from assistant.core.vectorstore import VectorStore, open_vector_store
-
-if TYPE_CHECKING:
-    from assistant.core.embedding.embedder import Embedder
-    from assistant.core.llm import LLM
 
 
 @dataclass
@@ -45,8 +42,6 @@ class Resources:
         """The embedding model, loaded on first use."""
         with self._lock:
             if self._embedder is None:
-                from assistant.core.embedding.embedder import Embedder
-
                 self._embedder = Embedder(
                     self.settings.embedding.model,
                     batch_size=self.settings.embedding.batch_size,
@@ -74,8 +69,6 @@ class Resources:
         """The chat model backend, loaded on first use."""
         with self._lock:
             if self._llm is None:
-                from assistant.core.llm import open_llm
-
                 self._llm = open_llm(self.settings)
             return self._llm
 

@@ -37,14 +37,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
+import httpx
 from sqlalchemy.engine import make_url
 
 from assistant import __version__
 from assistant.core.db.schema import database_revisions
+from assistant.core.db.session import Database
 from assistant.core.errors import ConfigError
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings
 from assistant.core.vectorstore.edge import take_owner_lock
+from assistant.core.vectorstore.factory import open_catalog
 from assistant.operations.relocate import Move, relocate
 
 MANIFEST = "manifest.json"
@@ -170,8 +173,6 @@ def backup_vectors(resources: Resources, dest: Path) -> dict:
     if settings.storage.qdrant_url is None:
         raise ConfigError("backup of qdrant-client's local mode (ASSISTANT_QDRANT_PATH) is not supported: "
                           "stop the process and copy the folder")
-    import httpx
-
     name = store.collection if store.client.collection_exists(store.collection) else None
     entry = {"kind": "qdrant", "collection": name, "alias": settings.storage.collection, "file": None}
     if name is None:
@@ -281,8 +282,6 @@ def restore_database(src: Path, manifest: dict, url: str, *, force: bool) -> Non
         return
     if not url.startswith("postgresql"):
         raise ConfigError(f"the backup holds a PostgreSQL dump; ASSISTANT_DATABASE_URL points at {make_url(url).get_backend_name()}")
-    from assistant.core.db.session import Database
-
     db = Database(url)
     try:
         if database_revisions(db) and not force:
@@ -316,9 +315,7 @@ def restore_vectors(src: Path, manifest: dict, settings: Settings, *, force: boo
         return
     if not entry.get("file"):
         return
-    import httpx
-
-    from assistant.core.vectorstore.server import ServerCatalog, connect
+    from assistant.core.vectorstore.server import ServerCatalog, connect  # noqa: PLC0415 - qdrant-client: ~1 s, only with a Qdrant server
 
     name = entry["collection"]
     client = connect(url=settings.storage.qdrant_url, path=None, api_key=_qdrant_headers(settings).get("api-key"),
@@ -380,8 +377,6 @@ def restore_backup(src: Path, settings: Settings, *, force: bool = False) -> dic
         restore_database(src, manifest, settings.resolved_database_url, force=force)
         restore_vectors(src, manifest, settings, force=force)
         moves = restore_files(src, manifest, settings)
-    from assistant.core.db.session import Database
-
     db = Database(settings.resolved_database_url)
     try:
         db.migrate()
@@ -416,8 +411,6 @@ def _relocate(db, settings: Settings, moves: list[Move]) -> dict[str, int]:
     """`relocate` the restored database and live collection for `moves`."""
     if not moves:
         return {}
-    from assistant.core.vectorstore.factory import open_catalog
-
     catalog = open_catalog(settings)
     try:
         name = catalog.resolve(settings.storage.collection)

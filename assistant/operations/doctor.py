@@ -6,12 +6,21 @@ none changes anything: no migration, no model conversion, no collection created.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import httpx
+import redis
+
+from assistant.core.db.schema import database_revisions, ping, script_heads
+from assistant.core.db.session import Database
+from assistant.core.embedding import e5_onnx
+from assistant.core.embedding.embedder import BUILTIN_E5, resolve_model_path
 from assistant.core.errors import AssistantError
+from assistant.core.llm.model_files import builtin_model, gguf_dir, package_dir
 from assistant.core.settings import Settings
 
 GIB = 1024**3
@@ -43,8 +52,6 @@ def _run(name: str, probe: Callable[[], Check | None], fix: str) -> Check:
 
 def check_database(settings: Settings) -> list[Check]:
     """The SQL database answers, and its schema is at this release's migration head."""
-    from assistant.core.db.schema import database_revisions, ping, script_heads
-    from assistant.core.db.session import Database
 
     url = settings.resolved_database_url
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
@@ -92,7 +99,7 @@ def check_vector_store(settings: Settings) -> Check:
         return _run("vector store", edge, "check ASSISTANT_DATA_DIR")
 
     def server() -> Check:
-        from assistant.core.vectorstore.server import connect
+        from assistant.core.vectorstore.server import connect  # noqa: PLC0415 - qdrant-client: ~1 s, only with a Qdrant server
 
         key = settings.storage.qdrant_api_key.get_secret_value() if settings.storage.qdrant_api_key else None
         client = connect(url=settings.storage.qdrant_url, path=settings.storage.qdrant_path, api_key=key, timeout_s=settings.llm.connect_timeout_s)
@@ -124,8 +131,6 @@ def redis_urls(settings: Settings) -> dict[str, str]:
 
 def check_redis(settings: Settings) -> list[Check]:
     """Each configured Redis answers PING."""
-    import redis
-
     checks = []
     for purpose, url in redis_urls(settings).items():
         def ping(url: str = url, purpose: str = purpose) -> Check:
@@ -145,8 +150,6 @@ def check_llm(settings: Settings) -> Check:
     """The OpenAI-compatible server lists the configured model, or the in-process GGUF file exists."""
     if settings.llm.backend == "openai":
         def endpoint() -> Check:
-            import httpx
-
             key = settings.llm.openai_api_key.get_secret_value()
             response = httpx.get(
                 settings.llm.openai_base_url.rstrip("/") + "/models", headers={"Authorization": f"Bearer {key}"},
@@ -165,8 +168,6 @@ def check_llm(settings: Settings) -> Check:
         return _run("LLM server", endpoint, f"start the LLM server or correct ASSISTANT_OPENAI_BASE_URL ({settings.llm.openai_base_url})")
 
     def gguf() -> Check:
-        from assistant.core.llm.model_files import builtin_model, gguf_dir, package_dir
-
         if settings.llm.model_path:
             path = Path(settings.llm.model_path)
         else:
@@ -184,9 +185,6 @@ def check_llm(settings: Settings) -> Check:
 def check_embedding_model(settings: Settings) -> Check:
     """The embedding model's files are on disk (nothing is downloaded or converted here)."""
     def files() -> Check:
-        from assistant.core.embedding import e5_onnx
-        from assistant.core.embedding.embedder import BUILTIN_E5, resolve_model_path
-
         if settings.embedding.model == BUILTIN_E5:
             folder = e5_onnx.cache_folder(settings.embedding.model_cache_dir or settings.storage.data_dir / "models")
             if not (folder / e5_onnx.MODEL_FILE).is_file():
@@ -214,8 +212,6 @@ def check_disk(settings: Settings) -> Check:
 
 
 def _writable(path: Path) -> bool:
-    import os
-
     return os.access(path, os.W_OK)
 
 

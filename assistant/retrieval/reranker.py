@@ -4,6 +4,7 @@ sentence-transformers `CrossEncoder` from a local model folder, or a reranking s
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import threading
@@ -13,10 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import numpy as np
+from tokenizers import Tokenizer
 
 from assistant.core.errors import ConfigError
 from assistant.core.index.passages import passage_text
+from assistant.core.language import question_language
 
 if TYPE_CHECKING:
     from assistant.retrieval.retriever import RetrievedChunk
@@ -59,7 +63,7 @@ class Reranker:
     """
 
     def __init__(self, model_path: Path, *, batch_size: int = 16):
-        from sentence_transformers import CrossEncoder
+        from sentence_transformers import CrossEncoder  # noqa: PLC0415 - sentence-transformers: ~8 s, only with this reranker
 
         check_cross_encoder_folder(Path(model_path))
         try:
@@ -101,8 +105,6 @@ class EndpointReranker:
 
     def __init__(self, url: str, *, model: str = "", api_key: str | None = None, timeout_s: float = 5.0,
                  max_chunks: int = 20):
-        import httpx
-
         self.url = str(url)
         self.model = model
         self.max_chunks = max_chunks
@@ -166,8 +168,6 @@ def builtin_reranker_folder() -> Path:
     Raises:
         ConfigError: the package is not installed.
     """
-    import importlib.util
-
     spec = importlib.util.find_spec(BUILTIN_RERANKER_PACKAGE)
     locations = list(spec.submodule_search_locations or []) if spec else []
     if not locations:
@@ -215,8 +215,7 @@ class OnnxCrossEncoder:
         0.5 s; a process that never searches in a reranked language never loads them)."""
         with self._lock:
             if self._loaded is None:
-                import onnxruntime as ort
-                from tokenizers import Tokenizer
+                import onnxruntime as ort  # noqa: PLC0415 - onnxruntime: ~0.3 s, only when reranking first runs
 
                 try:
                     tokenizer = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
@@ -306,8 +305,6 @@ class BuiltinReranker:
         reordered among their places; each document's chunks stay together in their order at its
         place, the other documents keep theirs. Unchanged when the question's language is not among
         `languages`."""
-        from assistant.core.language import question_language
-
         if question_language(query) not in self.languages or len(chunks) < 2:
             return chunks
         groups: dict[str, list[RetrievedChunk]] = {}

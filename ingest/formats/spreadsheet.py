@@ -269,7 +269,7 @@ def _resolve_merges(rows: Iterable[list[str]], merges: list[tuple[int, int, int,
     held: list[str] | None = None  # a top header row with horizontal merges, waiting for the row below
     for number, cells in enumerate(rows, start=1):
         spread = False
-        for r1, c1, r2, c2 in by_row.get(number, ()):
+        for r1, c1, _r2, c2 in by_row.get(number, ()):
             if number == r1:
                 values[(r1, c1)] = cells[c1 - 1] if c1 - 1 < len(cells) else ""
             value = values.get((r1, c1), "")

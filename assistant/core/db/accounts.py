@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from assistant.core.db.models import AuthSession, Group, Membership, User, utcnow
-from assistant.core.db.session import Database
+from assistant.core.db.session import Database, changed_rows
 from assistant.core.errors import AuthenticationError, ConflictError, NotFoundError
 
 
@@ -28,7 +29,7 @@ class UserPublic:
     is_auditor: bool = False
     legal_hold: bool = False
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
             "name": self.name, "groups": list(self.groups), "is_admin": self.is_admin,
@@ -95,12 +96,12 @@ def _public(session: Session, user: User) -> UserPublic:
 
 
 def _revoke_user_sessions(session: Session, user_id: int) -> int:
-    result = session.execute(
+    return changed_rows(
+        session,
         update(AuthSession)
         .where(AuthSession.user_id == user_id, AuthSession.revoked_at.is_(None))
-        .values(revoked_at=utcnow())
+        .values(revoked_at=utcnow()),
     )
-    return result.rowcount or 0
 
 
 def insert_user(

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from assistant.core.db.models import Adapter, AnswerAdapter, DatasetSnapshot, Feedback, Job, utcnow
 from assistant.core.db.session import Database
@@ -136,7 +137,7 @@ def update_adapter(db: Database, adapter_id: int, *, metrics: dict[str, Any] | N
         return _adapter(row)
 
 
-def _row(session, adapter_id: int) -> Adapter:
+def _row(session: Session, adapter_id: int) -> Adapter:
     row = session.get(Adapter, adapter_id)
     if row is None:
         raise NotFoundError(f"adapter {adapter_id} not found")
@@ -275,7 +276,7 @@ def start_finetune_job(db: Database, params: dict[str, Any]) -> int:
 def finish_finetune_job(db: Database, job_id: int, *, status: str, totals: dict[str, Any], reason: str = "") -> None:
     """Close finetune job `job_id` with `status` (`done` or `failed`), its totals and reason."""
     with db.session() as session:
-        job = session.get(Job, job_id)
+        job = session.get_one(Job, job_id)
         job.status, job.totals, job.reason, job.finished_at = status, totals, reason, utcnow()
 
 
@@ -299,5 +300,5 @@ def take_orphaned_run(db: Database, *, audience: str, new_job_id: int) -> Adapte
 def record_progress(db: Database, job_id: int, totals: dict[str, Any]) -> None:
     """Merge `totals` (step, stage, loss...) into running job `job_id`'s totals."""
     with db.session() as session:
-        job = session.get(Job, job_id)
+        job = session.get_one(Job, job_id)
         job.totals = {**(job.totals or {}), **totals}

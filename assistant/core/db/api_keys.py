@@ -3,9 +3,11 @@ accounts' groups. Key format and hashing are `assistant.auth.api_keys`'s; these 
 
 from __future__ import annotations
 
+import enum
 import hmac
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any, Final
 
 from sqlalchemy import delete, select
 
@@ -17,8 +19,14 @@ from assistant.core.principals import Principal
 
 # Refresh `last_used_at` at most this often per key: a write per request would serialise SQLite.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+class Keep(enum.Enum):
+    """The type of `KEEP` (a one-member enum, so that `is not KEEP` narrows the argument's type)."""
+
+    KEEP = "keep"
+
+
 # An option argument left out of `configure_key`: the option keeps its value.
-KEEP = object()
+KEEP: Final = Keep.KEEP
 
 
 @dataclass(frozen=True)
@@ -102,7 +110,7 @@ def key_principal(db: Database, prefix: str, key_hash: str) -> Principal | None:
     return None
 
 
-def list_api_keys(db: Database) -> list[dict]:
+def list_api_keys(db: Database) -> list[dict[str, Any]]:
     """Every key's name, prefix, owner and dates (never the secret or its hash)."""
     with db.session() as session:
         rows = session.execute(select(ApiKey, User.name).join(User, User.id == ApiKey.user_id).order_by(ApiKey.name))
@@ -132,10 +140,10 @@ def configure_key(
     db: Database,
     name: str,
     *,
-    requests_per_minute: int | None | object = KEEP,
-    tokens_per_minute: int | None | object = KEEP,
-    webhook_url: str | None | object = KEEP,
-    webhook_secret: str | None | object = KEEP,
+    requests_per_minute: int | None | Keep = KEEP,
+    tokens_per_minute: int | None | Keep = KEEP,
+    webhook_url: str | None | Keep = KEEP,
+    webhook_secret: str | None | Keep = KEEP,
 ) -> KeyOptions:
     """Change key `name`'s options as given; an argument left out (`KEEP`) keeps its value, None resets it.
 

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import String, cast, delete, false, func, or_, select, update
 
 from assistant.core.db.models import AuditChainHead, AuditEvent, utcnow
-from assistant.core.db.session import Database
+from assistant.core.db.session import Database, changed_rows
 
 CHAIN_HEAD_ID = 1
 
@@ -148,5 +148,5 @@ def purge_prefix(db: Database, cutoff: datetime, held: list[str]) -> tuple[int, 
         if last is None:
             return 0, ""
         anchor = last.row_hash
-        deleted = session.execute(delete(AuditEvent).where(AuditEvent.id <= last.id)).rowcount or 0
+        deleted = changed_rows(session, delete(AuditEvent).where(AuditEvent.id <= last.id))
         return deleted, anchor

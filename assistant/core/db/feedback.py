@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import select
 
@@ -75,7 +76,7 @@ class QualityReport:
     endpoints: dict[str, int] = field(default_factory=dict)
 
 
-def feedback_cited(row: Feedback, message_citations: list | None) -> Cited:
+def feedback_cited(row: Feedback, message_citations: list[Any] | None) -> Cited:
     """The documents a rating's answer cited: its recorded `doc_ids`, else (older rows) its message's
     citations; unresolved when it cited chunks and neither is known (the conversation was deleted)."""
     if row.doc_ids is not None:
@@ -85,7 +86,7 @@ def feedback_cited(row: Feedback, message_citations: list | None) -> Cited:
     return Cited(unresolved=bool(row.chunk_ids))
 
 
-def feedback_shown(visibility: Visibility | None, row: Feedback, message_citations: list | None) -> bool:
+def feedback_shown(visibility: Visibility | None, row: Feedback, message_citations: list[Any] | None) -> bool:
     """Whether a rating's text (question, answer, comment, corrected answer) is shown under
     `visibility` (None: the server's own use, everything): the rule for what its answer cited, and for
     the member's own words on an answer that cited nothing, the author's groups

@@ -116,10 +116,10 @@ def claim_ticket(
     """
     try:
         with db.session() as session:
-            row = HelpdeskTicket(client=client, idempotency_key=idempotency_key, request_hash=request_hash, **fields)
-            session.add(row)
+            new = HelpdeskTicket(client=client, idempotency_key=idempotency_key, request_hash=request_hash, **fields)
+            session.add(new)
             session.flush()
-            return TicketClaim(new=True, record=_record(row))
+            return TicketClaim(new=True, record=_record(new))
     except IntegrityError:
         pass
     with db.session() as session:
@@ -250,7 +250,7 @@ def _delivery(row: WebhookDelivery) -> DeliveryRecord:
     )
 
 
-def queue_delivery(db: Database, *, ticket_id: int, client: str, url: str, event: str, payload: dict) -> DeliveryRecord:
+def queue_delivery(db: Database, *, ticket_id: int, client: str, url: str, event: str, payload: dict[str, Any]) -> DeliveryRecord:
     """A new pending delivery of `payload` (JSON-serialisable) to `url`."""
     with db.session() as session:
         row = WebhookDelivery(ticket_id=ticket_id, client=client, url=url, event=event, payload=payload, attempts=[])
@@ -259,7 +259,7 @@ def queue_delivery(db: Database, *, ticket_id: int, client: str, url: str, event
         return _delivery(row)
 
 
-def delivery_payload(db: Database, delivery_id: int) -> tuple[DeliveryRecord, dict] | None:
+def delivery_payload(db: Database, delivery_id: int) -> tuple[DeliveryRecord, dict[str, Any]] | None:
     """The delivery and its payload, or None when it is missing or no longer pending."""
     with db.session() as session:
         row = session.get(WebhookDelivery, delivery_id)

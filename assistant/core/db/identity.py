@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from assistant.core.db.models import Group, Membership, User
 from assistant.core.db.session import Database
@@ -10,7 +11,7 @@ from assistant.core.errors import InvalidRequestError, NotFoundError
 from assistant.core.principals import Principal
 
 
-def _principal(session, user: User) -> Principal:
+def _principal(session: Session, user: User) -> Principal:
     groups = session.scalars(
         select(Group.name).join(Membership, Membership.group_id == Group.id).where(Membership.user_id == user.id)
     ).all()

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import delete, select, text, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from assistant.core.db.models import Job, JobItem, Source, utcnow
@@ -148,7 +149,7 @@ def fail_job(db: Database, job_id: int, reason: str, *, keep_reason: bool = Fals
     """Mark job `job_id` failed now with `reason`; with `keep_reason`, a job already failed keeps
     the reason it was given first (the run's own, more precise one)."""
     with db.session() as session:
-        job = session.get(Job, job_id)
+        job = session.get_one(Job, job_id)
         if keep_reason and job.status == "failed":
             return
         job.status, job.finished_at, job.reason = "failed", utcnow(), reason
@@ -163,7 +164,7 @@ def start_sync_job(db: Database, job_id: int | None, *, source_id: int, path: st
             session.add(job)
             session.flush()
             job_id = job.id
-        job = session.get(Job, job_id)
+        job = session.get_one(Job, job_id)
         job.source_id = source_id
         job.status, job.started_at, job.finished_at = "running", utcnow(), None
         job.attempts = (job.attempts or 0) + 1
@@ -212,9 +213,9 @@ def record_item(
 def finish_sync_job(db: Database, job_id: int, *, source_id: int, totals: dict[str, float]) -> None:
     """Mark job `job_id` done with its `totals` and record the sync time on source `source_id`."""
     with db.session() as session:
-        job = session.get(Job, job_id)
+        job = session.get_one(Job, job_id)
         job.status, job.finished_at, job.totals, job.reason = "done", utcnow(), totals, ""
-        session.get(Source, source_id).last_synced_at = utcnow()
+        session.get_one(Source, source_id).last_synced_at = utcnow()
 
 
 def queue_scheduled_syncs(db: Database) -> list[int]:
@@ -280,7 +281,7 @@ class JobLease:
         self.db = db
         self.job_id = job_id
         self.acquired = False
-        self._conn = None
+        self._conn: Connection | None = None
 
     def __enter__(self) -> JobLease:
         if self.db.engine.dialect.name == "postgresql":

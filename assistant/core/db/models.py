@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 from urllib.parse import unquote_to_bytes, urlparse
 
 from sqlalchemy import (
@@ -20,12 +20,21 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
 )
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
 def utcnow() -> datetime:
     """Timezone-aware now (UTC)."""
     return datetime.now(UTC)
+
+
+@overload
+def utc(moment: datetime) -> datetime: ...
+
+
+@overload
+def utc(moment: None) -> None: ...
 
 
 def utc(moment: datetime | None) -> datetime | None:
@@ -36,7 +45,7 @@ def utc(moment: datetime | None) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-class UTCDateTime(TypeDecorator):
+class UTCDateTime(TypeDecorator[datetime]):
     """`DateTime(timezone=True)` that stores UTC and loads aware UTC datetimes on every backend.
 
     SQLite keeps no offset and hands back naive datetimes; PostgreSQL's `timestamptz` hands back the
@@ -48,11 +57,11 @@ class UTCDateTime(TypeDecorator):
     impl = DateTime(timezone=True)
     cache_ok = True
 
-    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         """UTC before it is written or compared."""
         return utc(value)
 
-    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+    def process_result_value(self, value: Any | None, dialect: Dialect) -> datetime | None:
         """Aware UTC when loaded."""
         return utc(value)
 
@@ -156,6 +165,9 @@ class User(Base):
     is_service: Mapped[bool] = mapped_column(Boolean, default=False)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Issue 21: roles and legal hold.
+    is_auditor: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    legal_hold: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
 
 
 class AuthSession(Base):
@@ -215,6 +227,17 @@ class AuditEvent(Base):
     query: Mapped[str] = mapped_column(Text, default="")
     chunk_ids: Mapped[list[str]] = mapped_column(JSON, default=list)
     details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # Issue 21: how the principal signed in, from where, the documents behind the chunks, and the
+    # hash chain (`content_hash` of this row's fields, `prev_hash` of the row before, `row_hash` of both).
+    auth_method: Mapped[str] = mapped_column(String(32), nullable=False, default="")
+    address: Mapped[str] = mapped_column(String(64), nullable=False, default="")
+    doc_ids: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
+    content_hash: Mapped[str] = mapped_column(String(64), nullable=False, default="")
+    prev_hash: Mapped[str] = mapped_column(String(64), nullable=False, default="")
+    row_hash: Mapped[str] = mapped_column(String(64), nullable=False, default="")
+    erased_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True, default=None)
+    # Issue 20: the request ID of the API call the row was written for (X-Request-ID, the logs).
+    request_id: Mapped[str | None] = mapped_column(String(64), nullable=True, default=None, index=True)
 
 
 class Conversation(Base):
@@ -330,8 +353,7 @@ class WebhookDelivery(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
 
-# --- issue 21: compliance (audit trail chain, roles, legal hold, sign-in throttling) ---
-from sqlalchemy import Column  # noqa: E402  (kept with the block it serves)
+# --- issue 21: compliance (audit trail chain, sign-in throttling) ---
 
 
 class AuditChainHead(Base):
@@ -355,21 +377,6 @@ class SignInThrottle(Base):
     last_failure_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     blocked_until: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
-
-# Columns issue 21 adds to existing tables (declared here, so that the classes above stay as they were).
-AuditEvent.auth_method = Column(String(32), nullable=False, default="")
-AuditEvent.address = Column(String(64), nullable=False, default="")
-AuditEvent.doc_ids = Column(JSON, nullable=False, default=list)
-AuditEvent.content_hash = Column(String(64), nullable=False, default="")
-AuditEvent.prev_hash = Column(String(64), nullable=False, default="")
-AuditEvent.row_hash = Column(String(64), nullable=False, default="")
-AuditEvent.erased_at = Column(UTCDateTime, nullable=True, default=None)
-User.is_auditor = Column(Boolean, nullable=False, default=False)
-User.legal_hold = Column(Boolean, nullable=False, default=False)
-
-# --- issue 20: the request ID of the API call an audit row was written for (X-Request-ID, the logs) ---
-
-AuditEvent.request_id = Column(String(64), nullable=True, default=None, index=True)
 
 # --- issue 16: uploads ---
 class Upload(Base):

@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import and_, delete, or_, select
 
 from assistant.core.db.models import Conversation, Feedback, Job, JobItem, User
-from assistant.core.db.session import Database
+from assistant.core.db.session import Database, changed_rows
 from assistant.core.db.user_data import UploadFile, delete_upload_rows, user_uploads
 
 
@@ -25,7 +25,7 @@ def delete_conversations(db: Database, before: datetime, *, keep_user_ids: list[
     if keep_user_ids:
         stmt = stmt.where(or_(Conversation.user_id.is_(None), Conversation.user_id.not_in(keep_user_ids)))
     with db.session() as session:
-        return session.execute(stmt).rowcount or 0
+        return changed_rows(session, stmt)
 
 
 def delete_feedback(db: Database, before: datetime, *, keep_user_ids: list[int], keep_principals: list[str]) -> int:
@@ -38,17 +38,18 @@ def delete_feedback(db: Database, before: datetime, *, keep_user_ids: list[int],
                  Feedback.principal.not_in(keep_principals))
         )
     with db.session() as session:
-        return session.execute(stmt).rowcount or 0
+        return changed_rows(session, stmt)
 
 
 def delete_job_history(db: Database, before: datetime) -> tuple[int, int]:
     """Delete job items created before `before` and jobs that finished before it; returns
     `(items, jobs)` deleted."""
     with db.session() as session:
-        items = session.execute(delete(JobItem).where(JobItem.created_at < before)).rowcount or 0
-        jobs = session.execute(
+        items = changed_rows(session, delete(JobItem).where(JobItem.created_at < before))
+        jobs = changed_rows(
+            session,
             delete(Job).where(Job.finished_at.is_not(None), Job.finished_at < before)
-        ).rowcount or 0
+        )
         return items, jobs
 
 

@@ -5,23 +5,31 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, cast
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import CursorResult, Engine
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.sql.base import Executable
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:  # pragma: no cover - driver hook
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:  # pragma: no cover - driver hook
     cursor = dbapi_connection.cursor()
     # WAL lets the API read while an ingestion job writes; foreign keys are off by default in SQLite.
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=10000")
     cursor.close()
+
+
+def changed_rows(session: Session, statement: Executable) -> int:
+    """Run an UPDATE or DELETE `statement` in `session`; the rows it changed (0 when the driver does not say)."""
+    # A DML statement's result is a CursorResult, which Session.execute's annotation does not narrow to.
+    return cast(CursorResult[Any], session.execute(statement)).rowcount or 0
 
 
 class Database:
@@ -33,7 +41,7 @@ class Database:
 
     def __init__(self, url: str):
         self.url = url
-        kwargs: dict = {"future": True, "pool_pre_ping": True}
+        kwargs: dict[str, Any] = {"future": True, "pool_pre_ping": True}
         if url.startswith("sqlite"):
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
         self.engine: Engine = create_engine(url, **kwargs)

@@ -10,7 +10,7 @@ from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 
 from assistant.core.db.models import SignInThrottle
-from assistant.core.db.session import Database
+from assistant.core.db.session import Database, changed_rows
 
 
 def blocked_until(db: Database, account: str, address: str) -> datetime | None:
@@ -62,5 +62,4 @@ def clear_account(db: Database, account: str) -> int:
     """Forget every failure of `account` from every address; returns how many addresses were waiting
     or counting."""
     with db.session() as session:
-        result = session.execute(delete(SignInThrottle).where(SignInThrottle.account == account))
-        return result.rowcount or 0
+        return changed_rows(session, delete(SignInThrottle).where(SignInThrottle.account == account))

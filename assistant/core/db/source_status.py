@@ -36,7 +36,8 @@ class SourceStatusPublic(SourceRow):
     upload: `upload_owner` and `audience`; `path` and the errors' paths and reasons are None and
     `withheld` True where the viewer may not read the upload."""
 
-    path: str | None
+    # A withheld upload's path is None here, where SourceRow's is always set (one field, two meanings).
+    path: str | None  # type: ignore[assignment]
     last_job_id: int | None = None
     last_job_status: str | None = None
     errors: list[FileErrorPublic] = field(default_factory=list)

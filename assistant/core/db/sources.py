@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 
 from assistant.core.db.models import Document, Job, Source
-from assistant.core.db.session import Database
+from assistant.core.db.session import Database, changed_rows
 from assistant.core.errors import InvalidRequestError
 
 
@@ -117,7 +117,7 @@ class SourceRow:
     chunks: int
     last_synced_at: datetime | None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (`last_synced_at` as ISO 8601 or None)."""
         row = asdict(self)
         row["last_synced_at"] = self.last_synced_at.isoformat() if self.last_synced_at else None
@@ -166,7 +166,7 @@ def delete_source_rows(db: Database, source_id: int) -> int:
     """Delete source `source_id` and its document rows in one transaction; its jobs stay, detached
     from it (their history is kept). Returns the number of document rows deleted."""
     with db.session() as session:
-        deleted = session.execute(delete(Document).where(Document.source_id == source_id)).rowcount or 0
+        deleted = changed_rows(session, delete(Document).where(Document.source_id == source_id))
         session.execute(update(Job).where(Job.source_id == source_id).values(source_id=None))
         session.execute(delete(Source).where(Source.id == source_id))
     return deleted

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import func, select
 
 from assistant.core.db.models import HelpdeskTicket, Job
 from assistant.core.db.session import Database
 
 
-def operations_counts(db: Database) -> dict[str, dict[tuple, int]]:
+def operations_counts(db: Database) -> dict[str, dict[tuple[Any, ...], int]]:
     """Grouped row counts, each a few rows however large the tables (indexed columns).
 
     Returns:

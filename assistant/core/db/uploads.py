@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from assistant.core.db.jobs import JobItemRecord, JobRecord
 from assistant.core.db.models import Document, Job, JobItem, Source, Upload, User, utcnow
@@ -80,7 +82,7 @@ def _public(upload: Upload, job: Job | None, item: JobItem | None) -> UploadPubl
     )
 
 
-def _with_job(session, upload: Upload) -> UploadPublic:
+def _with_job(session: Session, upload: Upload) -> UploadPublic:
     job = session.get(Job, upload.job_id) if upload.job_id is not None else None
     item = None
     if job is not None:
@@ -89,7 +91,7 @@ def _with_job(session, upload: Upload) -> UploadPublic:
 
 
 def add_upload(db: Database, *, upload_id: str, user_id: int, filename: str, path: Path, audience: str,
-               size_bytes: int, params: dict, refused: str | None = None) -> UploadPublic:
+               size_bytes: int, params: dict[str, Any], refused: str | None = None) -> UploadPublic:
     """Record an upload stored at `path` and queue the sync job that ingests it, in one transaction.
 
     Args:

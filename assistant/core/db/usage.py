@@ -34,7 +34,7 @@ def record_usage(db: Database, *, endpoint: str, abstained: bool, duration_s: fl
 def usage_since(db: Database, since: datetime) -> list[tuple[str, bool, datetime]]:
     """`(endpoint, abstained, at)` of every answer counted since `since`, oldest first."""
     with db.session() as session:
-        return [tuple(row) for row in session.execute(
+        return [(endpoint, abstained, at) for endpoint, abstained, at in session.execute(
             select(AnswerUsage.endpoint, AnswerUsage.abstained, AnswerUsage.at)
             .where(AnswerUsage.at >= since).order_by(AnswerUsage.id)
         )]

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import MetaData, Table, delete, inspect, or_, select, update
+from sqlalchemy import MetaData, Select, Table, delete, inspect, or_, select, update
 from sqlalchemy.orm import Session
 
 from assistant.core.db.feedback import feedback_shown
@@ -23,7 +23,7 @@ from assistant.core.db.models import (
     Source,
     User,
 )
-from assistant.core.db.session import Database
+from assistant.core.db.session import Database, changed_rows
 from assistant.core.errors import NotFoundError
 from assistant.core.visibility import Cited, Visibility
 
@@ -102,7 +102,7 @@ def delete_upload_rows(session: Session, upload_ids: list[str]) -> int:
     table = uploads_table(session)
     if table is None or not upload_ids:
         return 0
-    return session.execute(delete(table).where(table.c.id.in_(upload_ids))).rowcount or 0
+    return changed_rows(session, delete(table).where(table.c.id.in_(upload_ids)))
 
 
 def _exchanges_shown(messages: list[Message], visibility: Visibility | None, asker: int) -> list[bool]:
@@ -171,7 +171,7 @@ def user_records(db: Database, name: str, *, visibility: Visibility | None = Non
             {"name": k.name, "prefix": k.prefix, "created_at": _iso(k.created_at), "revoked_at": _iso(k.revoked_at)}
             for k in session.scalars(select(ApiKey).where(ApiKey.user_id == user.id))
         ]
-        uploads = []
+        uploads: list[dict[str, Any]] = []
         for u in user_uploads(session, user.id):
             if visibility is None or visibility.may_see_upload(u.audience, owner_id=user.id):
                 uploads.append({"id": u.id, "filename": u.filename, "path": u.path, "audience": u.audience,
@@ -179,14 +179,14 @@ def user_records(db: Database, name: str, *, visibility: Visibility | None = Non
             else:
                 uploads.append({"id": u.id, "filename": None, "path": None, "audience": u.audience,
                                 "created_at": _iso(u.created_at), "withheld": True})
-        account = {
+        account: dict[str, Any] = {
             "name": user.name, "display_name": user.display_name, "email": user.email,
             "created_at": _iso(user.created_at), "is_admin": user.is_admin, "legal_hold": bool(user.legal_hold),
         }
     return {"account": account, "conversations": conversations, "feedback": feedback, "api_keys": keys, "uploads": uploads}
 
 
-def _feedback_of(user: User):
+def _feedback_of(user: User) -> Select[Feedback]:
     return select(Feedback).where(or_(Feedback.user_id == user.id, Feedback.principal == user.name))
 
 
@@ -206,21 +206,23 @@ def erase_user_rows(db: Database, name: str, *, redact_audit: bool, upload_ids: 
     with db.session() as session:
         user = find_user(session, name)
         counts = {
-            "conversations": session.execute(delete(Conversation).where(Conversation.user_id == user.id)).rowcount or 0,
-            "feedback": session.execute(
+            "conversations": changed_rows(session, delete(Conversation).where(Conversation.user_id == user.id)),
+            "feedback": changed_rows(
+                session,
                 delete(Feedback).where(or_(Feedback.user_id == user.id, Feedback.principal == user.name))
-            ).rowcount or 0,
-            "api_keys": session.execute(delete(ApiKey).where(ApiKey.user_id == user.id)).rowcount or 0,
-            "sessions": session.execute(delete(AuthSession).where(AuthSession.user_id == user.id)).rowcount or 0,
+            ),
+            "api_keys": changed_rows(session, delete(ApiKey).where(ApiKey.user_id == user.id)),
+            "sessions": changed_rows(session, delete(AuthSession).where(AuthSession.user_id == user.id)),
             "uploads": delete_upload_rows(session, upload_ids),
         }
         session.execute(delete(SignInThrottle).where(SignInThrottle.account == user.name))
         counts["audit_rows_redacted"] = 0
         if redact_audit:
-            counts["audit_rows_redacted"] = session.execute(
+            counts["audit_rows_redacted"] = changed_rows(
+                session,
                 update(AuditEvent)
                 .where(AuditEvent.principal == user.name, AuditEvent.erased_at.is_(None), AuditEvent.query != "")
                 .values(query=ERASED_TEXT, erased_at=now)
-            ).rowcount or 0
+            )
         session.delete(user)
     return counts

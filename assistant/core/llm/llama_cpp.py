@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, cast
 
 from assistant.core.errors import ConfigError  # noqa: E402
 from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage, stop_list  # noqa: E402
+from assistant.core.llm.model_files import configured_gguf_path  # noqa: E402
+from assistant.core.settings import get_settings  # noqa: E402
 
 if TYPE_CHECKING:
     import numpy as np
@@ -72,12 +74,9 @@ class LlamaCppLLM(LLM):
         self, model_path: Path | None = None, *, context_tokens: int = 4096, threads: int = 2,
         window_tokens: int | None = None,
     ):
-        from llama_cpp import Llama
+        from llama_cpp import Llama  # noqa: PLC0415 - loads llama.cpp's library, only when the model is opened
 
         if model_path is None:
-            from assistant.core.llm.model_files import configured_gguf_path
-            from assistant.core.settings import get_settings
-
             model_path = configured_gguf_path(get_settings())
         path = Path(model_path)
         if not path.is_file():
@@ -154,7 +153,7 @@ class LlamaCppLLM(LLM):
             ValueError: the prompt does not fit the context window (from llama.cpp), or a stop
                 sequence is empty.
         """
-        from llama_cpp import LogitsProcessorList
+        from llama_cpp import LogitsProcessorList  # noqa: PLC0415 - llama.cpp's library, loaded with the model
 
         stops = stop_list(stop)  # a list: llama.cpp appends the chat template's own stops to it
         loop = asyncio.get_running_loop()

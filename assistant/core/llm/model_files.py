@@ -21,12 +21,9 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from assistant.core.errors import ConfigError
-
-if TYPE_CHECKING:
-    from assistant.core.settings import Settings
+from assistant.core.settings import Settings, get_settings
 
 # Read and hashed in blocks of this many bytes while assembling (memory stays small).
 COPY_BLOCK_BYTES = 8 * 1024 * 1024
@@ -253,8 +250,6 @@ def configured_gguf_path(settings: Settings) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """Assemble and check built-in models: the configured one by default (what `make install` runs)."""
-    from assistant.core.settings import get_settings
-
     parser = argparse.ArgumentParser(prog="python -m assistant.core.llm.model_files", description=__doc__.split("\n")[0])
     parser.add_argument("--model", action="append", choices=list(BUILTIN_MODELS), help="built-in model (repeatable)")
     parser.add_argument("--all", action="store_true", help="every built-in model")

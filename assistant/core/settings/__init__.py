@@ -14,15 +14,22 @@ import os
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from assistant.core.errors import ConfigError
 from assistant.core.settings.answering import AnswerCacheSettings, RerankingSettings, RetrievalSettings
-from assistant.core.settings.env_names import ENV_PREFIX, env_fields, env_name_at, flat_env_source, nest_flat_names
+from assistant.core.settings.env_names import (
+    ENV_PREFIX,
+    env_fields,
+    env_name_at,
+    flat_env_source,
+    nest_flat_names,
+    section_model,
+)
 from assistant.core.settings.features import (
     AuthSettings,
     FinetuneSettings,
@@ -86,7 +93,9 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Keyword arguments first, then the environment, then `.env`, all by flat name (no secrets folder)."""
-        return init_settings, flat_env_source(settings_cls, env_settings), flat_env_source(settings_cls, dotenv_settings)
+        # pydantic-settings hands its EnvSettingsSource and DotEnvSettingsSource (a subclass) in here.
+        env, dotenv = cast(EnvSettingsSource, env_settings), cast(EnvSettingsSource, dotenv_settings)
+        return init_settings, flat_env_source(settings_cls, env), flat_env_source(settings_cls, dotenv)
 
     @model_validator(mode="before")
     @classmethod
@@ -96,7 +105,7 @@ class Settings(BaseSettings):
     @classmethod
     def flat_fields(cls) -> dict[str, FieldInfo]:
         """Every setting by its flat name (`top_k`, `llm_model`): the section field behind `ASSISTANT_<NAME>`."""
-        return {flat: cls.model_fields[section].annotation.model_fields[name]
+        return {flat: section_model(cls, section).model_fields[name]
                 for flat, (section, name) in env_fields(cls).items()}
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Settings:
@@ -270,4 +279,4 @@ def env_name(flat: str) -> str:
         KeyError: `flat` is no setting's flat name.
     """
     section, field = ENV_FIELDS[flat]
-    return Settings.model_fields[section].annotation.env_name(field)
+    return section_model(Settings, section).env_name(field)

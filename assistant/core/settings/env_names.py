@@ -41,6 +41,18 @@ class Section(BaseModel):
         return alias if isinstance(alias, str) and alias.isupper() else ENV_PREFIX + cls.flat_name(field).upper()
 
 
+def section_model(settings_cls: type[BaseModel], section: str) -> type[Section]:
+    """The `Section` model of field `section` of `settings_cls`, e.g. `RetrievalSettings` for "retrieval".
+
+    Raises:
+        KeyError: `settings_cls` has no such field. TypeError: the field is not a `Section`.
+    """
+    model = settings_cls.model_fields[section].annotation
+    if not (isinstance(model, type) and issubclass(model, Section)):
+        raise TypeError(f"{settings_cls.__name__}.{section} is not a settings section")
+    return model
+
+
 @cache
 def env_fields(settings_cls: type[BaseModel]) -> dict[str, tuple[str, str]]:
     """Flat name -> (section, field) of every field of the sections of `settings_cls`.
@@ -49,9 +61,10 @@ def env_fields(settings_cls: type[BaseModel]) -> dict[str, tuple[str, str]]:
         RuntimeError: two fields have one flat name, or a flat name is a section's.
     """
     table: dict[str, tuple[str, str]] = {}
-    for section, info in settings_cls.model_fields.items():
-        for field in info.annotation.model_fields:
-            flat = info.annotation.flat_name(field)
+    for section in settings_cls.model_fields:
+        model = section_model(settings_cls, section)
+        for field in model.model_fields:
+            flat = model.flat_name(field)
             if flat in table or flat in settings_cls.model_fields:
                 raise RuntimeError(f"the flat setting name {flat!r} of {section}.{field} is declared twice")
             table[flat] = (section, field)
@@ -62,7 +75,7 @@ def env_fields(settings_cls: type[BaseModel]) -> dict[str, tuple[str, str]]:
 def _unprefixed(settings_cls: type[BaseModel]) -> dict[str, str]:
     # variable read without the prefix -> its flat name
     return {env: flat for flat, (section, field) in env_fields(settings_cls).items()
-            if not (env := settings_cls.model_fields[section].annotation.env_name(field)).startswith(ENV_PREFIX)}
+            if not (env := section_model(settings_cls, section).env_name(field)).startswith(ENV_PREFIX)}
 
 
 def env_name_at(settings_cls: type[BaseModel], loc: tuple[Any, ...]) -> str:
@@ -70,9 +83,10 @@ def env_name_at(settings_cls: type[BaseModel], loc: tuple[Any, ...]) -> str:
     outside the sections `ASSISTANT_<FIRST PART>`; "" for an empty location."""
     if not loc:
         return ""
-    section = settings_cls.model_fields.get(str(loc[0]))
-    if section is not None and len(loc) > 1 and str(loc[1]) in section.annotation.model_fields:
-        return section.annotation.env_name(str(loc[1]))
+    if str(loc[0]) in settings_cls.model_fields and len(loc) > 1:
+        section = section_model(settings_cls, str(loc[0]))
+        if str(loc[1]) in section.model_fields:
+            return section.env_name(str(loc[1]))
     return str(loc[0]) if str(loc[0]) in _unprefixed(settings_cls) else ENV_PREFIX + str(loc[0]).upper()
 
 
@@ -108,7 +122,7 @@ def _flat_names_model(settings_cls: type[BaseModel]) -> type[BaseSettings]:
     # One optional field per flat name, typed as its section field (so that JSON lists and maps are
     # decoded); read by pydantic-settings' own sources, never validated.
     env = {flat: env for env, flat in _unprefixed(settings_cls).items()}
-    fields = {flat: (settings_cls.model_fields[section].annotation.model_fields[field].annotation,
+    fields: dict[str, Any] = {flat: (section_model(settings_cls, section).model_fields[field].annotation,
                      Field(default=None, validation_alias=env.get(flat)))
               for flat, (section, field) in env_fields(settings_cls).items()}
     return create_model("FlatSettingNames", __base__=_FlatNames, **fields)
@@ -117,7 +131,7 @@ def _flat_names_model(settings_cls: type[BaseModel]) -> type[BaseSettings]:
 def flat_env_source(settings_cls: type[BaseModel], source: EnvSettingsSource) -> EnvSettingsSource:
     """`source` (the environment or a `.env` file, as configured for `settings_cls`) reading the flat
     names (`ASSISTANT_TOP_K`, not `ASSISTANT_RETRIEVAL__TOP_K`), to be nested by `nest_flat_names`."""
-    options = dict(
+    options: dict[str, Any] = dict(
         case_sensitive=source.case_sensitive, env_prefix=source.env_prefix, env_ignore_empty=source.env_ignore_empty,
         env_parse_none_str=source.env_parse_none_str, env_parse_enums=source.env_parse_enums,
     )

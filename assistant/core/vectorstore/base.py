@@ -133,7 +133,7 @@ class VectorStore(abc.ABC):
     def close(self) -> None:
         """Release the store (and its folder lock, if any)."""
 
-    def optimize(self) -> None:
+    def optimize(self) -> None:  # noqa: B027 - optional hook: a no-op unless the engine needs it
         """Merge segments and build the search indexes after a large write (default: nothing to do;
         a Qdrant server's optimiser runs on its own)."""
 

@@ -81,7 +81,7 @@ class CollectionCatalog(abc.ABC):
             ConflictError: an alias still names it.
         """
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook: a no-op for a catalog without a connection
         """Release the catalog's connection, if it has one."""
 
     def new_name(self, alias: str, model: str) -> str:

@@ -7,15 +7,14 @@ import logging
 from assistant.core.settings import Settings
 from assistant.core.vectorstore.base import VectorStore
 from assistant.core.vectorstore.catalog import CollectionCatalog
+from assistant.core.vectorstore.edge import EdgeCatalog
 
 
 def open_catalog(settings: Settings) -> CollectionCatalog:
     """The collections and aliases of the configured engine (close it with `close()`)."""
     if settings.storage.vector_store == "edge":
-        from assistant.core.vectorstore.edge import EdgeCatalog
-
         return EdgeCatalog(settings.edge_path)
-    from assistant.core.vectorstore.server import ServerCatalog, connect
+    from assistant.core.vectorstore.server import ServerCatalog, connect  # noqa: PLC0415 - qdrant-client: ~1 s, only with a Qdrant server
 
     return ServerCatalog(
         connect(

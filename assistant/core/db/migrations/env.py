@@ -2,6 +2,7 @@
 
 from alembic import context
 from sqlalchemy import create_engine
+from sqlalchemy.engine import Connection
 
 from assistant.core.db.models import Base
 
@@ -12,14 +13,17 @@ target_metadata = Base.metadata
 def run_migrations_online() -> None:
     connection = config.attributes.get("connection")
     if connection is None:
-        engine = create_engine(config.get_main_option("sqlalchemy.url"))
+        url = config.get_main_option("sqlalchemy.url")
+        if url is None:
+            raise RuntimeError("alembic: neither a connection nor sqlalchemy.url was given")
+        engine = create_engine(url)
         with engine.begin() as connection:
             _run(connection)
     else:
         _run(connection)
 
 
-def _run(connection) -> None:
+def _run(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
