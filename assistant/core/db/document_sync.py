@@ -76,7 +76,7 @@ def claim_document(
         The unchanged document, or None when it was claimed for parsing.
     """
     with db.session() as session:
-        doc = session.get(Document, doc_id)
+        doc = session.get_one(Document, doc_id)
         if doc is None:
             doc = Document(id=doc_id, source_id=source_id, path=path, uri=uri)
             session.add(doc)
@@ -118,7 +118,7 @@ def finish_document(
     and its `reason`, the points written, the content (SHA-256 hex, bytes) and ACL they came from,
     the embedding model; and when `parsed` (a done file) its title, MIME type and page count."""
     with db.session() as session:
-        doc = session.get(Document, doc_id)
+        doc = session.get_one(Document, doc_id)
         doc.status, doc.reason, doc.chunk_count = status, reason, chunk_count
         doc.content_hash, doc.size_bytes, doc.acl = content_hash, size_bytes, acl
         doc.embedding_model = embedding_model
@@ -138,5 +138,5 @@ def live_documents(db: Database, source_id: int) -> list[tuple[str, str, str]]:
 def mark_document_deleted(db: Database, doc_id: str) -> None:
     """Mark document `doc_id` deleted at its source now, with no chunks."""
     with db.session() as session:
-        doc = session.get(Document, doc_id)
+        doc = session.get_one(Document, doc_id)
         doc.deleted_at, doc.status, doc.chunk_count = utcnow(), "deleted", 0

@@ -68,12 +68,16 @@ def relocate_rows(
         for old_id, new_id in ids.items():
             session.execute(update(Document).where(Document.id == old_id).values(id=new_id, uri=uris[old_id]))
             session.execute(update(JobItem).where(JobItem.document_id == old_id).values(document_id=new_id))
-        for model in (Upload, Adapter, DatasetSnapshot):
-            for row in session.scalars(select(model).where(model.path != "")):
-                moved = move_path(row.path)
-                if moved is not None:
-                    row.path = moved
-                    paths += 1
+        with_paths: list[Upload | Adapter | DatasetSnapshot] = [
+            *session.scalars(select(Upload).where(Upload.path != "")),
+            *session.scalars(select(Adapter).where(Adapter.path != "")),
+            *session.scalars(select(DatasetSnapshot).where(DatasetSnapshot.path != "")),
+        ]
+        for row in with_paths:
+            moved = move_path(row.path)
+            if moved is not None:
+                row.path = moved
+                paths += 1
         for job in session.scalars(select(Job)):
             path = (job.params or {}).get("path")
             moved = move_path(path) if isinstance(path, str) else None
