@@ -76,7 +76,7 @@ def claim_document(
         The unchanged document, or None when it was claimed for parsing.
     """
     with db.session() as session:
-        doc = session.get_one(Document, doc_id)
+        doc = session.get(Document, doc_id)
         if doc is None:
             doc = Document(id=doc_id, source_id=source_id, path=path, uri=uri)
             session.add(doc)
