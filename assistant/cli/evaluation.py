@@ -50,7 +50,7 @@ def eval_command(
         if mode is not None and mode not in MODES:
             raise InvalidRequestError(f"--mode {mode!r} is not one of {', '.join(MODES)}")
         items = load_questions(questions)
-        with open_resources() as res:
+        with open_resources(as_json=as_json) as res:
             if res.store.count() == 0:
                 raise NotFoundError(
                     f"the index in {res.settings.storage.data_dir} holds no chunks: ingest documents first "

@@ -21,10 +21,11 @@ if TYPE_CHECKING:  # opening the resources loads the vector store's client: only
 _err = Console(stderr=True)
 
 
-def note_new_data_dir(settings: Settings) -> None:
+def note_new_data_dir(settings: Settings, *, quiet: bool = False) -> None:
     """Create the data folder; say so on stderr when it did not exist (a command run from another
-    folder than usual would otherwise work silently on a new, empty database)."""
-    if settings.ensure_dirs():
+    folder than usual would otherwise work silently on a new, empty database), unless `quiet` (a
+    `--json` command, whose stderr is one JSON line when it fails)."""
+    if settings.ensure_dirs() and not quiet:
         _err.print(
             f"[yellow]note[/yellow]: created a new, empty data folder {escape(str(settings.storage.data_dir.resolve()))}; "
             "set ASSISTANT_DATA_DIR to use an existing one", soft_wrap=True,
@@ -60,10 +61,10 @@ def open_database(*, migrate: bool = True, as_json: bool = False) -> Iterator[Da
 
 
 @contextmanager
-def open_resources(*, migrate: bool = True) -> Iterator[Resources]:
+def open_resources(*, migrate: bool = True, as_json: bool = False) -> Iterator[Resources]:
     """This process's resources (SQL, migrated unless `migrate` is False, and the vector store), made the
     process's current ones (`assistant.core.resources.set_current`: tasks run in process use them) and
-    closed at the end.
+    closed at the end. `as_json`: a `--json` command (no note on stderr about a new data folder).
 
     Raises:
         AssistantError: as `Resources.open` (e.g. `store_locked` while `assistant serve` holds the
@@ -72,7 +73,7 @@ def open_resources(*, migrate: bool = True) -> Iterator[Resources]:
     from assistant.core import resources as resources_mod
 
     settings = get_settings()
-    note_new_data_dir(settings)
+    note_new_data_dir(settings, quiet=as_json)
     res = resources_mod.Resources.open(settings, migrate=migrate)
     resources_mod.set_current(res)
     try:

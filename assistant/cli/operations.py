@@ -85,7 +85,7 @@ def backup(
         if path.exists() and any(path.iterdir()):
             raise ConfigError(f"backup folder {path} is not empty: choose a new folder")
         try:
-            with open_resources(migrate=False) as resources:
+            with open_resources(migrate=False, as_json=as_json) as resources:
                 manifest = take_backup(resources, path)
         except ConfigError as exc:
             if exc.code != "store_locked":
