@@ -26,4 +26,4 @@ from assistant.core.db.models import (  # noqa: F401
     User,
     WebhookDelivery,
 )
-from assistant.core.db.session import Database  # noqa: F401
+from assistant.core.db.session import Database, transactional  # noqa: F401

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from alembic import command
 from alembic.config import Config
@@ -15,6 +16,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.sql.base import Executable
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:  # pragma: no cover - driver hook
@@ -90,3 +94,19 @@ class Database:
     def dispose(self) -> None:
         """Close every pooled connection."""
         self.engine.dispose()
+
+
+def transactional(query: Callable[Concatenate[Session, P], R]) -> Callable[Concatenate[Database, P], R]:
+    """Make `query(session, ...)` callable as `query(db, ...)`, run in one transaction of `db`.
+
+    This is how the feature packages' stores (`assistant/<feature>/store.py`) reach the database:
+    they write queries against a `Session` and never open one; the session is opened here, committed
+    when `query` returns and rolled back when it raises (the exception propagates unchanged).
+    """
+
+    @functools.wraps(query)
+    def run(db: Database, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with db.session() as session:
+            return query(session, *args, **kwargs)
+
+    return run
