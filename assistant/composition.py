@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from assistant.adapters.routing import AdapterRouter, local_adapter, remote_adapter
+from assistant.adapters.store import serving_adapters
 from assistant.answering import Answerer
 from assistant.answering.admission import FairLimiter
 from assistant.answering.cache import AnswerCache, MemoryStore, RedisStore, index_version
 from assistant.answering.prompt import SYSTEM_PROMPT
 from assistant.answering.request import GenerationParams
-from assistant.core.db.adapters import serving_adapters
 from assistant.core.db.documents import readable_versions
 from assistant.core.llm.deferred import DeferredLLM
 from assistant.core.resources import Resources

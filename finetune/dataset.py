@@ -13,15 +13,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from assistant.adapters import store as registry_db
 from assistant.answering.grounding import Grounder, ground
-from assistant.core.db import adapters as registry_db
 from assistant.core.db.models import utcnow
 from assistant.core.db.session import Database
-from assistant.core.db.training_data import changed_documents, rated_answers, resolved_tickets
 from assistant.core.principals import EVERYONE
 from assistant.core.vectorstore.base import VectorStore
 from assistant.retrieval.retriever import RetrievedChunk
 from finetune.scrub import scrub_rows
+from finetune.store import changed_documents, rated_answers, resolved_tickets
 
 NEAR_DUPLICATE_JACCARD = 0.8  # word-trigram resemblance above which two rows count as one
 # Unrendered template syntax (Jinja/Liquid/Hugo `{{ ... }}` and `{% ... %}`, a handbook's

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from assistant.adapters.peft_serving import PeftAdapterLLM, PeftServing
+from assistant.adapters.store import AdapterRecord
 from assistant.answering import Answerer
 from assistant.answering.request import GenerationParams
-from assistant.core.db.adapters import AdapterRecord
 from assistant.core.principals import Principal
 from assistant.evaluation.dataset import Question, load_questions
 from assistant.evaluation.runner import EvalReport, run_eval

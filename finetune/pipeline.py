@@ -9,9 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from assistant.adapters import store as registry_db
 from assistant.adapters.release import AdapterPublisher
 from assistant.answering.grounding import Grounder
-from assistant.core.db import adapters as registry_db
 from assistant.core.db.jobs import job_lease
 from assistant.core.db.session import Database
 from assistant.core.errors import ConflictError

@@ -4,7 +4,7 @@ the model server (vLLM's runtime LoRA endpoint, or the in-process router)."""
 from __future__ import annotations
 
 from assistant.adapters.release import AdapterPublisher, promote_and_publish
-from assistant.core.db.adapters import AdapterRecord, Release
+from assistant.adapters.store import AdapterRecord, Release
 from assistant.core.db.session import Database
 
 

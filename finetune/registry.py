@@ -1,12 +1,12 @@
 """Registering what a refresh produced: a candidate adapter's name, folder, files and training figures
-in the SQL registry (`assistant.core.db.adapters`), and its failure with the reason."""
+in the SQL registry (`assistant.adapters.store`), and its failure with the reason."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from assistant.core.db import adapters as registry_db
+from assistant.adapters import store as registry_db
 from assistant.core.db.models import utcnow
 from assistant.core.db.session import Database
 from finetune.config import FinetuneConfig

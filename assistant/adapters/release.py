@@ -8,7 +8,7 @@ from typing import Literal, Protocol
 
 import httpx
 
-from assistant.core.db.adapters import AdapterRecord, Release, promote, rollback
+from assistant.adapters.store import AdapterRecord, Release, promote, rollback
 from assistant.core.db.session import Database
 from assistant.core.errors import UpstreamUnavailableError
 from assistant.core.settings import Settings
@@ -94,7 +94,7 @@ def promote_and_publish(db: Database, adapter_id: int, *, by: str, publisher: Ad
     """Promote adapter `adapter_id` one step (or `to`) in the registry and publish the change.
 
     Raises:
-        NotFoundError, ConflictError: see `assistant.core.db.adapters.promote`.
+        NotFoundError, ConflictError: see `assistant.adapters.store.promote`.
         UpstreamUnavailableError: the model server refused to load it (the registry has changed; a
             rollback brings them together again).
     """

@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 
 from assistant.adapters.peft_serving import PeftAdapterLLM, PeftServing
-from assistant.core.db.adapters import AdapterRecord
+from assistant.adapters.store import AdapterRecord
 from assistant.core.llm.base import LLM, ChatMessage, StreamResult
 from assistant.core.principals import EVERYONE, Principal
 
@@ -65,7 +65,7 @@ class AdapterRouter(_OnBase):
 
     Args:
         base: the served model without adapters (its `name`, window and tokenizer are this LLM's).
-        adapters: reads the serving adapters (`assistant.core.db.adapters.serving_adapters`).
+        adapters: reads the serving adapters (`assistant.adapters.store.serving_adapters`).
         open_adapter: the `LLM` of one adapter (a copy of the vLLM client asking for the adapter's
             name, or an in-process peft model); built once per adapter name and folder.
         canary_share: share of users the canary answers, in [0, 1].

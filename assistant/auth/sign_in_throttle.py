@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from assistant.core.db import sign_in_throttle as throttle_db
+from assistant.auth import store as throttle_db
 from assistant.core.db.session import Database
 
 

@@ -73,7 +73,7 @@ def run(
 @finetune_app.command("list")
 def list_(audience: str | None = typer.Option(None, "--audience"), as_json: bool = typer.Option(False, "--json")) -> None:
     """Adapters in the registry, newest first."""
-    from assistant.core.db.adapters import list_adapters
+    from assistant.adapters.store import list_adapters
 
     with open_database() as db:
         rows = list_adapters(db, audience=audience)
@@ -92,7 +92,7 @@ def list_(audience: str | None = typer.Option(None, "--audience"), as_json: bool
 @finetune_app.command("show")
 def show(adapter_id: int, as_json: bool = typer.Option(False, "--json")) -> None:
     """One adapter: base model, dataset, hyperparameters, metrics, files and hashes, status history."""
-    from assistant.core.db.adapters import get_adapter
+    from assistant.adapters.store import get_adapter
 
     with open_database() as db:
         _print(get_adapter(db, adapter_id), as_json)
@@ -103,7 +103,7 @@ def promote(adapter_id: int, to: str | None = typer.Option(None, "--to", help="'
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Promote an adapter one step (candidate -> canary -> live) and publish it; no restart needed."""
     from assistant.adapters.release import promote_and_publish, publisher_for
-    from assistant.core.db.adapters import get_adapter
+    from assistant.adapters.store import get_adapter
     from assistant.core.settings import get_settings
 
     with open_database() as db:
@@ -126,7 +126,7 @@ def rollback(audience: str = typer.Option("everyone", "--audience"), as_json: bo
 @finetune_app.command("export-dataset")
 def export_dataset(snapshot_id: int, to: Path = typer.Option(..., "--to", help="JSONL file to write")) -> None:
     """Copy dataset snapshot SNAPSHOT_ID (JSONL: origin, ref, question, answer, split) for review."""
-    from assistant.core.db.adapters import get_snapshot
+    from assistant.adapters.store import get_snapshot
 
     with open_database() as db:
         snapshot = get_snapshot(db, snapshot_id)

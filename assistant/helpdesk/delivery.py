@@ -18,10 +18,10 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from assistant.core.db.api_keys import webhook_secret_for
-from assistant.core.db.helpdesk import delivery_payload, record_attempt
 from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError
 from assistant.core.settings import Settings
+from assistant.helpdesk.store import delivery_payload, record_attempt
 
 SIGNATURE_HEADER = "X-Assistant-Signature"
 EVENT_HEADER = "X-Assistant-Event"

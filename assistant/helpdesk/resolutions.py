@@ -7,9 +7,9 @@ import difflib
 import re
 from pathlib import Path
 
-from assistant.core.db.helpdesk import TicketRecord
 from assistant.core.db.jobs import queue_sync_job
 from assistant.core.db.session import Database
+from assistant.helpdesk.store import TicketRecord
 from assistant.helpdesk.tickets import latest_message
 
 # Similarity of reply and resolution (difflib ratio of their normalised words) at or above which the

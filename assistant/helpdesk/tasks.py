@@ -9,9 +9,9 @@ import threading
 from celery import shared_task
 
 from assistant.core import resources
-from assistant.core.db.helpdesk import pending_delivery_ids
 from assistant.core.jobs import register_restart
 from assistant.helpdesk.delivery import attempt_delivery
+from assistant.helpdesk.store import pending_delivery_ids
 
 log = logging.getLogger(__name__)
 WEBHOOK_TASK = "helpdesk.deliver_webhook"

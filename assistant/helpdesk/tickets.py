@@ -15,7 +15,6 @@ from assistant.answering import Answerer
 from assistant.answering.admission import Ticket
 from assistant.answering.events import Citations, Done
 from assistant.answering.request import AuditSink
-from assistant.core.db.helpdesk import TicketRecord, claim_ticket, release_ticket, store_decision
 from assistant.core.db.identity import requester_principal
 from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError
@@ -23,6 +22,7 @@ from assistant.core.language import answer_language, question_language
 from assistant.core.principals import ANONYMOUS, Principal
 from assistant.helpdesk.actions import action_request
 from assistant.helpdesk.confidence import Evidence, confidence, reply_evidence
+from assistant.helpdesk.store import TicketRecord, claim_ticket, release_ticket, store_decision
 from assistant.retrieval import Retriever
 
 # Where a reply quotes the thread below the latest message: "On Mon, … wrote:", "-----Original Message-----",

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from assistant.core.db.api_keys import key_options
-from assistant.core.db.helpdesk import DeliveryRecord, TicketRecord, queue_delivery
 from assistant.core.db.session import Database
 from assistant.core.principals import Principal
+from assistant.helpdesk.store import DeliveryRecord, TicketRecord, queue_delivery
 
 EVENT = "ticket.decided"
 

@@ -16,7 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, 
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from assistant.core.db.adapters import serving_adapters
+from assistant.adapters.store import serving_adapters
 from assistant.core.db.session import Database
 from assistant.core.metrics import BREAKER_STATES
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from assistant.adapters import store as registry_db
 from assistant.api.app import create_app
 from assistant.auth.accounts import create_user
-from assistant.core.db import adapters as registry_db
 from tests.api.test_auth import PASSWORD, login
 from tests.conftest import make_settings, open_resources
 

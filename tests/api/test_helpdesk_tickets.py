@@ -22,10 +22,10 @@ from assistant.api.app import create_app
 from assistant.auth.accounts import create_user
 from assistant.auth.acl_manifest import AclManifest
 from assistant.auth.api_keys import configure_api_key, create_api_key
-from assistant.core.db.helpdesk import claim_ticket
 from assistant.core.db.identity import load_principal
 from assistant.core.db.models import User
 from assistant.helpdesk.delivery import SIGNATURE_HEADER, verify_signature
+from assistant.helpdesk.store import claim_ticket
 from ingest.pipeline import Ingestor
 from tests.conftest import copy_subset, make_settings, open_resources
 from tests.corpus import HANDBOOK

@@ -176,7 +176,7 @@ def test_admins_compare_canary_and_live_feedback_then_promote_and_roll_back(app,
     other test's answers are routed to these adapters)."""
     from playwright.sync_api import expect
 
-    from assistant.core.db import adapters as registry_db
+    from assistant.adapters import store as registry_db
     from assistant.core.db.conversations import add_answer, create_conversation, start_exchange
     from assistant.core.db.feedback import rate_answer
     from assistant.core.db.identity import load_principal

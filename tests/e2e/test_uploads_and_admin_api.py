@@ -14,8 +14,8 @@ import pytest
 
 from assistant.auth.accounts import create_user
 from assistant.core.db.conversations import add_answer, create_conversation, start_exchange
-from assistant.core.db.helpdesk import list_tickets
 from assistant.core.db.identity import load_principal
+from assistant.helpdesk.store import list_tickets
 from tests.conftest import CORPUS_MODEL
 from tests.e2e.conftest import MAX_FILE_SIZE_BYTES, PASSWORD
 

@@ -118,8 +118,8 @@ def _done(answerer, question: str, principal: Principal) -> tuple[Done, str | No
 def test_an_answer_is_reused_only_for_readers_of_the_adapter_that_wrote_it(indexed):
     """The product's composition (adapter router over the registry, answer cache): an answer the canary
     wrote is a miss once the reader is routed to live, and a retired adapter's answers are never served."""
+    from assistant.adapters import store as registry_db
     from assistant.composition import Assistant
-    from assistant.core.db import adapters as registry_db
 
     res, _docs, _manifest, ids = indexed
     answerer = Assistant.build(res).answerer

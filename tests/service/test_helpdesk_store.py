@@ -13,10 +13,10 @@ import pytest
 
 from assistant.api.rate_limit_store import Limits, RateLimitedError, RateLimiter
 from assistant.auth.api_keys import configure_api_key, create_api_key
-from assistant.core.db.helpdesk import claim_ticket, list_deliveries, queue_delivery, store_decision
 from assistant.core.db.session import Database
 from assistant.core.errors import ConflictError, InvalidRequestError
 from assistant.helpdesk.delivery import attempt_delivery
+from assistant.helpdesk.store import claim_ticket, list_deliveries, queue_delivery, store_decision
 from tests.conftest import make_settings
 
 REDIS_URL = "redis://127.0.0.1:6379/0"

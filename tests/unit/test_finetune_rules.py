@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from assistant.adapters.routing import canary_bucket, choose_adapter
-from assistant.core.db.adapters import AdapterRecord
+from assistant.adapters.store import AdapterRecord
 from assistant.core.errors import InvalidRequestError
 from assistant.core.jobs import crontab_schedule
 from assistant.core.principals import Principal

@@ -8,13 +8,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from assistant.core.db.helpdesk import TicketRecord
 from assistant.core.embedding.embedder import BUILTIN_E5, BUILTIN_MINILM
 from assistant.core.errors import InvalidRequestError
 from assistant.helpdesk.actions import action_request
 from assistant.helpdesk.confidence import EVIDENCE_FLOOR, Evidence, chunk_evidence, confidence, reply_evidence
 from assistant.helpdesk.delivery import backoff_s, check_url, sign, signature_header, verify_signature
 from assistant.helpdesk.resolutions import resolution_document, resolution_outcome
+from assistant.helpdesk.store import TicketRecord
 from assistant.helpdesk.tickets import TicketRequest, latest_message, ticket_question
 from assistant.retrieval import RetrievedChunk
 from assistant.retrieval.abstention import CALIBRATED

@@ -7,6 +7,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 from starlette.concurrency import run_in_threadpool
 
+from assistant.adapters.store import serving_adapters
 from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep, DispatcherDep, RowId
 from assistant.api.schemas.admin import (
     ApiKeyCreate,
@@ -28,7 +29,6 @@ from assistant.auth.accounts import (
     set_password,
 )
 from assistant.auth.api_keys import create_api_key, list_api_keys, revoke_api_key
-from assistant.core.db.adapters import serving_adapters
 from assistant.core.db.jobs import JobRecord, queue_sync_job
 from assistant.core.db.source_status import SourceStatusPublic, source_statuses
 from assistant.core.db.uploads import UploadAdminPublic, all_uploads

@@ -10,9 +10,9 @@ from starlette.concurrency import run_in_threadpool
 
 from assistant.adapters.release import promote_and_publish, publisher_for, rollback_and_publish
 from assistant.adapters.routing import AdapterRouter
+from assistant.adapters.store import feedback_by_adapter, get_adapter, get_snapshot, list_adapters
 from assistant.api.deps import AdminDep, AssistantDep, DispatcherDep, RowId
 from assistant.api.schemas.finetune import PromoteCreate, RefreshCreate, RollbackCreate
-from assistant.core.db.adapters import feedback_by_adapter, get_adapter, get_snapshot, list_adapters
 from assistant.core.jobs import FINETUNE_TASK
 
 router = APIRouter(prefix="/api/admin/finetune")

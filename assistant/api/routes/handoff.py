@@ -12,8 +12,8 @@ from starlette.concurrency import run_in_threadpool
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.schemas.handoff import HandoffPublic, HandoffSettings
 from assistant.core.db.conversations import conversation_messages
-from assistant.core.db.helpdesk import claim_ticket, store_decision
 from assistant.core.errors import ConflictError, InvalidRequestError
+from assistant.helpdesk.store import claim_ticket, store_decision
 
 router = APIRouter(prefix="/api", tags=["helpdesk"])
 # The ticket store's client for tickets the web app hands over (API keys post under their own names).

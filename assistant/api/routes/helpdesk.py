@@ -22,7 +22,13 @@ from assistant.api.schemas.helpdesk import (
     TicketDetail,
     TicketPublic,
 )
-from assistant.core.db.helpdesk import (
+from assistant.core.db.usage import record_usage
+from assistant.core.errors import InvalidRequestError, PermissionDeniedError
+from assistant.core.jobs import JOB_TASKS
+from assistant.core.principals import Principal, parse_acl
+from assistant.core.visibility import Visibility
+from assistant.helpdesk.resolutions import publish_resolution, resolution_outcome
+from assistant.helpdesk.store import (
     DeliveryRecord,
     TicketRecord,
     list_deliveries,
@@ -32,15 +38,9 @@ from assistant.core.db.helpdesk import (
     ticket_cited,
     ticket_counts,
 )
-from assistant.core.db.helpdesk import (
+from assistant.helpdesk.store import (
     get_ticket as load_ticket,
 )
-from assistant.core.db.usage import record_usage
-from assistant.core.errors import InvalidRequestError, PermissionDeniedError
-from assistant.core.jobs import JOB_TASKS
-from assistant.core.principals import Principal, parse_acl
-from assistant.core.visibility import Visibility
-from assistant.helpdesk.resolutions import publish_resolution, resolution_outcome
 from assistant.helpdesk.tasks import WEBHOOK_TASK
 from assistant.helpdesk.tickets import Collaborators, TicketRequest, submit_ticket, ticket_question
 from assistant.helpdesk.webhooks import queue_ticket_webhook

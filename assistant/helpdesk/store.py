@@ -9,9 +9,10 @@ from typing import Any, Literal
 
 from sqlalchemy import case, delete, func, select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from assistant.core.db.models import HelpdeskTicket, WebhookDelivery, utcnow
-from assistant.core.db.session import Database
+from assistant.core.db.session import Database, transactional
 from assistant.core.errors import ConflictError, NotFoundError
 from assistant.core.visibility import Cited
 
@@ -115,76 +116,89 @@ def claim_ticket(
             is still being answered (409 `ticket_in_progress` with a `Retry-After` header).
     """
     try:
-        with db.session() as session:
-            new = HelpdeskTicket(client=client, idempotency_key=idempotency_key, request_hash=request_hash, **fields)
-            session.add(new)
-            session.flush()
-            return TicketClaim(new=True, record=_record(new))
+        return _insert_ticket(db, client=client, idempotency_key=idempotency_key, request_hash=request_hash, fields=fields)
     except IntegrityError:
         pass
-    with db.session() as session:
-        row = session.scalar(
-            select(HelpdeskTicket).where(HelpdeskTicket.client == client, HelpdeskTicket.idempotency_key == idempotency_key)
+    return _existing_ticket(db, client=client, idempotency_key=idempotency_key, request_hash=request_hash)
+
+
+@transactional
+def _insert_ticket(
+    session: Session, *, client: str, idempotency_key: str, request_hash: str, fields: dict[str, Any]
+) -> TicketClaim:
+    """Insert the pending ticket; raises IntegrityError (at flush or commit) when the key is taken."""
+    new = HelpdeskTicket(client=client, idempotency_key=idempotency_key, request_hash=request_hash, **fields)
+    session.add(new)
+    session.flush()
+    return TicketClaim(new=True, record=_record(new))
+
+
+@transactional
+def _existing_ticket(session: Session, *, client: str, idempotency_key: str, request_hash: str) -> TicketClaim:
+    """The ticket the taken key names, in a transaction of its own (see `claim_ticket`)."""
+    row = session.scalar(
+        select(HelpdeskTicket).where(HelpdeskTicket.client == client, HelpdeskTicket.idempotency_key == idempotency_key)
+    )
+    if row is None:  # released by a failed first request in between: the caller may retry
+        raise ConflictError(
+            f"idempotency key {idempotency_key!r} was released while this request waited; retry",
+            headers={"Retry-After": "1"},
         )
-        if row is None:  # released by a failed first request in between: the caller may retry
-            raise ConflictError(
-                f"idempotency key {idempotency_key!r} was released while this request waited; retry",
-                headers={"Retry-After": "1"},
-            )
-        if row.request_hash != request_hash:
-            raise ConflictError(
-                f"idempotency key {idempotency_key!r} already names ticket {row.id} with a different subject, body "
-                "or requester; use a new key for a new ticket",
-                code="idempotency_conflict",
-            )
-        if row.state == "pending":
-            raise ConflictError(
-                f"ticket {row.id} (idempotency key {idempotency_key!r}) is still being answered; retry in a few seconds",
-                code="ticket_in_progress",
-                headers={"Retry-After": str(TICKET_IN_PROGRESS_RETRY_S)},
-            )
-        return TicketClaim(new=False, record=_record(row))
+    if row.request_hash != request_hash:
+        raise ConflictError(
+            f"idempotency key {idempotency_key!r} already names ticket {row.id} with a different subject, body "
+            "or requester; use a new key for a new ticket",
+            code="idempotency_conflict",
+        )
+    if row.state == "pending":
+        raise ConflictError(
+            f"ticket {row.id} (idempotency key {idempotency_key!r}) is still being answered; retry in a few seconds",
+            code="ticket_in_progress",
+            headers={"Retry-After": str(TICKET_IN_PROGRESS_RETRY_S)},
+        )
+    return TicketClaim(new=False, record=_record(row))
 
 
-def release_ticket(db: Database, ticket_id: int) -> None:
+@transactional
+def release_ticket(session: Session, ticket_id: int) -> None:
     """Delete a ticket still `pending` (its first request failed), so that a retry with its key runs again."""
-    with db.session() as session:
-        session.execute(delete(HelpdeskTicket).where(HelpdeskTicket.id == ticket_id, HelpdeskTicket.state == "pending"))
+    session.execute(delete(HelpdeskTicket).where(HelpdeskTicket.id == ticket_id, HelpdeskTicket.state == "pending"))
 
 
-def store_decision(db: Database, ticket_id: int, *, values: dict[str, Any]) -> TicketRecord:
+@transactional
+def store_decision(session: Session, ticket_id: int, *, values: dict[str, Any]) -> TicketRecord:
     """Store the decision of a pending ticket (`decision`, `confidence`, `reply`, `citations`, `reasons`,
     `evidence`, `duration_s`, `language`) and mark it decided.
 
     Raises:
         NotFoundError: no such ticket.
     """
-    with db.session() as session:
-        row = session.get(HelpdeskTicket, ticket_id)
-        if row is None:
-            raise NotFoundError(f"ticket {ticket_id} not found")
-        for name, value in values.items():
-            setattr(row, name, value)
-        row.state, row.decided_at = "decided", utcnow()
-        session.flush()
-        return _record(row)
+    row = session.get(HelpdeskTicket, ticket_id)
+    if row is None:
+        raise NotFoundError(f"ticket {ticket_id} not found")
+    for name, value in values.items():
+        setattr(row, name, value)
+    row.state, row.decided_at = "decided", utcnow()
+    session.flush()
+    return _record(row)
 
 
-def get_ticket(db: Database, ticket_id: int, *, client: str) -> TicketRecord:
+@transactional
+def get_ticket(session: Session, ticket_id: int, *, client: str) -> TicketRecord:
     """Ticket `ticket_id` if `client` posted it.
 
     Raises:
         NotFoundError: no such ticket, or another client's (the same message either way).
     """
-    with db.session() as session:
-        row = session.get(HelpdeskTicket, ticket_id)
-        if row is None or row.client != client:
-            raise NotFoundError(f"ticket {ticket_id} not found")
-        return _record(row)
+    row = session.get(HelpdeskTicket, ticket_id)
+    if row is None or row.client != client:
+        raise NotFoundError(f"ticket {ticket_id} not found")
+    return _record(row)
 
 
+@transactional
 def list_tickets(
-    db: Database,
+    session: Session,
     *,
     client: str,
     decision: str | None = None,
@@ -209,12 +223,12 @@ def list_tickets(
     if until:
         query = query.where(HelpdeskTicket.created_at < until)
     query = query.order_by(HelpdeskTicket.id.desc()).limit(limit).offset(offset)
-    with db.session() as session:
-        return [_record(row) for row in session.scalars(query)]
+    return [_record(row) for row in session.scalars(query)]
 
 
+@transactional
 def store_resolution(
-    db: Database, ticket_id: int, *, client: str, resolution: str, resolved_by: str, audience: list[str], outcome: Outcome
+    session: Session, ticket_id: int, *, client: str, resolution: str, resolved_by: str, audience: list[str], outcome: Outcome
 ) -> TicketRecord:
     """Record the agent's final answer on a decided ticket (a later resolution replaces an earlier one).
 
@@ -222,24 +236,23 @@ def store_resolution(
         NotFoundError: no such ticket, or another client's.
         ConflictError: the ticket has no decision yet.
     """
-    with db.session() as session:
-        row = session.get(HelpdeskTicket, ticket_id)
-        if row is None or row.client != client:
-            raise NotFoundError(f"ticket {ticket_id} not found")
-        if row.state == "pending":
-            raise ConflictError(f"ticket {ticket_id} is still being answered; resolve it once it has a decision")
-        row.resolution, row.resolved_by, row.audience, row.outcome = resolution, resolved_by, audience, outcome
-        row.state, row.resolved_at = "resolved", utcnow()
-        session.flush()
-        return _record(row)
+    row = session.get(HelpdeskTicket, ticket_id)
+    if row is None or row.client != client:
+        raise NotFoundError(f"ticket {ticket_id} not found")
+    if row.state == "pending":
+        raise ConflictError(f"ticket {ticket_id} is still being answered; resolve it once it has a decision")
+    row.resolution, row.resolved_by, row.audience, row.outcome = resolution, resolved_by, audience, outcome
+    row.state, row.resolved_at = "resolved", utcnow()
+    session.flush()
+    return _record(row)
 
 
-def set_resolution_job(db: Database, ticket_id: int, job_id: int) -> None:
+@transactional
+def set_resolution_job(session: Session, ticket_id: int, job_id: int) -> None:
     """Remember the ingestion job that turns the ticket's resolution into a document."""
-    with db.session() as session:
-        row = session.get(HelpdeskTicket, ticket_id)
-        if row is not None:
-            row.resolution_job_id = job_id
+    row = session.get(HelpdeskTicket, ticket_id)
+    if row is not None:
+        row.resolution_job_id = job_id
 
 
 def _delivery(row: WebhookDelivery) -> DeliveryRecord:
@@ -250,26 +263,27 @@ def _delivery(row: WebhookDelivery) -> DeliveryRecord:
     )
 
 
-def queue_delivery(db: Database, *, ticket_id: int, client: str, url: str, event: str, payload: dict[str, Any]) -> DeliveryRecord:
+@transactional
+def queue_delivery(session: Session, *, ticket_id: int, client: str, url: str, event: str, payload: dict[str, Any]) -> DeliveryRecord:
     """A new pending delivery of `payload` (JSON-serialisable) to `url`."""
-    with db.session() as session:
-        row = WebhookDelivery(ticket_id=ticket_id, client=client, url=url, event=event, payload=payload, attempts=[])
-        session.add(row)
-        session.flush()
-        return _delivery(row)
+    row = WebhookDelivery(ticket_id=ticket_id, client=client, url=url, event=event, payload=payload, attempts=[])
+    session.add(row)
+    session.flush()
+    return _delivery(row)
 
 
-def delivery_payload(db: Database, delivery_id: int) -> tuple[DeliveryRecord, dict[str, Any]] | None:
+@transactional
+def delivery_payload(session: Session, delivery_id: int) -> tuple[DeliveryRecord, dict[str, Any]] | None:
     """The delivery and its payload, or None when it is missing or no longer pending."""
-    with db.session() as session:
-        row = session.get(WebhookDelivery, delivery_id)
-        if row is None or row.status != "pending":
-            return None
-        return _delivery(row), dict(row.payload)
+    row = session.get(WebhookDelivery, delivery_id)
+    if row is None or row.status != "pending":
+        return None
+    return _delivery(row), dict(row.payload)
 
 
+@transactional
 def record_attempt(
-    db: Database, delivery_id: int, *, attempt: dict[str, Any], status: str, next_attempt_at: datetime | None
+    session: Session, delivery_id: int, *, attempt: dict[str, Any], status: str, next_attempt_at: datetime | None
 ) -> DeliveryRecord:
     """Append one attempt (`at`, `status_code`, `error`, `duration_ms`) and set the delivery's status
     (pending, delivered, dead) and when the next attempt is due.
@@ -277,35 +291,35 @@ def record_attempt(
     Raises:
         NotFoundError: no such delivery.
     """
-    with db.session() as session:
-        row = session.get(WebhookDelivery, delivery_id)
-        if row is None:
-            raise NotFoundError(f"webhook delivery {delivery_id} not found")
-        row.attempts = [*(row.attempts or []), attempt]
-        row.status, row.next_attempt_at = status, next_attempt_at
-        if status != "pending":
-            row.finished_at = utcnow()
-        session.flush()
-        return _delivery(row)
+    row = session.get(WebhookDelivery, delivery_id)
+    if row is None:
+        raise NotFoundError(f"webhook delivery {delivery_id} not found")
+    row.attempts = [*(row.attempts or []), attempt]
+    row.status, row.next_attempt_at = status, next_attempt_at
+    if status != "pending":
+        row.finished_at = utcnow()
+    session.flush()
+    return _delivery(row)
 
 
-def list_deliveries(db: Database, *, client: str, ticket_id: int | None = None, limit: int = 50) -> list[DeliveryRecord]:
+@transactional
+def list_deliveries(session: Session, *, client: str, ticket_id: int | None = None, limit: int = 50) -> list[DeliveryRecord]:
     """`client`'s webhook deliveries, newest first (of one ticket when `ticket_id` is given)."""
     query = select(WebhookDelivery).where(WebhookDelivery.client == client)
     if ticket_id is not None:
         query = query.where(WebhookDelivery.ticket_id == ticket_id)
-    with db.session() as session:
-        return [_delivery(row) for row in session.scalars(query.order_by(WebhookDelivery.id.desc()).limit(limit))]
+    return [_delivery(row) for row in session.scalars(query.order_by(WebhookDelivery.id.desc()).limit(limit))]
 
 
-def pending_delivery_ids(db: Database) -> list[int]:
+@transactional
+def pending_delivery_ids(session: Session) -> list[int]:
     """Every delivery still pending (to resubmit after a restart of the in-process worker)."""
-    with db.session() as session:
-        return list(session.scalars(select(WebhookDelivery.id).where(WebhookDelivery.status == "pending")))
+    return list(session.scalars(select(WebhookDelivery.id).where(WebhookDelivery.status == "pending")))
 
 
+@transactional
 def ticket_counts(
-    db: Database, *, client: str | None, since: datetime | None = None, until: datetime | None = None
+    session: Session, *, client: str | None, since: datetime | None = None, until: datetime | None = None
 ) -> list[dict[str, Any]]:
     """Tickets per UTC day and category: `received` (every ticket, those still being answered
     included), `in_progress` (received, not yet decided), `auto_replied`, `escalated` (needs_agent), and
@@ -332,13 +346,12 @@ def ticket_counts(
     if until:
         query = query.where(HelpdeskTicket.created_at < until)
     query = query.group_by(day, HelpdeskTicket.category).order_by(day, HelpdeskTicket.category)
-    with db.session() as session:
-        return [
-            {"day": str(d), "category": category, "received": int(n), "auto_replied": int(a or 0),
-             "escalated": int(e or 0), "auto_replies_edited": int(ed or 0), "auto_replies_rejected": int(r or 0),
-             "in_progress": int(p or 0)}
-            for d, category, n, a, e, ed, r, p in session.execute(query)
-        ]
+    return [
+        {"day": str(d), "category": category, "received": int(n), "auto_replied": int(a or 0),
+         "escalated": int(e or 0), "auto_replies_edited": int(ed or 0), "auto_replies_rejected": int(r or 0),
+         "in_progress": int(p or 0)}
+        for d, category, n, a, e, ed, r, p in session.execute(query)
+    ]
 
 
 def ticket_cited(record: TicketRecord) -> Cited:

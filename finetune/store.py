@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session
 
 from assistant.core.db.models import Document, Feedback, HelpdeskTicket, Message
-from assistant.core.db.session import Database
+from assistant.core.db.session import transactional
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,8 @@ class ChangedDocument:
     acl: list[str]
 
 
-def rated_answers(db: Database, *, since: datetime | None = None) -> list[RatedAnswer]:
+@transactional
+def rated_answers(session: Session, *, since: datetime | None = None) -> list[RatedAnswer]:
     """Answers rated thumbs up, or rated either way with a corrected answer, rated after `since` when
     given, oldest first; never the "not found" answer (it cites nothing that says who may read it)."""
     corrected = func.length(func.coalesce(Feedback.corrected_answer, "")) > 0
@@ -54,16 +56,16 @@ def rated_answers(db: Database, *, since: datetime | None = None) -> list[RatedA
             .where(or_(Feedback.rating > 0, corrected), Feedback.abstained.is_(False)).order_by(Feedback.id))
     if since is not None:
         stmt = stmt.where(Feedback.updated_at > since)
-    with db.session() as session:
-        return [
-            RatedAnswer(feedback_id=f.id, question=f.question, answer=f.answer, chunk_ids=list(f.chunk_ids or []),
-                        doc_ids=sorted({c.get("doc_id") for c in citations or [] if c.get("doc_id")}),
-                        corrected_answer=f.corrected_answer or None)
-            for f, citations in session.execute(stmt)
-        ]
+    return [
+        RatedAnswer(feedback_id=f.id, question=f.question, answer=f.answer, chunk_ids=list(f.chunk_ids or []),
+                    doc_ids=sorted({c.get("doc_id") for c in citations or [] if c.get("doc_id")}),
+                    corrected_answer=f.corrected_answer or None)
+        for f, citations in session.execute(stmt)
+    ]
 
 
-def resolved_tickets(db: Database, *, since: datetime | None = None) -> list[ResolvedTicket]:
+@transactional
+def resolved_tickets(session: Session, *, since: datetime | None = None) -> list[ResolvedTicket]:
     """Resolved tickets with the agent's final answer, oldest first, whatever became of the suggested reply:
     a `rejected` one (the agent wrote the answer afresh, or the assistant had declined) teaches what the
     model did not know, which is what a refresh is for."""
@@ -71,19 +73,18 @@ def resolved_tickets(db: Database, *, since: datetime | None = None) -> list[Res
             .order_by(HelpdeskTicket.id))
     if since is not None:
         stmt = stmt.where(HelpdeskTicket.resolved_at > since)
-    with db.session() as session:
-        return [
-            ResolvedTicket(ticket_id=t.id, question=f"{t.subject}\n\n{t.body}".strip(), answer=t.resolution or "",
-                           audience=list(t.audience or []))
-            for t in session.scalars(stmt)
-        ]
+    return [
+        ResolvedTicket(ticket_id=t.id, question=f"{t.subject}\n\n{t.body}".strip(), answer=t.resolution or "",
+                       audience=list(t.audience or []))
+        for t in session.scalars(stmt)
+    ]
 
 
-def changed_documents(db: Database, *, since: datetime | None = None) -> list[ChangedDocument]:
+@transactional
+def changed_documents(session: Session, *, since: datetime | None = None) -> list[ChangedDocument]:
     """Documents indexed and not deleted, updated after `since` (every one when None), oldest first."""
     stmt = (select(Document).where(Document.status == "done", Document.deleted_at.is_(None))
             .order_by(Document.updated_at, Document.id))
     if since is not None:
         stmt = stmt.where(Document.updated_at > since)
-    with db.session() as session:
-        return [ChangedDocument(id=d.id, title=d.title, acl=list(d.acl or [])) for d in session.scalars(stmt)]
+    return [ChangedDocument(id=d.id, title=d.title, acl=list(d.acl or [])) for d in session.scalars(stmt)]
