@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from assistant.compliance import store as audit_db
 from assistant.compliance.audit_chain import content_digest, row_digest
-from assistant.core.db import audit as audit_db
 from assistant.core.db.models import AuditEvent
 from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError

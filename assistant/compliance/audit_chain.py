@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from assistant.core.db import audit as audit_db
+from assistant.compliance import store as audit_db
 from assistant.core.db.models import AuditEvent
 from assistant.core.db.session import Database
 

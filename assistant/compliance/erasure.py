@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from assistant.compliance.audit import record_event
+from assistant.compliance.store import UploadFile, erase_user_rows, hold_and_uploads, user_records
 from assistant.core.db.session import Database
 from assistant.core.db.sources import delete_source_rows, source_document_ids
-from assistant.core.db.user_data import UploadFile, erase_user_rows, hold_and_uploads, user_records
 from assistant.core.errors import ConflictError
 from assistant.core.principals import Principal
 from assistant.core.vectorstore.base import VectorStore

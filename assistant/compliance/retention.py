@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from assistant.compliance import store as retention_db
 from assistant.compliance.audit import record_event
 from assistant.compliance.audit_chain import RETENTION_ACTION
 from assistant.compliance.erasure import remove_uploads
-from assistant.core.db import retention as retention_db
-from assistant.core.db.audit import purge_prefix
+from assistant.compliance.store import purge_prefix
 from assistant.core.db.session import Database
 from assistant.core.principals import Principal
 from assistant.core.vectorstore.base import VectorStore

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assistant.core.db.quality import GapQuestion
 from assistant.core.embedding.embedder import Embedder
+from assistant.operations.store import GapQuestion
 
 # Cosine similarity of a question to a group's mean at or above which it joins the group. With
 # multilingual-e5-small, paraphrases of one question score about 0.9 and unrelated questions about 0.75.

@@ -14,9 +14,9 @@ import uuid
 import pytest
 from fastapi.testclient import TestClient
 
+from assistant.answering.store import add_answer, conversation_messages, start_exchange
 from assistant.api.app import create_app
 from assistant.auth.accounts import create_user
-from assistant.core.db.conversations import add_answer, conversation_messages, start_exchange
 from assistant.core.db.identity import load_principal
 from assistant.core.db.session import Database
 from ingest.pipeline import Ingestor

@@ -16,9 +16,8 @@ import uuid
 
 import pytest
 
+from assistant.answering.store import add_answer, create_conversation, list_feedback, start_exchange
 from assistant.auth.accounts import create_user
-from assistant.core.db.conversations import add_answer, create_conversation, start_exchange
-from assistant.core.db.feedback import list_feedback
 from assistant.core.db.identity import load_principal
 from tests.e2e.conftest import ANSWER, CHROMIUM, PASSWORD, SCREENSHOTS, shot, sign_in
 

@@ -133,7 +133,7 @@ def test_a_rating_shows_in_the_admin_quality_view_and_admins_manage_users(app, b
     with page.expect_response(lambda r: "/feedback" in r.url and r.status == 200):
         page.locator(".comment-send").last.click()
     page.context.close()
-    from assistant.core.db.feedback import list_feedback
+    from assistant.answering.store import list_feedback
 
     mine = next(f for f in list_feedback(res.db, limit=50) if f.principal == reader)
     assert (mine.comment, mine.corrected_answer) == (
@@ -177,8 +177,7 @@ def test_admins_compare_canary_and_live_feedback_then_promote_and_roll_back(app,
     from playwright.sync_api import expect
 
     from assistant.adapters import store as registry_db
-    from assistant.core.db.conversations import add_answer, create_conversation, start_exchange
-    from assistant.core.db.feedback import rate_answer
+    from assistant.answering.store import add_answer, create_conversation, rate_answer, start_exchange
     from assistant.core.db.identity import load_principal
 
     url, res, _llm = app

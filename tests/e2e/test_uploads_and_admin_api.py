@@ -12,8 +12,8 @@ import uuid
 import httpx
 import pytest
 
+from assistant.answering.store import add_answer, create_conversation, start_exchange
 from assistant.auth.accounts import create_user
-from assistant.core.db.conversations import add_answer, create_conversation, start_exchange
 from assistant.core.db.identity import load_principal
 from assistant.helpdesk.store import list_tickets
 from tests.conftest import CORPUS_MODEL

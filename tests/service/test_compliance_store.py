@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import select, text, update
 from typer.testing import CliRunner
 
+from assistant.answering.store import create_conversation
 from assistant.auth.accounts import create_user, set_flags, set_password, unlock_account
 from assistant.auth.sign_in_throttle import ThrottlePolicy, clear_account, record_failure, wait_s
 from assistant.cli.admin_audit import cli_principal
@@ -20,12 +21,11 @@ from assistant.compliance.audit import AuditQuery, list_events, record_event
 from assistant.compliance.audit_chain import row_digest, verify_chain
 from assistant.compliance.erasure import erase_user
 from assistant.compliance.retention import apply_retention
+from assistant.compliance.store import erase_user_rows
 from assistant.compliance.tasks import RETENTION_TASK
 from assistant.core import resources
-from assistant.core.db.conversations import create_conversation
 from assistant.core.db.models import AuditChainHead, AuditEvent, Conversation, Feedback, Job, JobItem, User
 from assistant.core.db.session import Database
-from assistant.core.db.user_data import erase_user_rows
 from assistant.core.errors import ConflictError, NotFoundError
 from assistant.core.jobs import JobDispatcher, make_celery
 from assistant.core.principals import Principal

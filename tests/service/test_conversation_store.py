@@ -8,17 +8,19 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from assistant.auth.accounts import create_user
-from assistant.core.db.conversations import (
+from assistant.answering.store import (
     add_answer,
     conversation_messages,
     create_conversation,
     delete_conversation,
     list_conversations,
+    list_feedback,
+    quality_report,
+    rate_answer,
     rename_conversation,
     start_exchange,
 )
-from assistant.core.db.feedback import list_feedback, quality_report, rate_answer
+from assistant.auth.accounts import create_user
 from assistant.core.db.identity import load_principal
 from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError, NotFoundError

@@ -17,9 +17,8 @@ import pytest
 from assistant.adapters import store as registry_db
 from assistant.adapters.release import InProcessPublisher, VllmPublisher, promote_and_publish, rollback_and_publish
 from assistant.adapters.routing import AdapterRouter, choose_adapter, local_adapter
+from assistant.answering.store import add_answer, create_conversation, rate_answer, start_exchange
 from assistant.auth.accounts import create_user
-from assistant.core.db.conversations import add_answer, create_conversation, start_exchange
-from assistant.core.db.feedback import rate_answer
 from assistant.core.db.jobs import get_job, job_lease
 from assistant.core.db.models import Document, HelpdeskTicket, Source, User, utcnow
 from assistant.core.errors import ConflictError

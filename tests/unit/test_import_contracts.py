@@ -24,3 +24,28 @@ def test_the_layers_run_from_the_faces_down_to_core():
     assert order.index("assistant.api") < order.index("assistant.answering") < order.index("assistant.retrieval")
     assert order.index("assistant.retrieval") < order.index("assistant.core") == len(order) - 1
     assert order.index("assistant.cli") < order.index("assistant.answering")
+
+
+def test_sessions_are_opened_only_under_core_db():
+    """A store writes queries against a Session that `transactional` opens; nothing else opens one.
+
+    Fails when code outside `assistant/core/db/` calls `<db>.session()`, builds a `sessionmaker`, or
+    constructs a `Session(...)` / `Connection` of its own (`engine.connect()` / `engine.begin()`).
+    """
+    import ast
+
+    opened = []
+    for root in ("assistant", "ingest", "finetune"):
+        for path in sorted((REPO / root).rglob("*.py")):
+            if (REPO / "assistant" / "core" / "db") in path.parents:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if not isinstance(node, ast.Call):
+                    continue
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                receiver = func.value if isinstance(func, ast.Attribute) else None
+                on_engine = isinstance(receiver, ast.Attribute) and receiver.attr == "engine"
+                if name in {"session", "sessionmaker", "Session"} or (on_engine and name in {"connect", "begin"}):
+                    opened.append(f"{path.relative_to(REPO)}:{node.lineno} {name}()")
+    assert opened == [], "SQL sessions opened outside assistant/core/db:\n" + "\n".join(opened)

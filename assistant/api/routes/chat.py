@@ -15,13 +15,13 @@ from starlette.concurrency import run_in_threadpool
 
 from assistant.adapters.store import record_answer_adapter
 from assistant.answering.events import Citations, Done, Error
+from assistant.answering.store import add_answer, get_conversation, start_exchange
 from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.schemas.chat import ChatRequest
 from assistant.api.sse import SSE_HEADERS, paced_stream, render_sse_events
 from assistant.compliance.audit import record_event
 from assistant.composition import Assistant
-from assistant.core.db.conversations import add_answer, get_conversation, start_exchange
 from assistant.core.db.session import Database
 from assistant.core.db.usage import record_usage
 from assistant.core.errors import AssistantError

@@ -8,20 +8,21 @@ from dataclasses import replace
 from fastapi import APIRouter, Query, Response
 from starlette.concurrency import run_in_threadpool
 
-from assistant.api.deps import AssistantDep, DatabaseDep, PrincipalDep, RowId
-from assistant.api.schemas.conversations import ConversationCreate, ConversationUpdate, FeedbackCreate
-from assistant.core.db.conversations import (
+from assistant.answering.store import (
     ConversationPublic,
+    FeedbackPublic,
     MessagePublic,
     conversation_messages,
     create_conversation,
     delete_conversation,
     get_conversation,
     list_conversations,
+    rate_answer,
     rename_conversation,
 )
+from assistant.api.deps import AssistantDep, DatabaseDep, PrincipalDep, RowId
+from assistant.api.schemas.conversations import ConversationCreate, ConversationUpdate, FeedbackCreate
 from assistant.core.db.documents import readable_sources
-from assistant.core.db.feedback import FeedbackPublic, rate_answer
 from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError
 from assistant.core.principals import Principal

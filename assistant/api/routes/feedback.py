@@ -10,12 +10,12 @@ from dataclasses import asdict
 from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
+from assistant.answering.store import FeedbackPublic, list_feedback, quality_report
 from assistant.api.deps import AdminDep, AssistantDep, DatabaseDep
 from assistant.api.schemas.feedback import QualityView
-from assistant.core.db.feedback import FeedbackPublic, list_feedback, quality_report
-from assistant.core.db.quality import gap_questions, slowest_answers
 from assistant.core.visibility import Visibility
 from assistant.operations.knowledge_gaps import DEFAULT_SIMILARITY, group_gaps
+from assistant.operations.store import gap_questions, slowest_answers
 
 router = APIRouter(prefix="/api/admin", tags=["admin"])
 

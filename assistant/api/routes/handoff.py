@@ -9,9 +9,9 @@ import hashlib
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
+from assistant.answering.store import conversation_messages
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.schemas.handoff import HandoffPublic, HandoffSettings
-from assistant.core.db.conversations import conversation_messages
 from assistant.core.errors import ConflictError, InvalidRequestError
 from assistant.helpdesk.store import claim_ticket, store_decision
 

@@ -1,6 +1,6 @@
 """Bodies of a reader's conversations (`assistant.api.routes.conversations`): create, rename, rate an
-answer. Conversations, messages and ratings as returned are core's dataclasses
-(`assistant.core.db.conversations`, `assistant.core.db.feedback`)."""
+answer. Conversations, messages and ratings as returned are the chat store's dataclasses
+(`assistant.answering.store`)."""
 
 from __future__ import annotations
 

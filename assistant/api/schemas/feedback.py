@@ -1,14 +1,14 @@
-"""The admins' quality view (`assistant.api.routes.feedback`): core's quality report with the slowest
+"""The admins' quality view (`assistant.api.routes.feedback`): the quality report with the slowest
 answers and the knowledge gaps. A dataclass, as the reports it extends; ratings themselves are
-`assistant.core.db.feedback.FeedbackPublic`."""
+`assistant.answering.store.FeedbackPublic`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from assistant.core.db.feedback import QualityReport
-from assistant.core.db.quality import SlowAnswer
+from assistant.answering.store import QualityReport
 from assistant.operations.knowledge_gaps import KnowledgeGap
+from assistant.operations.store import SlowAnswer
 
 
 @dataclass(frozen=True)

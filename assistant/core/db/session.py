@@ -19,6 +19,7 @@ MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:  # pragma: no cover - driver hook
@@ -108,5 +109,21 @@ def transactional(query: Callable[Concatenate[Session, P], R]) -> Callable[Conca
     def run(db: Database, /, *args: P.args, **kwargs: P.kwargs) -> R:
         with db.session() as session:
             return query(session, *args, **kwargs)
+
+    return run
+
+
+def transactional_iter(
+    query: Callable[Concatenate[Session, P], Iterator[T]],
+) -> Callable[Concatenate[Database, P], Iterator[T]]:
+    """`transactional` for a query that yields (e.g. rows in batches): `query(db, ...)` is an iterator
+    whose one session of `db` is opened when the first item is asked for and stays open while the
+    caller iterates; committed when `query` is exhausted, rolled back when it raises or the caller
+    stops early (the exception propagates unchanged)."""
+
+    @functools.wraps(query)
+    def run(db: Database, /, *args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
+        with db.session() as session:
+            yield from query(session, *args, **kwargs)
 
     return run

@@ -1,18 +1,24 @@
 """The queries behind the quality view's lists: the slowest answers, and the questions the documents
 did not answer (the "not found" answer) or whose answer was rated down, from which knowledge gaps are
 grouped (`assistant.operations.knowledge_gaps`). A question's text is shown through `assistant.core.visibility`:
-withheld where the viewer may not read every document its answer cited."""
+withheld where the viewer may not read every document its answer cited.
+
+Every query is called with the `Database` as its first argument, as before: `transactional` opens its
+session (one transaction per call); this module never opens one."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Row, select
+from sqlalchemy.orm import Session
 
-from assistant.core.db.feedback import feedback_cited
+from assistant.answering.store import feedback_cited
 from assistant.core.db.models import Conversation, Feedback, Message, utcnow
-from assistant.core.db.session import Database
+from assistant.core.db.session import Database, transactional
 from assistant.core.visibility import Cited, Visibility
 
 
@@ -37,22 +43,28 @@ class GapQuestion:
     at: datetime
 
 
-
 def _since(days: int) -> datetime:
     return utcnow() - timedelta(days=days)
+
+
+@transactional
+def _recent_messages(
+    session: Session, days: int
+) -> Sequence[Row[str, str, str, bool, datetime, list[dict[str, Any]], int | None]]:
+    # Every message of the last `days` days with its conversation's owner, by conversation then in order.
+    return session.execute(
+        select(Message.conversation_id, Message.role, Message.content, Message.abstained, Message.created_at,
+               Message.citations, Conversation.user_id)
+        .join(Conversation, Conversation.id == Message.conversation_id)
+        .where(Message.created_at >= _since(days)).order_by(Message.conversation_id, Message.id)
+    ).all()
 
 
 def slowest_answers(db: Database, *, visibility: Visibility, days: int = 30, limit: int = 10) -> list[SlowAnswer]:
     """The `limit` answers of the last `days` days that took longest, slowest first: each answer is
     timed from the question before it in its conversation (both are stored as they happen). A
     question is shown only where `visibility` allows for the documents its answer cited."""
-    with db.session() as session:
-        rows = session.execute(
-            select(Message.conversation_id, Message.role, Message.content, Message.abstained, Message.created_at,
-                   Message.citations, Conversation.user_id)
-            .join(Conversation, Conversation.id == Message.conversation_id)
-            .where(Message.created_at >= _since(days)).order_by(Message.conversation_id, Message.id)
-        ).all()
+    rows = _recent_messages(db, days)
     timed, question = [], None
     for conversation_id, role, content, abstained, at, citations, asker in rows:
         if role == "user":
@@ -78,43 +90,43 @@ class GapQuestions:
     withheld: int
 
 
-def gap_questions(db: Database, *, visibility: Visibility, days: int = 30, limit: int = 2000) -> GapQuestions:
+@transactional
+def gap_questions(session: Session, *, visibility: Visibility, days: int = 30, limit: int = 2000) -> GapQuestions:
     """The questions of the last `days` days answered "not found" or rated down, newest first, each once
     (a question both unanswered and rated down counts as `not_found`); those `visibility` withholds
     (their answer cited a document the viewer may not read) are only counted."""
     since = _since(days)
     withheld = 0
-    with db.session() as session:
-        answers = session.execute(
-            select(Message.conversation_id, Message.id, Message.created_at, Message.citations, Conversation.user_id)
-            .join(Conversation, Conversation.id == Message.conversation_id)
-            .where(Message.created_at >= since, Message.role == "assistant", Message.abstained.is_(True))
-            .order_by(Message.id.desc()).limit(limit)
-        ).all()
-        found: list[GapQuestion] = []
-        for conversation_id, answer_id, at, citations, asker in answers:
-            asked = session.scalar(
-                select(Message.content).where(
-                    Message.conversation_id == conversation_id, Message.role == "user", Message.id < answer_id
-                ).order_by(Message.id.desc()).limit(1)
-            )
-            if not asked:
-                continue
-            if visibility.may_see(Cited.of_citations(citations), asked_by=asker):
-                found.append(GapQuestion(question=asked, why="not_found", at=at))
-            else:
-                withheld += 1
-        for row, citations in session.execute(
-            select(Feedback, Message.citations).outerjoin(Message, Message.id == Feedback.message_id)
-            .where(Feedback.rating < 0, Feedback.updated_at >= since, Feedback.abstained.is_(False))
-            .order_by(Feedback.updated_at.desc()).limit(limit)
-        ):
-            if not row.question:
-                continue
-            if visibility.may_see(feedback_cited(row, citations), asked_by=row.user_id):
-                found.append(GapQuestion(question=row.question, why="rated_down", at=row.updated_at))
-            else:
-                withheld += 1
+    answers = session.execute(
+        select(Message.conversation_id, Message.id, Message.created_at, Message.citations, Conversation.user_id)
+        .join(Conversation, Conversation.id == Message.conversation_id)
+        .where(Message.created_at >= since, Message.role == "assistant", Message.abstained.is_(True))
+        .order_by(Message.id.desc()).limit(limit)
+    ).all()
+    found: list[GapQuestion] = []
+    for conversation_id, answer_id, at, citations, asker in answers:
+        asked = session.scalar(
+            select(Message.content).where(
+                Message.conversation_id == conversation_id, Message.role == "user", Message.id < answer_id
+            ).order_by(Message.id.desc()).limit(1)
+        )
+        if not asked:
+            continue
+        if visibility.may_see(Cited.of_citations(citations), asked_by=asker):
+            found.append(GapQuestion(question=asked, why="not_found", at=at))
+        else:
+            withheld += 1
+    for row, citations in session.execute(
+        select(Feedback, Message.citations).outerjoin(Message, Message.id == Feedback.message_id)
+        .where(Feedback.rating < 0, Feedback.updated_at >= since, Feedback.abstained.is_(False))
+        .order_by(Feedback.updated_at.desc()).limit(limit)
+    ):
+        if not row.question:
+            continue
+        if visibility.may_see(feedback_cited(row, citations), asked_by=row.user_id):
+            found.append(GapQuestion(question=row.question, why="rated_down", at=row.updated_at))
+        else:
+            withheld += 1
     seen, unique = set(), []
     for gap in sorted(found, key=lambda g: g.at, reverse=True):
         key = " ".join(gap.question.casefold().split())
