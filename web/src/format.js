@@ -15,6 +15,11 @@ export function formatDay(day) {
   return new Intl.DateTimeFormat(tag(), { dateStyle: "medium", timeZone: "UTC" }).format(new Date(`${day}T00:00:00Z`));
 }
 
+/** A calendar day (YYYY-MM-DD) in short, as a chart's axis labels it ("7 Dec", "12月7日"). */
+export function formatShortDay(day) {
+  return new Intl.DateTimeFormat(tag(), { day: "numeric", month: "short", timeZone: "UTC" }).format(new Date(`${day}T00:00:00Z`));
+}
+
 /** A number with the reader's grouping; `digits` fraction digits at most. */
 export function formatNumber(value, digits = 0) {
   return new Intl.NumberFormat(tag(), { maximumFractionDigits: digits }).format(value);

@@ -1,10 +1,11 @@
-// The usage and quality view: questions per day, answered against "not found", the ratings, the
-// slowest answers, the knowledge gaps (documents to write), recent ratings, and the helpdesk's figures.
+// The usage and quality view: questions per day, answered against "not found", the ratings (a chart,
+// usage.js), the slowest answers, the knowledge gaps (documents to write), recent ratings, and the helpdesk's figures.
 import { api } from "./api.js";
 import { formatDay, formatNumber, formatPercent } from "./format.js";
 import { t } from "./i18n.js";
 import { el } from "./render.js";
 import { heading, table } from "./tables.js";
+import { usageFigure } from "./usage.js";
 
 const DAYS = 30;
 
@@ -61,15 +62,11 @@ export async function showQuality(panel) {
     tile(t("quality.positive"), formatPercent(report.positive_ratio), "q-positive"),
     tile(`${t("quality.up")} / ${t("quality.down")}`, `${formatNumber(report.thumbs_up)} / ${formatNumber(report.thumbs_down)}`, "q-ratings"),
   );
-  const days = report.days.filter((d) => d.questions || d.answered || d.not_found);
   panel.append(
     el("p", "muted", t("quality.days", { days: DAYS })), tiles,
     heading(t("quality.gaps")), gapList(report.gaps),
     ...(report.gaps_withheld ? [el("p", "muted", t("quality.gapsWithheld", { count: formatNumber(report.gaps_withheld) }))] : []),
-    heading(t("quality.perDay")),
-    table([t("quality.day"), t("quality.questions"), t("quality.answered"), t("quality.notFound"), t("quality.up"), t("quality.down")],
-      days.map((d) => [formatDay(d.day), formatNumber(d.questions), formatNumber(d.answered), formatNumber(d.not_found),
-        formatNumber(d.thumbs_up), formatNumber(d.thumbs_down)]), "days-table"),
+    heading(t("quality.perDay")), usageFigure(report),
     heading(t("quality.slowest")),
     table([t("quality.question"), t("quality.seconds")], report.slowest.map((s) => [s.withheld ? withheld() : s.question, formatNumber(s.seconds, 1)]), "slowest-table"),
     heading(t("quality.ratings")),

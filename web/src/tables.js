@@ -1,7 +1,10 @@
-// Small DOM builders the admin pages share: a table with a header row, and a button with a label.
+// Small DOM builders the admin pages share: a table with a header row (in a box that scrolls sideways
+// when the table is wider than the page), and a button with a label.
 import { el } from "./render.js";
 
-/** A table whose header cells are `headers` (texts) and whose body rows are `rows` (arrays of text or nodes). */
+/** A table whose header cells are `headers` (texts) and whose body rows are `rows` (arrays of text or nodes),
+ * `testid` its `data-testid`; returned in its scroll box (`.table-scroll`), so that a narrow page scrolls
+ * the table rather than break its headers' words. */
 export function table(headers, rows, testid) {
   const node = el("table", "grid");
   if (testid) node.setAttribute("data-testid", testid);
@@ -25,7 +28,9 @@ export function table(headers, rows, testid) {
     tbody.append(tr);
   }
   node.append(thead, tbody);
-  return node;
+  const box = el("div", "table-scroll");
+  box.append(node);
+  return box;
 }
 
 /** A plain button with `label` that calls `onClick`. */
