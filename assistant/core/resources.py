@@ -46,7 +46,7 @@ class Resources:
                     self.settings.embedding.model,
                     batch_size=self.settings.embedding.batch_size,
                     threads=self.settings.embedding.threads,
-                    cache_dir=self.settings.embedding.model_cache_dir or self.settings.storage.data_dir / "models",
+                    cache_dir=self.settings.model_cache_path,
                 )
             return self._embedder
 

@@ -1,0 +1,40 @@
+"""One model cache per installation (issue 41): a second data folder finds multilingual-e5-small already
+converted in the installation's `var/models` instead of converting it into a `models/` of its own."""
+
+from __future__ import annotations
+
+import logging
+
+from assistant.core.embedding import e5_onnx
+from assistant.core.resources import Resources
+from assistant.core.settings import INSTALLATION_MODEL_CACHE
+from tests.conftest import make_settings
+
+
+def test_a_second_data_folder_does_not_convert_the_model_again(tmp_path, caplog):
+    # model_cache_dir=None: the default, whatever ASSISTANT_MODEL_CACHE_DIR the session set.
+    first, second = (make_settings(tmp_path / name / "var", model_cache_dir=None) for name in ("a", "b"))
+    assert first.model_cache_path == second.model_cache_path == INSTALLATION_MODEL_CACHE
+    assert first.onnx_cache_dir == second.onnx_cache_dir == INSTALLATION_MODEL_CACHE / "onnx"
+
+    res = Resources.open(first)
+    try:
+        folder = res.embedder.path  # converted here only if this installation never did (make install does)
+    finally:
+        res.close()
+    assert folder == e5_onnx.cache_folder(INSTALLATION_MODEL_CACHE)
+    converted_at = (folder / e5_onnx.MODEL_FILE).stat().st_mtime_ns
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="assistant.core.embedding.e5"):
+        res = Resources.open(second)
+        try:
+            assert res.embedder.path == folder
+            assert res.embedder.embed_query("where is the model cache?").shape == (res.embedder.dim,)
+        finally:
+            res.close()
+    assert not [r.message for r in caplog.records if "converting" in r.getMessage()]
+    assert (folder / e5_onnx.MODEL_FILE).stat().st_mtime_ns == converted_at
+    for settings in (first, second):
+        assert not (settings.storage.data_dir / "models").exists()
+        assert settings.storage.data_dir not in INSTALLATION_MODEL_CACHE.parents
