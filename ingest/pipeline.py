@@ -34,6 +34,7 @@ from assistant.core.db.sources import (
 from assistant.core.errors import InvalidRequestError, not_utf8
 from assistant.core.index.payload import NAMESPACE, chunk_id, document_id
 from assistant.core.resources import Resources
+from assistant.core.settings import Settings
 from ingest.embedding_cache import EmbeddingCache
 from ingest.isolated_parse import IsolatedParser
 from ingest.pii_masking import stored_pii_kinds
@@ -48,22 +49,39 @@ DONE_STATES = {"done", "skipped"}
 IGNORE_FILE = ".assistantignore"
 
 
-def iter_files(root: Path) -> Iterable[Path]:
+def iter_files(root: Path, *, leave_out: Iterable[Path] = ()) -> Iterable[Path]:
     """Every regular file under `root`, sorted; hidden files and folders skipped, and those that the
     folder's `.assistantignore` names (gitignore syntax, read by `pathspec`; e.g. `screenshots/`,
     `*.tmp`, `!keep.tmp`). A file ignored after it was indexed leaves the index at the next sync, as a
     deleted file does.
 
+    Args:
+        root: the folder, resolved.
+        leave_out: folders never listed when they lie in `root`, whatever the ignore file says (the
+            product's own: `product_folders`).
+
     Raises:
         InvalidRequestError: `.assistantignore` is not UTF-8 text, or holds a line that is not a pattern.
     """
     ignored = _ignore_spec(root)
+    left_out = [rel for rel in (_relative(Path(f).resolve(), root) for f in leave_out) if rel is not None]
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts):
+        if any(part.startswith(".") for part in rel.parts) or any(rel.parts[: len(f.parts)] == f.parts for f in left_out):
             continue
         if path.is_file() and not path.is_symlink() and not (ignored and ignored.match_file(rel.as_posix())):
             yield path
+
+
+def _relative(folder: Path, root: Path) -> Path | None:
+    """`folder` relative to `root` when it is `root` or lies inside it, else None."""
+    return folder.relative_to(root) if folder == root or root in folder.parents else None
+
+
+def product_folders(settings: Settings) -> list[Path]:
+    """The folders no source may index: the data folder (its database, vector store segments, caches)
+    and the model cache. A source inside them (uploads, helpdesk resolutions) is not affected."""
+    return [settings.storage.data_dir.resolve(), settings.model_cache_path.resolve()]
 
 
 def _ignore_spec(root: Path) -> pathspec.GitIgnoreSpec | None:
@@ -157,7 +175,7 @@ class Ingestor:
             raise InvalidRequestError(f"ingest path {path} does not exist")
         if _printable(str(path)) != str(path):
             raise InvalidRequestError(f"ingest path {_printable(str(path))} is not valid UTF-8: rename it first")
-        files = list(iter_files(path)) if path.is_dir() else [path]
+        files = list(iter_files(path, leave_out=product_folders(self.res.settings))) if path.is_dir() else [path]
         root, source_uri, kind = self._source_of(path, acl)
         masked_before = stored_pii_kinds(self.res.db, source_uri)
         source_id, job_id, manifest = self._start_job(source_uri, kind, path, acl, job_id)
