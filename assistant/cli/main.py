@@ -62,13 +62,15 @@ def ingest(
 ) -> None:
     """Ingest PATH: parse, chunk, embed and index every file; unchanged files are skipped.
 
-    Shows a progress bar on a terminal. When `assistant serve` holds the embedded vector store, the
+    Shows a progress bar on a terminal, else a progress line on stderr every
+    ASSISTANT_INGEST_PROGRESS_INTERVAL_S (30 s). When `assistant serve` holds the embedded vector store, the
     work is handed to it and followed until it ends. Exit status: 0 when every file was ingested or
     skipped for a stated reason (needs_ocr, encrypted, unsupported, too_large, empty), 1 when at
     least one file failed, 2 when the run could not start.
     """
     from assistant.auth.acl_manifest import AclManifest
     from assistant.cli.ingest_progress import IngestProgress
+    from assistant.core.settings import get_settings
     from ingest.pipeline import Ingestor
 
     def print_row(row: dict) -> None:
@@ -77,7 +79,8 @@ def ingest(
 
     try:
         manifest = AclManifest.load(acl) if acl else None
-        with IngestProgress(console, as_json=as_json) as progress:
+        interval = get_settings().ingest.progress_interval_s
+        with IngestProgress(console, as_json=as_json, line_interval_s=interval) as progress:
             try:
                 with open_resources() as res:
                     ingestor = Ingestor(res)

@@ -4,6 +4,7 @@ refusals that name the setting."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -205,3 +206,19 @@ def test_a_reranker_folder_that_is_not_a_cross_encoder_is_a_config_error(cli_env
         assert result.returncode == 2 and "Traceback" not in stderr, stderr
         error = json.loads(stderr.strip().splitlines()[-1])["error"]
         assert error["code"] == "config_invalid" and error["message"].startswith("ASSISTANT_RERANKER_MODEL="), error
+
+
+FILES = [FILE, "departments/tech-ops/process/application_access_request.md", "departments/tech-ops/process/internal-security/computer-standards.md"]
+
+
+def test_ingest_into_a_pipe_prints_progress_lines(cli_env):
+    folder = copy_subset(HANDBOOK, cli_env / "docs", FILES)
+    # stdout and stderr are pipes: no bar, a line every ASSISTANT_INGEST_PROGRESS_INTERVAL_S instead.
+    result = _assistant(["ingest", str(folder)], ASSISTANT_INGEST_PROGRESS_INTERVAL_S="0.2")
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("ingest: ")]
+    assert len(lines) >= 2, stderr
+    counted = [line for line in lines if re.fullmatch(
+        r"ingest: \d/3 files, [\d,]+ chunks, [\d.]+ chunks/s, ETA (unknown|\d+m\d\ds|\d+s), elapsed (\d+m\d\ds|\d+s)", line)]
+    assert counted, lines
