@@ -11,10 +11,12 @@ When `assistant serve` holds the embedded vector store, the sync runs in the ser
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
@@ -106,6 +108,30 @@ class IngestProgress:
             print(json.dumps(line, ensure_ascii=False), file=sys.stderr, flush=True)
         else:
             self.bar.console.print(f"[yellow]waiting[/yellow] {escape(waiting_line(jobs))}", soft_wrap=True)
+
+
+@contextmanager
+def stop_on_signals(console: Console) -> Iterator[threading.Event]:
+    """An event set by the first SIGINT (Ctrl-C) or SIGTERM while the block runs, so that a sync stops at
+    the next file boundary (`Ingestor.sync(stop=...)`); a second signal stops at once (KeyboardInterrupt).
+    The previous handlers come back after the block. Off the main thread (no signals there): never set."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def on_signal(signum: int, _frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        console.print(f"{signal.Signals(signum).name}: stopping after the files in progress (again to stop at once)")
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def progress_line(totals: dict[str, Any], *, elapsed_s: float, since_s: float = 0.0) -> str:

@@ -222,3 +222,48 @@ def test_ingest_into_a_pipe_prints_progress_lines(cli_env):
     counted = [line for line in lines if re.fullmatch(
         r"ingest: \d/3 files, [\d,]+ chunks, [\d.]+ chunks/s, ETA (unknown|\d+m\d\ds|\d+s), elapsed (\d+m\d\ds|\d+s)", line)]
     assert counted, lines
+
+
+def test_sigint_stops_ingest_at_a_file_boundary_and_a_rerun_indexes_the_rest(cli_env):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from sqlalchemy import select
+
+    from assistant.core.db.models import Document, Job
+    from assistant.core.db.session import Database
+
+    names = sorted(str(p.relative_to(HANDBOOK)) for p in (HANDBOOK / "departments").rglob("*.md"))[:24]
+    folder = copy_subset(HANDBOOK, cli_env / "docs", names)
+    # Small embedding batches: each file is written (and printed) soon after it is parsed.
+    env = {**os.environ, "ASSISTANT_EMBEDDING_BATCH_CHUNKS": "4"}
+    command = [str(Path(sys.executable).parent / "assistant"), "ingest", str(folder), "--json"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = json.loads(proc.stdout.readline())  # one file is done: the run is under way
+    proc.send_signal(signal.SIGINT)
+    rest, stderr = proc.communicate(timeout=120)
+    rows = [first, *map(json.loads, rest.splitlines())]
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "interrupted after" in stderr, stderr
+    assert 1 <= len(rows) < len(names), rows
+    assert {r["status"] for r in rows} == {"done"}, rows
+
+    db = Database(f"sqlite:///{cli_env / 'var' / 'assistant.db'}")
+    with db.session() as session:
+        assert session.scalars(select(Job.status)).all() == ["interrupted"]
+        assert len(session.scalars(select(Document.id)).all()) == len(rows)
+
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    statuses = {r["source"]: r["status"] for r in map(json.loads, again.stdout.splitlines())}
+    assert set(statuses) == set(names)
+    assert {statuses[r["source"]] for r in rows} == {"skipped"}  # done before the signal: not redone
+    assert {s for n, s in statuses.items() if n not in {r["source"] for r in rows}} == {"done"}
+    with db.session() as session:
+        assert sorted(Path(p).name for p in session.scalars(select(Document.path)).all()) == sorted(Path(n).name for n in names)
+    last = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert {json.loads(line)["status"] for line in last.stdout.splitlines()} == {"skipped"}  # every chunk is there
+    db.dispose()
