@@ -26,6 +26,8 @@ class Resources:
     _embedder: Embedder | None = None
     _llm: LLM | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # Set when the process shuts down (SIGINT, SIGTERM): long work stops at its next boundary.
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, migrate: bool = True) -> Resources:

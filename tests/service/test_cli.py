@@ -267,3 +267,77 @@ def test_sigint_stops_ingest_at_a_file_boundary_and_a_rerun_indexes_the_rest(cli
     last = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert {json.loads(line)["status"] for line in last.stdout.splitlines()} == {"skipped"}  # every chunk is there
     db.dispose()
+
+
+def test_sigint_stops_a_sync_running_in_the_server_and_its_next_start_resumes_it(cli_env):
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import httpx
+    from sqlalchemy import select
+
+    from assistant.core.db.models import Document, Job, JobItem
+    from assistant.core.db.session import Database
+
+    names = sorted(str(p.relative_to(HANDBOOK)) for p in (HANDBOOK / "departments").rglob("*.md"))[:24]
+    folder = copy_subset(HANDBOOK, cli_env / "docs", names)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "ASSISTANT_EMBEDDING_BATCH_CHUNKS": "4", "ASSISTANT_PORT": str(port)}
+    bin_dir = Path(sys.executable).parent
+    db = Database(f"sqlite:///{cli_env / 'var' / 'assistant.db'}")
+
+    def serve() -> subprocess.Popen:
+        server = subprocess.Popen([str(bin_dir / "assistant"), "serve", "--port", str(port)], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=open(cli_env / "serve.log", "a"))
+        for _ in range(600):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    return server
+            except httpx.TransportError:
+                time.sleep(0.5)
+        server.kill()
+        raise AssertionError((cli_env / "serve.log").read_text())
+
+    def items(status: str) -> int:
+        with db.session() as session:
+            return len(session.scalars(select(JobItem.id).where(JobItem.status == status)).all())
+
+    server = serve()
+    try:  # the CLI hands the sync to the server, which holds the vector store
+        ingest = subprocess.Popen([str(bin_dir / "assistant"), "ingest", str(folder), "--json"], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 300
+        while items("done") < 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=120)
+    finally:
+        server.kill()
+    ingest.kill()
+    with db.session() as session:
+        job = session.scalars(select(Job)).one()
+        assert job.status == "interrupted", (job.status, job.reason, (cli_env / "serve.log").read_text()[-3000:])
+    assert 1 <= items("done") < len(names)
+
+    server = serve()  # its start resumes the interrupted job
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            with db.session() as session:
+                if session.scalars(select(Job.status)).one() == "done":
+                    break
+            time.sleep(0.5)
+        with db.session() as session:
+            assert session.scalars(select(Job.status)).one() == "done"
+            assert sorted(Path(p).name for p in session.scalars(select(Document.path)).all()) == sorted(Path(n).name for n in names)
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=120)
+    db.dispose()
