@@ -82,9 +82,9 @@ def ingest(
     try:
         manifest = AclManifest.load(acl) if acl else None
         interval = get_settings().ingest.progress_interval_s
-        with IngestProgress(console, as_json=as_json, line_interval_s=interval) as progress, stop_on_signals(console) as stop:
-            try:
-                with open_resources() as res:
+        with IngestProgress(console, as_json=as_json, line_interval_s=interval) as progress:
+            try:  # Ctrl-C stops a sync of this process at a file boundary; one followed in the server at once
+                with open_resources() as res, stop_on_signals(console) as stop:
                     ingestor = Ingestor(res)
                     try:
                         outcomes = ingestor.sync(
