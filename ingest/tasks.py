@@ -19,7 +19,7 @@ from assistant.core.errors import AssistantError
 from assistant.core.jobs import Schedule, get_celery, register_schedule
 from assistant.core.resources import Resources
 from assistant.core.settings import get_settings
-from ingest.pipeline import Ingestor
+from ingest.pipeline import Ingestor, SyncInterrupted
 
 log = logging.getLogger(__name__)
 SYNC_ALL_TASK = "ingest.sync_all"
@@ -72,7 +72,8 @@ def run_sync_job(res: Resources, job_id: int) -> dict:
     a job twice is harmless: chunk IDs are deterministic and finished files are skipped.
 
     Returns:
-        `{"job_id", "status"}` plus `files` (outcomes recorded) when it ran.
+        `{"job_id", "status"}` plus `files` (outcomes recorded) when it ran; status `interrupted` when
+        `res.stopping` was set meanwhile (the job stopped at a file boundary and resumes later).
 
     Raises:
         Whatever the run raised; the job row is marked failed with it first.
@@ -86,7 +87,10 @@ def run_sync_job(res: Resources, job_id: int) -> dict:
         params = claim.params
         try:
             manifest = AclManifest.from_dict(params["acl"]) if params.get("acl") else None
-            outcomes = ingestor_for(res).sync(Path(params["path"]), acl=manifest, job_id=job_id)
+            outcomes = ingestor_for(res).sync(Path(params["path"]), acl=manifest, job_id=job_id, stop=res.stopping)
+        except SyncInterrupted as exc:  # the process is shutting down; the job resumes at its next start
+            log.warning("%s: the process is shutting down", exc)
+            return {"job_id": job_id, "status": "interrupted", "files": len(exc.outcomes)}
         except AssistantError as exc:  # e.g. the folder is gone: the row must say so, not stay queued
             fail_job(res.db, job_id, exc.message, keep_reason=True)
             raise

@@ -92,6 +92,11 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
             yield
         finally:
             if own:
+                # A sync running in-process stops at its next file boundary (its job resumes at the next
+                # start) rather than holding the shutdown until it ends; other tasks get as long.
+                res.stopping.set()
+                app.state.dispatcher.stop()
+                app.state.dispatcher.join(timeout_s=settings.ingest.parse_timeout_s)
                 res.close()
                 resources_mod.set_current(None)
 

@@ -2,6 +2,8 @@
 
 On a terminal: a Rich progress bar (files done of the total, chunks written, chunks per second, time
 left). With `--json`: one JSON line per progress change on stderr (stdout keeps one line per file).
+Otherwise (a log file, systemd, CI): one plain line on stderr every `ingest_progress_interval_s`, even
+while one long file is being worked on.
 When `assistant serve` holds the embedded vector store, the sync runs in the server instead
 (`/api/local/ingest`) and this command follows the job's live totals.
 """
@@ -9,9 +11,12 @@ When `assistant serve` holds the embedded vector store, the sync runs in the ser
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
@@ -32,10 +37,19 @@ class IngestProgress:
     Args:
         console: where the bar is drawn (stderr).
         as_json: write progress as JSON lines instead of a bar.
+        line_interval_s: when `console` is not a terminal and not `as_json`, seconds between two
+            progress lines (`progress_line`) on stderr.
     """
 
-    def __init__(self, console: Console, *, as_json: bool):
+    def __init__(self, console: Console, *, as_json: bool, line_interval_s: float = 30.0):
         self.as_json = as_json
+        self.line_interval_s = line_interval_s
+        self._lines = not as_json and not console.is_terminal
+        self._totals: dict[str, Any] = {}
+        self._totals_at = time.monotonic()
+        self._started = time.monotonic()
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, name="assistant-ingest-progress", daemon=True)
         self.bar = Progress(
             TextColumn("[bold]ingest[/bold]"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
             TextColumn("{task.fields[chunks]:,} chunks"), TextColumn("{task.fields[rate]:.1f} chunks/s"),
@@ -47,10 +61,20 @@ class IngestProgress:
 
     def __enter__(self) -> IngestProgress:
         self.bar.__enter__()
+        if self._lines:
+            self._ticker.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._ticker.is_alive():
+            self._stop.set()
+            self._ticker.join()
         self.bar.__exit__(*exc)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.line_interval_s):
+            totals, since = dict(self._totals), time.monotonic() - self._totals_at
+            print(progress_line(totals, elapsed_s=time.monotonic() - self._started, since_s=since), file=sys.stderr, flush=True)
 
     def update(self, totals: dict[str, Any], *, current: str = "") -> None:
         """Show the running counts of the job (`ingest.progress.LiveTotals.snapshot` keys).
@@ -59,6 +83,7 @@ class IngestProgress:
             totals: `files_total`, `files_done`, `chunks`, `rate_chunks_s`, `eta_s`, ...
             current: the file just finished, if known.
         """
+        self._totals, self._totals_at = totals, time.monotonic()
         total = totals.get("files_total") or None
         self.bar.update(
             self.task, total=total, completed=totals.get("files_done", 0), chunks=int(totals.get("chunks", 0)),
@@ -83,6 +108,51 @@ class IngestProgress:
             print(json.dumps(line, ensure_ascii=False), file=sys.stderr, flush=True)
         else:
             self.bar.console.print(f"[yellow]waiting[/yellow] {escape(waiting_line(jobs))}", soft_wrap=True)
+
+
+@contextmanager
+def stop_on_signals(console: Console) -> Iterator[threading.Event]:
+    """An event set by the first SIGINT (Ctrl-C) or SIGTERM while the block runs, so that a sync stops at
+    the next file boundary (`Ingestor.sync(stop=...)`); a second signal stops at once (KeyboardInterrupt).
+    The previous handlers come back after the block. Off the main thread (no signals there): never set."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def on_signal(signum: int, _frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        console.print(f"{signal.Signals(signum).name}: stopping after the files in progress (again to stop at once)")
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def progress_line(totals: dict[str, Any], *, elapsed_s: float, since_s: float = 0.0) -> str:
+    """One line of progress for a log: `ingest: 12/40 files, 3,456 chunks, 41.2 chunks/s, ETA 2m05s,
+    elapsed 1m20s`.
+
+    Args:
+        totals: the latest `LiveTotals.snapshot` (empty before the files are counted).
+        elapsed_s: seconds since the command started.
+        since_s: seconds since `totals` was taken (the ETA shrinks by them).
+    """
+    def clock(seconds: float) -> str:
+        minutes, secs = divmod(int(round(seconds)), 60)
+        return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+    if not totals.get("files_total"):
+        return f"ingest: listing files, elapsed {clock(elapsed_s)}"
+    eta = totals.get("eta_s")
+    return (f"ingest: {totals.get('files_done', 0)}/{totals['files_total']} files, {int(totals.get('chunks', 0)):,} chunks, "
+            f"{float(totals.get('rate_chunks_s') or 0.0):.1f} chunks/s, "
+            f"ETA {'unknown' if eta is None else clock(max(0.0, eta - since_s))}, elapsed {clock(elapsed_s)}")
 
 
 def waiting_line(jobs: list[dict[str, Any]]) -> str:

@@ -62,30 +62,38 @@ def ingest(
 ) -> None:
     """Ingest PATH: parse, chunk, embed and index every file; unchanged files are skipped.
 
-    Shows a progress bar on a terminal. When `assistant serve` holds the embedded vector store, the
+    Shows a progress bar on a terminal, else a progress line on stderr every
+    ASSISTANT_INGEST_PROGRESS_INTERVAL_S (30 s). When `assistant serve` holds the embedded vector store, the
     work is handed to it and followed until it ends. Exit status: 0 when every file was ingested or
     skipped for a stated reason (needs_ocr, encrypted, unsupported, too_large, empty), 1 when at
-    least one file failed, 2 when the run could not start.
+    least one file failed, 2 when the run could not start, 130 when SIGINT or SIGTERM stopped it at a
+    file boundary (the files done are kept; the same command indexes the rest).
     """
     from assistant.auth.acl_manifest import AclManifest
-    from assistant.cli.ingest_progress import IngestProgress
-    from ingest.pipeline import Ingestor
+    from assistant.cli.ingest_progress import IngestProgress, stop_on_signals
+    from assistant.core.settings import get_settings
+    from ingest.pipeline import Ingestor, SyncInterrupted
 
     def print_row(row: dict) -> None:
         if as_json:
             print(json.dumps({k: row[k] for k in ("source", "status", "reason", "chunks")}, ensure_ascii=False), flush=True)
 
+    interrupted = None
     try:
         manifest = AclManifest.load(acl) if acl else None
-        with IngestProgress(console, as_json=as_json) as progress:
-            try:
-                with open_resources() as res:
+        interval = get_settings().ingest.progress_interval_s
+        with IngestProgress(console, as_json=as_json, line_interval_s=interval) as progress:
+            try:  # Ctrl-C stops a sync of this process at a file boundary; one followed in the server at once
+                with open_resources() as res, stop_on_signals(console) as stop:
                     ingestor = Ingestor(res)
                     try:
                         outcomes = ingestor.sync(
-                            path, acl=manifest, on_file=lambda o: print_row(o.to_dict()), on_progress=progress.update
+                            path, acl=manifest, on_file=lambda o: print_row(o.to_dict()), on_progress=progress.update,
+                            stop=stop,
                         )
                         audit_source_change(res.db, "ingest", path, manifest.to_dict() if manifest else None)
+                    except SyncInterrupted as exc:  # the files done are kept; the next run skips them
+                        outcomes, interrupted = exc.outcomes, exc
                     finally:
                         ingestor.close()
             except AssistantError as exc:
@@ -124,6 +132,9 @@ def ingest(
                 meant = manifest.rooted(pattern, sources)
                 if meant:
                     err.print(f"  did you mean {escape(meant[0])!r}? it matches {meant[1]} file(s)", soft_wrap=True)
+    if interrupted is not None:
+        console.print(f"{interrupted}: run the same command again to index the rest", soft_wrap=True)
+        raise typer.Exit(code=130)  # the shell's status of a command stopped by SIGINT
     if counts.get("failed"):
         raise typer.Exit(code=1)  # scripts and CI notice; the other files were ingested all the same
 

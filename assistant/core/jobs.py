@@ -243,7 +243,7 @@ class JobDispatcher:
                     due[schedule] = time.monotonic() + schedule.seconds_to_next(self.settings, datetime.now(UTC))
 
     def resume_unfinished(self, db: Database) -> list[int]:
-        """Resubmit every job left `running` (in-process: or `queued`) whose lease nobody holds, and,
+        """Resubmit every job left `running` or `interrupted` (in-process: or `queued`) whose lease nobody holds, and,
         in-process, the work of each `register_restart` (webhook deliveries still pending).
 
         A job that has already run `job_max_attempts` times is marked failed instead, with the reason.
@@ -252,7 +252,7 @@ class JobDispatcher:
             The IDs of the resubmitted jobs.
         """
         # A queued Celery job still has its message in the broker; in-process, the queue died with us.
-        states = ("queued", "running") if self._worker is not None else ("running",)
+        states = ("queued", "running", "interrupted") if self._worker is not None else ("running", "interrupted")
         candidates = unfinished_job_ids(db, states, tuple(JOB_TASKS))
         resumed: list[tuple[int, str]] = []
         for job_id in candidates:

@@ -26,6 +26,8 @@ class Resources:
     _embedder: Embedder | None = None
     _llm: LLM | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # Set when the process shuts down (SIGINT, SIGTERM): long work stops at its next boundary.
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, migrate: bool = True) -> Resources:
@@ -46,7 +48,7 @@ class Resources:
                     self.settings.embedding.model,
                     batch_size=self.settings.embedding.batch_size,
                     threads=self.settings.embedding.threads,
-                    cache_dir=self.settings.embedding.model_cache_dir or self.settings.storage.data_dir / "models",
+                    cache_dir=self.settings.model_cache_path,
                 )
             return self._embedder
 

@@ -172,7 +172,7 @@ def check_llm(settings: Settings) -> Check:
             path = Path(settings.llm.model_path)
         else:
             model = builtin_model(settings.llm.model)
-            folder = gguf_dir(settings.embedding.model_cache_dir, settings.storage.data_dir) if model.parts else package_dir(model.packages[0])
+            folder = gguf_dir(settings.model_cache_path) if model.parts else package_dir(model.packages[0])
             path = folder / model.file_name
         if not path.is_file():
             return Check("chat model", False, f"{path} is missing",
@@ -186,7 +186,7 @@ def check_embedding_model(settings: Settings) -> Check:
     """The embedding model's files are on disk (nothing is downloaded or converted here)."""
     def files() -> Check:
         if settings.embedding.model == BUILTIN_E5:
-            folder = e5_onnx.cache_folder(settings.embedding.model_cache_dir or settings.storage.data_dir / "models")
+            folder = e5_onnx.cache_folder(settings.model_cache_path)
             if not (folder / e5_onnx.MODEL_FILE).is_file():
                 return Check("embedding model", False, f"the converted multilingual-e5-small is not in {folder}",
                              "`python -m assistant.core.embedding.e5` converts it (make install runs it), or set "

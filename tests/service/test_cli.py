@@ -4,6 +4,7 @@ refusals that name the setting."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -205,3 +206,138 @@ def test_a_reranker_folder_that_is_not_a_cross_encoder_is_a_config_error(cli_env
         assert result.returncode == 2 and "Traceback" not in stderr, stderr
         error = json.loads(stderr.strip().splitlines()[-1])["error"]
         assert error["code"] == "config_invalid" and error["message"].startswith("ASSISTANT_RERANKER_MODEL="), error
+
+
+FILES = [FILE, "departments/tech-ops/process/application_access_request.md", "departments/tech-ops/process/internal-security/computer-standards.md"]
+
+
+def test_ingest_into_a_pipe_prints_progress_lines(cli_env):
+    folder = copy_subset(HANDBOOK, cli_env / "docs", FILES)
+    # stdout and stderr are pipes: no bar, a line every ASSISTANT_INGEST_PROGRESS_INTERVAL_S instead.
+    result = _assistant(["ingest", str(folder)], ASSISTANT_INGEST_PROGRESS_INTERVAL_S="0.2")
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("ingest: ")]
+    assert len(lines) >= 2, stderr
+    counted = [line for line in lines if re.fullmatch(
+        r"ingest: \d/3 files, [\d,]+ chunks, [\d.]+ chunks/s, ETA (unknown|\d+m\d\ds|\d+s), elapsed (\d+m\d\ds|\d+s)", line)]
+    assert counted, lines
+
+
+def test_sigint_stops_ingest_at_a_file_boundary_and_a_rerun_indexes_the_rest(cli_env):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from sqlalchemy import select
+
+    from assistant.core.db.models import Document, Job
+    from assistant.core.db.session import Database
+
+    names = sorted(str(p.relative_to(HANDBOOK)) for p in (HANDBOOK / "departments").rglob("*.md"))[:24]
+    folder = copy_subset(HANDBOOK, cli_env / "docs", names)
+    # Small embedding batches: each file is written (and printed) soon after it is parsed.
+    env = {**os.environ, "ASSISTANT_EMBEDDING_BATCH_CHUNKS": "4"}
+    command = [str(Path(sys.executable).parent / "assistant"), "ingest", str(folder), "--json"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = json.loads(proc.stdout.readline())  # one file is done: the run is under way
+    proc.send_signal(signal.SIGINT)
+    rest, stderr = proc.communicate(timeout=120)
+    rows = [first, *map(json.loads, rest.splitlines())]
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "interrupted after" in stderr, stderr
+    assert 1 <= len(rows) < len(names), rows
+    assert {r["status"] for r in rows} == {"done"}, rows
+
+    db = Database(f"sqlite:///{cli_env / 'var' / 'assistant.db'}")
+    with db.session() as session:
+        assert session.scalars(select(Job.status)).all() == ["interrupted"]
+        assert len(session.scalars(select(Document.id)).all()) == len(rows)
+
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    statuses = {r["source"]: r["status"] for r in map(json.loads, again.stdout.splitlines())}
+    assert set(statuses) == set(names)
+    assert {statuses[r["source"]] for r in rows} == {"skipped"}  # done before the signal: not redone
+    assert {s for n, s in statuses.items() if n not in {r["source"] for r in rows}} == {"done"}
+    with db.session() as session:
+        assert sorted(Path(p).name for p in session.scalars(select(Document.path)).all()) == sorted(Path(n).name for n in names)
+    last = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert {json.loads(line)["status"] for line in last.stdout.splitlines()} == {"skipped"}  # every chunk is there
+    db.dispose()
+
+
+def test_sigint_stops_a_sync_running_in_the_server_and_its_next_start_resumes_it(cli_env):
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import httpx
+    from sqlalchemy import select
+
+    from assistant.core.db.models import Document, Job, JobItem
+    from assistant.core.db.session import Database
+
+    names = sorted(str(p.relative_to(HANDBOOK)) for p in (HANDBOOK / "departments").rglob("*.md"))[:24]
+    folder = copy_subset(HANDBOOK, cli_env / "docs", names)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "ASSISTANT_EMBEDDING_BATCH_CHUNKS": "4", "ASSISTANT_PORT": str(port)}
+    bin_dir = Path(sys.executable).parent
+    db = Database(f"sqlite:///{cli_env / 'var' / 'assistant.db'}")
+
+    def serve() -> subprocess.Popen:
+        server = subprocess.Popen([str(bin_dir / "assistant"), "serve", "--port", str(port)], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=open(cli_env / "serve.log", "a"))
+        for _ in range(600):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    return server
+            except httpx.TransportError:
+                time.sleep(0.5)
+        server.kill()
+        raise AssertionError((cli_env / "serve.log").read_text())
+
+    def items(status: str) -> int:
+        with db.session() as session:
+            return len(session.scalars(select(JobItem.id).where(JobItem.status == status)).all())
+
+    server = serve()
+    try:  # the CLI hands the sync to the server, which holds the vector store
+        ingest = subprocess.Popen([str(bin_dir / "assistant"), "ingest", str(folder), "--json"], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 300
+        while items("done") < 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=120)
+    finally:
+        server.kill()
+    ingest.kill()
+    with db.session() as session:
+        job = session.scalars(select(Job)).one()
+        assert job.status == "interrupted", (job.status, job.reason, (cli_env / "serve.log").read_text()[-3000:])
+    assert 1 <= items("done") < len(names)
+
+    server = serve()  # its start resumes the interrupted job
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            with db.session() as session:
+                if session.scalars(select(Job.status)).one() == "done":
+                    break
+            time.sleep(0.5)
+        with db.session() as session:
+            assert session.scalars(select(Job.status)).one() == "done"
+            assert sorted(Path(p).name for p in session.scalars(select(Document.path)).all()) == sorted(Path(n).name for n in names)
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=120)
+    db.dispose()

@@ -236,6 +236,23 @@ def test_a_file_name_that_is_not_utf8_is_ingested_under_an_escaped_name(tmp_path
             assert session.scalars(select(Job.status)).all() == ["done", "done"]
 
 
+def test_a_folder_holding_the_data_folder_and_the_model_cache_indexes_neither(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "cafeteria.md").write_text("# Cafeteria\n\nThe cafeteria opens at eight.\n")
+    cache = tmp_path / "model-cache"
+    cache.mkdir()
+    (cache / "notes.md").write_text("# Converted models\n\nThe converted models are kept here.\n")
+    # The ignore file cannot bring them back.
+    (tmp_path / ".assistantignore").write_text("!var/\n!var/**\n!model-cache/**\n")
+    with ingesting(tmp_path, model_cache_dir=cache) as (res, ingestor):
+        (res.settings.storage.data_dir / "notes.md").write_text("# Data folder\n\nThe database lives here.\n")
+        assert (res.settings.storage.data_dir / "assistant.db").is_file()
+        outcomes = ingestor.sync(tmp_path)
+        assert {o.source: o.status for o in outcomes} == {"docs/cafeteria.md": "done"}
+        with res.db.session() as session:
+            assert [Path(p).name for p in session.scalars(select(Document.path)).all()] == ["cafeteria.md"]
+
+
 def test_periodic_sync_of_every_source_makes_one_job_per_source(synced):
     folder, res, ingestor, first = synced
     resources_mod.set_current(res)  # the task functions use the process's resources

@@ -155,6 +155,14 @@ def fail_job(db: Database, job_id: int, reason: str, *, keep_reason: bool = Fals
         job.status, job.finished_at, job.reason = "failed", utcnow(), reason
 
 
+def interrupt_job(db: Database, job_id: int, reason: str, *, totals: dict[str, Any]) -> None:
+    """Mark job `job_id` interrupted now (stopped at a file boundary by a signal) with `reason` and its
+    `totals` so far: `resume_unfinished` runs it again, as does a new sync of its source."""
+    with db.session() as session:
+        job = session.get_one(Job, job_id)
+        job.status, job.finished_at, job.reason, job.totals = "interrupted", utcnow(), reason, totals
+
+
 def start_sync_job(db: Database, job_id: int | None, *, source_id: int, path: str) -> int:
     """Mark sync job `job_id` (a new one for `path` when None) running for source `source_id`,
     counting the attempt; returns its ID."""
@@ -252,7 +260,7 @@ def requeue_job(db: Database, job_id: int, *, max_attempts: int) -> str | None:
     """
     with db.session() as session:
         job = session.get(Job, job_id)
-        if job is None or job.status not in ("queued", "running"):
+        if job is None or job.status not in ("queued", "running", "interrupted"):
             return None
         now = utcnow().isoformat()
         if job.attempts >= max_attempts:

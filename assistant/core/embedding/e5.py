@@ -24,9 +24,8 @@ MAX_BATCH_TOKENS = 8192
 
 
 def default_cache_dir() -> Path:
-    """The settings' `model_cache_dir`, else `data_dir/models` (`ASSISTANT_MODEL_CACHE_DIR`, `ASSISTANT_DATA_DIR`)."""
-    settings = get_settings()
-    return settings.embedding.model_cache_dir or settings.storage.data_dir / "models"
+    """The settings' model cache (`ASSISTANT_MODEL_CACHE_DIR`, else the installation's `var/models`)."""
+    return get_settings().model_cache_path
 
 
 def ensure_model(cache_dir: Path | None = None) -> Path:

@@ -66,7 +66,7 @@ class Embedder:
         query_prefix / passage_prefix: instruction prefixes some sentence-transformers models need
             (e5: "query: ", "passage: "); the e5 backends add their own.
         cache_dir: folder of converted models (`E5OnnxEmbedder`; default: the settings'
-            `model_cache_dir`, else `data_dir/models`).
+            `model_cache_path`).
 
     Raises:
         ConfigError: the model is neither built in nor a local folder.

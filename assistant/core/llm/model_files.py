@@ -130,9 +130,9 @@ def part_paths(model: BuiltinModel) -> list[Path]:
     return paths
 
 
-def gguf_dir(model_cache_dir: Path | None, data_dir: Path) -> Path:
-    """Folder of assembled GGUF files: `<model_cache_dir or data_dir/models>/gguf`."""
-    return (model_cache_dir or data_dir / "models") / "gguf"
+def gguf_dir(model_cache: Path) -> Path:
+    """Folder of assembled GGUF files in the model cache (`Settings.model_cache_path`): `<model_cache>/gguf`."""
+    return model_cache / "gguf"
 
 
 def file_digest(path: Path) -> tuple[int, str]:
@@ -245,7 +245,7 @@ def configured_gguf_path(settings: Settings) -> Path:
     `llm_model_path` if set, else the built-in `llm_model` (assembled on first use)."""
     if settings.llm.model_path:
         return Path(settings.llm.model_path)
-    return builtin_gguf_path(settings.llm.model, gguf_dir(settings.embedding.model_cache_dir, settings.storage.data_dir))
+    return builtin_gguf_path(settings.llm.model, gguf_dir(settings.model_cache_path))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = get_settings()
     names = list(BUILTIN_MODELS) if args.all else (args.model or [settings.llm.model])
-    target_dir = gguf_dir(settings.embedding.model_cache_dir, settings.storage.data_dir)
+    target_dir = gguf_dir(settings.model_cache_path)
     try:
         settings.ensure_dirs()  # the data folder is private (0700) whoever creates it first
         for name in names:

@@ -54,6 +54,9 @@ from assistant.core.settings.kernel import (
 __all__ = ["ENV_FIELDS", "PLACEHOLDER_SECRETS", "Settings", "describe_invalid_settings", "env_name", "get_settings"]
 
 # Values that stand for a secret not chosen yet (compared trimmed and lower-cased): refused in production.
+# The installation (the checkout holding this package and its .venv) keeps one model cache for all its
+# data folders: converting multilingual-e5-small again for each of them cost 20-70 s (issue 41).
+INSTALLATION_MODEL_CACHE = Path(__file__).resolve().parents[3] / "var" / "models"
 PLACEHOLDER_SECRETS = frozenset({"", "empty", "none", "null", "changeme", "change-me", "change_me", "secret", "password"})
 
 
@@ -199,11 +202,17 @@ class Settings(BaseSettings):
         return self.storage.data_dir / "qdrant-edge"
 
     @property
+    def model_cache_path(self) -> Path:
+        """Folder of converted and exported models: `embedding.model_cache_dir`, else the installation's
+        `var/models` (next to its `.venv`, where `make install` converts them), one for every data folder."""
+        return self.embedding.model_cache_dir or INSTALLATION_MODEL_CACHE
+
+    @property
     def onnx_cache_dir(self) -> Path | None:
         """Folder of exported question-embedding graphs, or None when `embedding.query_runtime` is torch."""
         if self.embedding.query_runtime != "onnx":
             return None
-        return (self.embedding.model_cache_dir or self.storage.data_dir / "models") / "onnx"
+        return self.model_cache_path / "onnx"
 
     @property
     def threads(self) -> int:

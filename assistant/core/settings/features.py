@@ -44,6 +44,10 @@ class IngestSettings(Section):
         "and written a part at a time, so memory stays bounded whatever its length",
     )
     embedding_batch_chunks: int = Field(default=512, ge=1, description="chunks gathered across files before one embedding call")
+    progress_interval_s: float = Field(
+        default=30.0, gt=0, validation_alias="ingest_progress_interval_s",
+        description="`assistant ingest` with output not a terminal (a log, systemd, CI): seconds between two progress lines",
+    )
     optimize_min_points: int = Field(
         default=1000, ge=1,
         description="a sync that writes at least this many points optimises the Qdrant Edge collection after it",

@@ -54,7 +54,8 @@ class EmbeddingSettings(Section, flat_prefix="embedding_"):
     )
     model_cache_dir: Path | None = Field(
         default=None, validation_alias="model_cache_dir",
-        description="exported model graphs (ONNX); default: data_dir/models (safe to share)",
+        description="converted and exported models (int8 e5, ONNX graphs, assembled GGUFs); default: the "
+        "installation's var/models, shared by every data folder (entries are keyed by versions)",
     )
 
 

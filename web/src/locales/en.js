@@ -97,6 +97,7 @@ export default {
   "status.running": "Indexing…",
   "status.done": "Searchable",
   "status.failed": "Failed",
+  "status.interrupted": "Interrupted: resumes at the next start or sync",
   "status.encrypted": "Encrypted: remove the password and upload it again",
   "status.needs_ocr": "Scanned without text: it needs OCR",
   "status.unsupported": "Unsupported file type",

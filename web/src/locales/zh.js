@@ -97,6 +97,7 @@ export default {
   "status.running": "正在索引…",
   "status.done": "可搜索",
   "status.failed": "失败",
+  "status.interrupted": "已中断：下次启动或同步时继续",
   "status.encrypted": "文件已加密：请去掉密码后重新上传",
   "status.needs_ocr": "扫描件没有文字：需要文字识别（OCR）",
   "status.unsupported": "不支持的文件类型",
