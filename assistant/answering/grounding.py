@@ -25,6 +25,7 @@ invents facts when its sources hold none. So:
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import re
 import unicodedata
@@ -395,6 +396,7 @@ class Grounder:
         self._sentences = [p.sentences for p in pages]
         self._sentence_terms = [p.sentence_terms for p in pages]
         self._echo_terms = _ECHO_TERMS
+        self._windows: list[tuple[int, tuple[float, int], int, list[str]]] | None = None
 
     def lexical(self, terms: set[str], n: int) -> float:
         """Share of `terms` found in source `n` (1-based), in [0, 1]."""
@@ -542,8 +544,21 @@ class Grounder:
         of them and `min_terms`: up to `limit` `(source number, sentences)`, one per source, best first
         (most of the question's terms, then the shorter). A window of headings and table headers only
         (`states_nothing`) is never one."""
-        wanted = self._topic_terms
         best: dict[int, tuple[tuple[float, int], list[str]]] = {}
+        for n, score, found, window in self._scored_windows():
+            if found >= min_terms and score[0] >= min_share and (n not in best or score > best[n][0]):
+                best[n] = (score, window)
+        ranked = sorted(best.items(), key=lambda item: (item[1][0], -item[0]), reverse=True)
+        return [(n, window) for n, (_, window) in ranked[:limit]]
+
+    def _scored_windows(self) -> list[tuple[int, tuple[float, int], int, list[str]]]:
+        """Every quotable window of the sources, in order, as `(source number, (share of the question's
+        terms, -characters), terms found, sentences)`: computed once per Grounder (`quote` and then
+        `judged_quote` ask for them with different thresholds)."""
+        if self._windows is not None:
+            return self._windows
+        wanted = self._topic_terms
+        out: list[tuple[int, tuple[float, int], int, list[str]]] = []
         for n, page in enumerate(self._sentences, start=1):
             empty = [states_nothing(page, i) for i in range(len(page))]
             for i in range(len(page)):
@@ -557,10 +572,9 @@ class Grounder:
                     own = set(sparse.terms(text))
                     found |= {t for t in scope - found if len(t) >= 5 and not _CJK_RUN.search(t) and any(w.startswith(t) for w in own)}
                     score = (len(found) / len(scope) if scope else 0.0, -len(text))
-                    if len(found) >= min_terms and score[0] >= min_share and (n not in best or score > best[n][0]):
-                        best[n] = (score, list(window))
-        ranked = sorted(best.items(), key=lambda item: (item[1][0], -item[0]), reverse=True)
-        return [(n, window) for n, (_, window) in ranked[:limit]]
+                    out.append((n, score, len(found), list(window)))
+        self._windows = out
+        return out
 
     def quoted(self, n: int, window: Sequence[str]) -> str:
         """The extractive answer of `window` (sentences of source `n`): a short lead (`QUOTE_LEAD`), the
@@ -584,6 +598,7 @@ class Grounder:
         Raises:
             UpstreamUnavailableError: the judge's model server cannot be reached.
         """
+        await asyncio.to_thread(self._scored_windows)  # the scan of every window, off the event loop
         lexical = self.quote()
         if lexical is not None or self.judge is None or not self.question:
             return lexical
