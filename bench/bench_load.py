@@ -7,11 +7,22 @@ back until `--duration-s`; each chat is authenticated by one of `--keys` API key
 different groups), so retrieval, ACL filtering, audit rows and admission all run as in production.
 The answer cache is off: every chat retrieves and generates.
 
-Reported per level: the time to first token the service adds (client TTFT minus the stand-in's
-configured TTFT; p50/p95/p99), errors, chats, mean and peak CPU of the app process (percent of one
-core), its peak RSS, and the stand-in's own first-token lateness (its share of "added").
+The stand-in answers with its prompt's own source sentences (supported, so grounding accepts them as a
+good model's answers, and no two alike), whole sentences up to the answer length it is told.
+
+First the cost of a chat: the same `--cost-chats` chats (same keys, same questions, same order) run twice
+in the same app process at `--cost-streams` concurrent streams, once with `--short-tokens` answers and
+once with `--tokens` answers; the app process's CPU seconds (user + system) against the tokens relayed
+to the client give the app's CPU per relayed token (the slope between the two runs) and per chat (the
+intercept: the short run's CPU less its tokens' share, per chat), and from them chats per second of one
+app core at `--tokens` answers.
+
+Then per level: the time to first token the service adds (client TTFT minus the stand-in's configured
+TTFT; p50/p95/p99), errors, chats, mean and peak CPU of the app process (percent of one core), its peak
+RSS, and the stand-in's own first-token lateness (its share of "added").
 
 Usage: .venv/bin/python bench/bench_load.py [--streams 50,200,500] [--duration-s 90] [--ramp-s 60] [--chunk-tokens 1]
+           [--cost-chats 200] [--cost-streams 20] [--short-tokens 30]
 """
 
 from __future__ import annotations
@@ -95,6 +106,7 @@ class Level:
 
     streams: int
     ttft_s: list[float] = field(default_factory=list)
+    tokens: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     chats: int = 0
     cpu: list[float] = field(default_factory=list)
@@ -123,10 +135,13 @@ async def one_chat(port: int, key: str, question: str, level: Level, ttft_cfg_s:
         await writer.drain()
         buffer = b""
         first = None
+        tail = b""  # shorter than the marker, so that a marker split across reads counts once
         while True:
             data = await asyncio.wait_for(reader.read(65536), timeout=120)
             if not data:
                 break
+            level.tokens += (tail + data).count(b"event: token")
+            tail = (tail + data)[-11:]
             buffer = buffer[-64:] + data if first is not None else buffer + data
             if first is None:
                 if not buffer.startswith(b"HTTP/1.1 200"):
@@ -171,6 +186,89 @@ async def run_level(port: int, keys: list[str], level: Level, args, app_pid: int
     await asyncio.gather(sample(), *(user(i) for i in range(level.streams)))
 
 
+@dataclass
+class Cost:
+    """One run of the fixed chat list: answer length asked, CPU seconds of the app, what the client got."""
+
+    answer_tokens: int
+    cpu_s: float
+    level: Level
+    rss_peak: int
+    relayed: int  # tokens the stand-in streamed to the app
+
+
+async def run_chats(port: int, chats: list[tuple[str, str]], streams: int, level: Level, ttft_cfg_s: float) -> None:
+    """`chats` (key, question) in order, `streams` at a time."""
+    queue = list(reversed(chats))
+
+    async def worker() -> None:
+        while queue:
+            key, question = queue.pop()
+            await one_chat(port, key, question, level, ttft_cfg_s)
+
+    await asyncio.gather(*(worker() for _ in range(streams)))
+
+
+def measure_cost(app_port: int, llm_port: int, keys: list[str], args, app_pid: int) -> list[Cost]:
+    """The same chats with short then long answers; the app's CPU seconds and peak RSS of each run."""
+    import httpx
+
+    rng = random.Random(38)
+    chats = [(keys[rng.randrange(len(keys))], rng.choice(QUESTIONS)) for _ in range(args.cost_chats)]
+    app = psutil.Process(app_pid)
+    out = []
+    for tokens in (args.short_tokens, args.tokens):
+        def control() -> int:
+            reply = httpx.post(f"http://127.0.0.1:{llm_port}/v1/control", json={"tokens": tokens}, timeout=5)
+            return reply.raise_for_status().json()["streamed_tokens"]
+
+        streamed = control()
+        level = Level(args.cost_streams)
+        rss = [app.memory_info().rss]
+
+        async def run() -> None:
+            async def sample() -> None:
+                while not done.is_set():
+                    await asyncio.sleep(0.5)
+                    rss.append(app.memory_info().rss)
+
+            done = asyncio.Event()
+            sampler = asyncio.create_task(sample())
+            await run_chats(app_port, chats, args.cost_streams, level, args.ttft_ms / 1000)
+            done.set()
+            await sampler
+
+        before = app.cpu_times()
+        asyncio.run(run())
+        after = app.cpu_times()
+        cpu_s = (after.user - before.user) + (after.system - before.system)
+        out.append(Cost(tokens, cpu_s, level, max(rss), control() - streamed))
+        print(f"cost run, {tokens}-token answers: {level.chats} chats, {out[-1].relayed} tokens relayed "
+              f"({level.tokens} token events), "
+              f"{sum(level.errors.values())} errors, app CPU {cpu_s:.2f} s", flush=True)
+    return out
+
+
+def report_cost(costs: list[Cost]) -> None:
+    """Print the per-chat and per-token costs and the two runs they come from."""
+    short, long = costs
+    d_tokens = long.relayed - short.relayed
+    per_token_s = (long.cpu_s - short.cpu_s) / d_tokens if d_tokens > 0 else float("nan")
+    chats = short.level.chats or 1
+    per_chat_s = (short.cpu_s - per_token_s * short.relayed) / chats
+    long_chat_s = long.cpu_s / (long.level.chats or 1)
+    print("| answer tokens asked | chats | errors | tokens relayed (token events) | app CPU (s) | app CPU per chat (ms) | "
+          "added TTFT p50 / p95 (ms) | app RSS peak (MiB) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for c in costs:
+        print(f"| {c.answer_tokens} | {c.level.chats} | {sum(c.level.errors.values())} | {c.relayed} ({c.level.tokens}) | "
+              f"{c.cpu_s:.2f} | {1000 * c.cpu_s / (c.level.chats or 1):.1f} | {pct(c.level.ttft_s, 50):.0f} / "
+              f"{pct(c.level.ttft_s, 95):.0f} | {c.rss_peak / 2**20:.0f} |")
+    print(f"\napp CPU per chat (fixed, LLM excluded): {1000 * per_chat_s:.1f} ms; per relayed token: "
+          f"{1e6 * per_token_s:.1f} µs; one app core: {1 / long_chat_s:.1f} chats/s at "
+          f"{long.relayed / (long.level.chats or 1):.0f}-token answers\n")
+
+
 def pct(values: list[float], p: float) -> float:
     """The p-th percentile (nearest rank) in milliseconds."""
     if not values:
@@ -189,10 +287,13 @@ def main() -> None:
     parser.add_argument("--ttft-ms", type=float, default=200.0)
     parser.add_argument("--tokens", type=int, default=300)
     parser.add_argument("--rate", type=float, default=30.0)
+    parser.add_argument("--cost-chats", type=int, default=200, help="chats in each of the two cost runs (0: none)")
+    parser.add_argument("--cost-streams", type=int, default=20, help="concurrent streams in the cost runs")
+    parser.add_argument("--short-tokens", type=int, default=30, help="answer length of the short cost run")
     parser.add_argument("--chunk-tokens", type=int, default=1,
                         help="tokens per upstream chunk after the first, as `vllm serve --stream-interval N` sends them")
     args = parser.parse_args()
-    levels = [int(s) for s in args.streams.split(",")]
+    levels = [int(s) for s in args.streams.split(",") if s]
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-load-"))
     keys = prepare(tmp / "var", args.keys)
@@ -206,8 +307,8 @@ def main() -> None:
     env.update({
         "ASSISTANT_DATA_DIR": str(tmp / "var"), "ASSISTANT_LLM_BACKEND": "openai",
         "ASSISTANT_OPENAI_BASE_URL": f"http://127.0.0.1:{llm_port}/v1", "ASSISTANT_LLM_MAX_TOKENS": str(args.tokens),
-        "ASSISTANT_LLM_MAX_CONCURRENCY": str(max(levels) + 12), "ASSISTANT_LLM_QUEUE_MAX": "256",
-        "ASSISTANT_LLM_QUEUE_MAX_PER_PRINCIPAL": str(max(levels)), "ASSISTANT_ANSWER_CACHE_ENTRIES": "0",
+        "ASSISTANT_LLM_MAX_CONCURRENCY": str(max([*levels, args.cost_streams]) + 12), "ASSISTANT_LLM_QUEUE_MAX": "256",
+        "ASSISTANT_LLM_QUEUE_MAX_PER_PRINCIPAL": str(max([*levels, args.cost_streams])), "ASSISTANT_ANSWER_CACHE_ENTRIES": "0",
         "ASSISTANT_QUERY_REWRITE": "rules", "ASSISTANT_EMBEDDING_THREADS": "1",
         "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
     })
@@ -217,11 +318,14 @@ def main() -> None:
         cwd=REPO, env=env,
     )
     results: list[Level] = []
+    costs: list[Cost] = []
     try:
         wait_http(llm_port, "/v1/models")
         wait_http(app_port, "/healthz")
         # Warm up: load the embedder and open the LLM client before measuring.
         asyncio.run(run_level(app_port, keys, Level(2), argparse.Namespace(**{**vars(args), "duration_s": 15, "ramp_s": 1}), app.pid))
+        if args.cost_chats:
+            costs = measure_cost(app_port, llm_port, keys, args, app.pid)
         for n in levels:
             level = Level(n)
             print(f"level {n} streams: {args.duration_s:.0f} s, ramp {args.ramp_s:.0f} s ...", flush=True)
@@ -237,6 +341,8 @@ def main() -> None:
     print(f"\nstand-in: ttft {args.ttft_ms:.0f} ms, {args.tokens} tokens at {args.rate:.0f} tokens/s, "
           f"{args.chunk_tokens} per chunk; "
           f"{standin_stats}; {os.cpu_count()} cores\n")
+    if costs:
+        report_cost(costs)
     print("| streams | chats | errors | added TTFT p50 / p95 / p99 (ms) | app CPU mean / peak (% of a core) | app RSS peak (MiB) |")
     print("|---|---|---|---|---|---|")
     for lv in results:

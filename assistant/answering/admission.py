@@ -5,8 +5,9 @@ free slot goes to the principal after the one served last), so one busy service 
 the people behind it. This is the per-flow round robin of fair queuing (J. Nagle, "On packet switches
 with infinite storage", IEEE Trans. Communications, 1987) with requests in place of packets.
 
-A request is admitted (`admit`) before its response starts, so that a full queue answers a plain
-`429 overloaded` with `Retry-After`; it takes its slot (`acquire`) only when it needs the model, after
+A request is admitted (`admit`) before its response starts, so that a full queue, or a predicted wait
+for a slot longer than the queue's timeout (`predicted_wait_s`), answers a plain `429 overloaded` with
+`Retry-After` instead of an error inside the stream after the wait; it takes its slot (`acquire`) only when it needs the model, after
 retrieval. The limits are per process: with several API processes, divide vLLM's `max-num-seqs`.
 """
 
@@ -79,6 +80,8 @@ class FairLimiter:
             the free slots; one more is refused.
         per_principal_queue_max: admitted requests without a slot per principal; one more is refused.
         queue_timeout_s: longest wait for a slot, in seconds.
+        hold_s: first estimate of how long a slot is held, in seconds (then a moving average of the
+            holds seen), for `predicted_wait_s` and `Retry-After`.
         clock: monotonic seconds (tests may pass their own).
 
     Raises:
@@ -92,6 +95,7 @@ class FairLimiter:
         queue_max: int,
         per_principal_queue_max: int,
         queue_timeout_s: float = 30.0,
+        hold_s: float = 5.0,
         clock=time.monotonic,
     ):
         if max_concurrency < 1 or per_principal_queue_max < 1 or queue_max < 0:
@@ -107,7 +111,7 @@ class FairLimiter:
         self.active = 0
         self._pending: dict[str, int] = {}  # admitted, no slot yet, per principal
         self._waiting: OrderedDict[str, deque[Ticket]] = OrderedDict()  # round-robin order of principals
-        self._hold_s = 5.0  # moving average of how long a slot is held, for Retry-After
+        self._hold_s = hold_s  # moving average of how long a slot is held, for Retry-After
         self.refused = 0
 
     @classmethod
@@ -144,8 +148,9 @@ class FairLimiter:
             A ticket; the caller must `close()` it.
 
         Raises:
-            OverloadedError: the queue is full, or this principal has `per_principal_queue_max`
-                requests waiting already; `Retry-After` estimates when a slot frees up (seconds).
+            OverloadedError: the queue is full, this principal has `per_principal_queue_max`
+                requests waiting already, or the predicted wait for a slot (`predicted_wait_s`)
+                exceeds `queue_timeout_s`; `Retry-After` estimates when a slot frees up (seconds).
         """
         mine = self._pending.get(key, 0)
         free = self.max_concurrency - self.active
@@ -163,8 +168,24 @@ class FairLimiter:
                 f" (llm_max_concurrency={self.max_concurrency}, llm_queue_max={self.queue_max})",
                 retry_after_s=self.retry_after_s(),
             )
+        wait_s = self.predicted_wait_s()
+        if wait_s > self.queue_timeout_s:
+            self.refused += 1
+            raise OverloadedError(
+                f"a model slot would free up in about {wait_s:.0f} s, beyond llm_queue_timeout_s="
+                f"{self.queue_timeout_s} ({self.active} generating, {self.pending} waiting)",
+                retry_after_s=self.retry_after_s(),
+            )
         self._pending[key] = mine + 1
         return Ticket(self, key)
+
+    def predicted_wait_s(self) -> float:
+        """Seconds a request admitted now would likely wait for a slot: 0 while the requests already
+        admitted leave one free; else the rounds of slot holds ahead of it (those admitted beyond
+        the free slots, and itself, over `max_concurrency`) times the moving average hold time."""
+        free = self.max_concurrency - self.active
+        ahead = self.pending - free + 1
+        return 0.0 if ahead <= 0 else ahead / self.max_concurrency * self._hold_s
 
     def retry_after_s(self) -> int:
         """Whole seconds until a queued request would likely get a slot (at least 1)."""

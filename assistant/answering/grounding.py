@@ -25,6 +25,8 @@ invents facts when its sources hold none. So:
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -79,6 +81,8 @@ MIN_QUOTE_TERMS = 2
 MIN_JUDGED_QUOTE_SHARE = 0.2
 JUDGED_QUOTES = 2
 QUOTE_CHARS = 280
+# Distinct sources whose analysis (`_source_page`: sentences, terms) is kept between answers; ~20-60 KB each.
+SOURCE_PAGE_CACHE = 512
 QUOTE_LEAD = {"en": "The closest passage in your documents says:", "zh": "文档中最相关的段落写道："}
 
 _MARKER = re.compile(r"\s*\[(\d+(?:\s*[,，]\s*\d+)*)\]")
@@ -316,6 +320,40 @@ def states_nothing(page: Sequence[str], i: int) -> bool:
     )
 
 
+# The system prompt's sentences as terms: an answer sentence made of them echoes the rules.
+_ECHO_TERMS = [t for t in (content_terms(s) for s in re.split(r"(?<=[.:])\s+|\n", SYSTEM_PROMPT)) if t]
+
+
+@dataclass(frozen=True)
+class _SourcePage:
+    """What grounding reads of one source, a function of its text alone (`_source_page`): shared
+    between the answers that cite the source, never changed."""
+
+    chinese: bool
+    lower: str  # title, heading and text, NFKC, lower-cased
+    terms: frozenset[str]  # `content_terms` of the same
+    numbers: frozenset[str]  # `page_numbers` of the same
+    sentences: tuple[str, ...]  # `source_sentences` of the text
+    sentence_terms: tuple[frozenset[str], ...]  # `content_terms` of each sentence
+
+
+@functools.lru_cache(maxsize=SOURCE_PAGE_CACHE)
+def _source_page(title: str, heading: str, text: str) -> _SourcePage:
+    """The analysis of one source (title, heading, `support_text`), computed once per distinct source
+    while it stays among the `SOURCE_PAGE_CACHE` most recent: a chat's sources are mostly the same
+    few hundred chunks, and their sentences and terms cost more than the rest of a `Grounder`."""
+    labelled = f"{title} {heading} {text}"
+    sentences = tuple(source_sentences(text))
+    return _SourcePage(
+        chinese=cjk_share(text[:2000]) >= MIN_CJK_SHARE_ZH,
+        lower=unicodedata.normalize("NFKC", labelled).lower(),
+        terms=frozenset(content_terms(labelled)),
+        numbers=frozenset(page_numbers(labelled)),
+        sentences=sentences,
+        sentence_terms=tuple(frozenset(content_terms(s)) for s in sentences),
+    )
+
+
 class Grounder:
     """Attributes the sentences of an answer to its sources and checks them.
 
@@ -350,14 +388,15 @@ class Grounder:
             if t not in QUESTION_WORDS_ZH and t not in _QUESTION_WORDS_EN and not (len(t) == 1 and cjk_share(t))
         }
         self._texts = [support_text(c) for c in self.sources]
-        self._chinese = [cjk_share(t[:2000]) >= MIN_CJK_SHARE_ZH for t in self._texts]
-        labelled = [f"{c.title} {c.heading} {t}" for c, t in zip(self.sources, self._texts)]
-        self._lower = [unicodedata.normalize("NFKC", t).lower() for t in labelled]
-        self._terms = [content_terms(t) for t in labelled]
-        self._numbers = [page_numbers(t) for t in labelled]
-        self._sentences = [source_sentences(t) for t in self._texts]
-        self._sentence_terms = [[content_terms(s) for s in page] for page in self._sentences]
-        self._echo_terms = [t for t in (content_terms(s) for s in re.split(r"(?<=[.:])\s+|\n", SYSTEM_PROMPT)) if t]
+        pages = [_source_page(c.title, c.heading, t) for c, t in zip(self.sources, self._texts)]
+        self._chinese = [p.chinese for p in pages]
+        self._lower = [p.lower for p in pages]
+        self._terms = [p.terms for p in pages]
+        self._numbers = [p.numbers for p in pages]
+        self._sentences = [p.sentences for p in pages]
+        self._sentence_terms = [p.sentence_terms for p in pages]
+        self._echo_terms = _ECHO_TERMS
+        self._windows: list[tuple[int, tuple[float, int], int, list[str]]] | None = None
 
     def lexical(self, terms: set[str], n: int) -> float:
         """Share of `terms` found in source `n` (1-based), in [0, 1]."""
@@ -505,8 +544,21 @@ class Grounder:
         of them and `min_terms`: up to `limit` `(source number, sentences)`, one per source, best first
         (most of the question's terms, then the shorter). A window of headings and table headers only
         (`states_nothing`) is never one."""
-        wanted = self._topic_terms
         best: dict[int, tuple[tuple[float, int], list[str]]] = {}
+        for n, score, found, window in self._scored_windows():
+            if found >= min_terms and score[0] >= min_share and (n not in best or score > best[n][0]):
+                best[n] = (score, window)
+        ranked = sorted(best.items(), key=lambda item: (item[1][0], -item[0]), reverse=True)
+        return [(n, window) for n, (_, window) in ranked[:limit]]
+
+    def _scored_windows(self) -> list[tuple[int, tuple[float, int], int, list[str]]]:
+        """Every quotable window of the sources, in order, as `(source number, (share of the question's
+        terms, -characters), terms found, sentences)`: computed once per Grounder (`quote` and then
+        `judged_quote` ask for them with different thresholds)."""
+        if self._windows is not None:
+            return self._windows
+        wanted = self._topic_terms
+        out: list[tuple[int, tuple[float, int], int, list[str]]] = []
         for n, page in enumerate(self._sentences, start=1):
             empty = [states_nothing(page, i) for i in range(len(page))]
             for i in range(len(page)):
@@ -520,10 +572,9 @@ class Grounder:
                     own = set(sparse.terms(text))
                     found |= {t for t in scope - found if len(t) >= 5 and not _CJK_RUN.search(t) and any(w.startswith(t) for w in own)}
                     score = (len(found) / len(scope) if scope else 0.0, -len(text))
-                    if len(found) >= min_terms and score[0] >= min_share and (n not in best or score > best[n][0]):
-                        best[n] = (score, window)
-        ranked = sorted(best.items(), key=lambda item: (item[1][0], -item[0]), reverse=True)
-        return [(n, window) for n, (_, window) in ranked[:limit]]
+                    out.append((n, score, len(found), list(window)))
+        self._windows = out
+        return out
 
     def quoted(self, n: int, window: Sequence[str]) -> str:
         """The extractive answer of `window` (sentences of source `n`): a short lead (`QUOTE_LEAD`), the
@@ -547,6 +598,7 @@ class Grounder:
         Raises:
             UpstreamUnavailableError: the judge's model server cannot be reached.
         """
+        await asyncio.to_thread(self._scored_windows)  # the scan of every window, off the event loop
         lexical = self.quote()
         if lexical is not None or self.judge is None or not self.question:
             return lexical

@@ -16,6 +16,8 @@ class StopFilter:
         self.stops = stops
         self.pending = ""
         self.stopped = False
+        self._keep = max((len(s) - 1 for s in stops), default=0)
+        self._firsts = frozenset(s[0] for s in stops if s)
 
     def push(self, delta: str) -> str:
         """Text that may be shown now (possibly empty)."""
@@ -27,13 +29,16 @@ class StopFilter:
             self.stopped = True
             out, self.pending = self.pending[:cut], ""
             return out
-        keep = max((len(s) - 1 for s in self.stops), default=0)
-        # Hold back only a suffix that could still grow into a stop sequence.
+        keep = self._keep
+        # Hold back only a suffix that could still grow into a stop sequence: one that starts with a
+        # stop's first character (most deltas have none in their last `keep` characters: nothing held).
         hold = 0
-        for size in range(1, min(keep, len(self.pending)) + 1):
-            tail = self.pending[-size:]
-            if any(s.startswith(tail) for s in self.stops):
-                hold = size
+        recent = self.pending[-keep:] if keep else ""
+        if any(c in recent for c in self._firsts):
+            for size in range(1, min(keep, len(self.pending)) + 1):
+                tail = self.pending[-size:]
+                if tail[0] in self._firsts and any(s.startswith(tail) for s in self.stops):
+                    hold = size
         out, self.pending = self.pending[: len(self.pending) - hold], self.pending[len(self.pending) - hold :]
         return out
 
@@ -66,8 +71,8 @@ class RepetitionGuard:
         if self.looping:
             return True
         self.window = (self.window + delta)[-self.window_chars :]
-        tail = " ".join(self.window.split())[-self.ngram_chars :]
+        flat = " ".join(self.window.split())
+        tail = flat[-self.ngram_chars :]
         if len(tail) == self.ngram_chars:
-            flat = " ".join(self.window.split())
             self.looping = flat.count(tail) >= self.max_repeats
         return self.looping

@@ -131,38 +131,65 @@ def test_heartbeats_while_waiting_and_tokens_coalesced(serving):
     assert " ".join(shown_answer(events).split()) == " ".join(done_of(events)["answer"].split())
 
 
+@contextlib.contextmanager
+def slot_held(url: str, headers: dict) -> Iterator[dict]:
+    """A chat streaming in a thread (it holds a model slot) from its first token until the block ends,
+    then its HTTP status in the yielded dict's "status"."""
+    started = threading.Event()
+    outcome: dict = {}
+
+    def long_chat() -> None:
+        with httpx.stream(
+            "POST", f"{url}/api/chat", json={"question": "What are the password requirements?"},
+            headers=headers, timeout=300,
+        ) as r:
+            for line in r.iter_lines():
+                if line.startswith("event: token"):
+                    started.set()
+            outcome["status"] = r.status_code
+
+    worker = threading.Thread(target=long_chat)
+    worker.start()
+    try:
+        assert started.wait(120)
+        yield outcome
+    finally:
+        worker.join(300)
+
+
 def test_beyond_the_queue_requests_get_429_overloaded_with_retry_after(serving):
     _server, res, _docs, _manifest = serving
     # The first answer holds the one slot while the other requests arrive.
     with slow_model_app(res, llm_max_concurrency=1, llm_queue_max=0, answer_cache_entries=0) as tight:
         _, headers = new_key(res, "secops")  # passwords.md: a two-sentence answer, the first sent early
-        started = threading.Event()
-        outcome: dict = {}
-
-        def long_chat() -> None:
-            with httpx.stream(
-                "POST", f"{tight.url}/api/chat", json={"question": "What are the password requirements?"},
-                headers=headers, timeout=300,
-            ) as r:
-                for line in r.iter_lines():
-                    if line.startswith("event: token"):
-                        started.set()
-                outcome["status"] = r.status_code
-
-        worker = threading.Thread(target=long_chat)
-        worker.start()
-        assert started.wait(120)
-        refused = httpx.post(f"{tight.url}/api/chat", json={"question": "What about laptops?"}, headers=headers)
-        helpdesk = httpx.post(
-            f"{tight.url}/api/helpdesk/answer", json={"ticket_id": "T-1", "subject": "laptop", "body": "which one?"},
-            headers=headers,
-        )
-        worker.join(300)
+        with slot_held(tight.url, headers) as outcome:
+            refused = httpx.post(f"{tight.url}/api/chat", json={"question": "What about laptops?"}, headers=headers)
+            helpdesk = httpx.post(
+                f"{tight.url}/api/helpdesk/answer", json={"ticket_id": "T-1", "subject": "laptop", "body": "which one?"},
+                headers=headers,
+            )
     assert outcome["status"] == 200
     for r in (refused, helpdesk):
         assert r.status_code == 429, r.text
         assert r.json()["error"]["code"] == "overloaded"
         assert int(r.headers["retry-after"]) >= 1
+
+
+def test_a_predicted_wait_beyond_the_queue_timeout_gets_429_before_the_stream(serving):
+    _server, res, _docs, _manifest = serving
+    # One slot, room in the queue, but a slot is held ~5 s on average (the limiter's first estimate) and
+    # the queue waits at most 1 s: the second request is refused at once, not after the wait in the stream.
+    with slow_model_app(res, llm_max_concurrency=1, llm_queue_max=4, llm_queue_timeout_s=1.0,
+                        answer_cache_entries=0) as tight:
+        _, headers = new_key(res, "secops")
+        with slot_held(tight.url, headers) as outcome:
+            refused = httpx.post(f"{tight.url}/api/chat", json={"question": "What about laptops?"}, headers=headers,
+                                 timeout=60)
+    assert outcome["status"] == 200
+    assert refused.status_code == 429, refused.text[:500]
+    assert refused.json()["error"]["code"] == "overloaded"
+    assert "llm_queue_timeout_s" in refused.json()["error"]["message"]
+    assert int(refused.headers["retry-after"]) >= 1
 
 
 def test_helpdesk_answers_a_ticket_with_citations_or_abstains(serving):

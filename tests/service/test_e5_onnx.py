@@ -160,3 +160,23 @@ def test_the_model_is_converted_once_into_the_cache(tmp_path, e5):
     assert ensure_model(folder.parent) == folder
     assert {p.name: p.stat().st_mtime_ns for p in folder.iterdir()} == before
     assert not list(folder.parent.glob("*.partial-*"))
+
+
+def test_a_server_that_embeds_questions_loads_neither_transformers_nor_the_passage_session(e5):
+    # A fresh interpreter, as `assistant serve` starts: the query path alone must not pull in
+    # `transformers` (and torch, ~500 MiB with the second tokenizer) or build the passage session.
+    import os
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from assistant.core.embedding.e5 import E5OnnxEmbedder; "
+        f"e = E5OnnxEmbedder(cache_dir={str(e5.path.parent)!r}); v = e.embed_query('How long must my password be?'); "
+        "print(sorted(m for m in ('transformers', 'torch') if m in sys.modules), sorted(e._sessions), v.shape)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}, check=True)
+    assert out.stdout.split("\n")[0] == f"[] ['query'] ({e5.dim},)", out.stdout + out.stderr
+    # Ingestion still gets both (created on first use) and the transformers tokenizer when asked for.
+    assert e5.embed_passages(PASSAGES[:1]).shape == (1, e5.dim)
+    assert len(e5.tokenizer("query: hello")["input_ids"]) == len(e5._tokens.encode("query: hello").ids)

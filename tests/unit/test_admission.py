@@ -60,7 +60,9 @@ def test_beyond_the_queue_and_the_per_principal_cap_requests_are_refused():
 
 def test_a_wait_past_the_timeout_is_refused_and_leaves_nothing_behind():
     async def scenario() -> None:
-        limiter = FairLimiter(max_concurrency=1, queue_max=5, per_principal_queue_max=5, queue_timeout_s=0.05)
+        # Holds predicted short (admitted), the one ahead holds its slot longer than that: refused after the wait.
+        limiter = FairLimiter(max_concurrency=1, queue_max=5, per_principal_queue_max=5, queue_timeout_s=0.05,
+                              hold_s=0.01)
         holder = limiter.admit("h")
         await holder.acquire()
         late = limiter.admit("x")
@@ -111,3 +113,20 @@ def test_slots_and_queue_timeout_follow_the_backend_unless_set(tmp_path):
     assert (served.max_concurrency, served.queue_timeout_s) == (64, 30.0)
     chosen = limiter(llm_backend="llama_cpp", llm_max_concurrency=2, llm_queue_timeout_s=12)
     assert (chosen.max_concurrency, chosen.queue_timeout_s) == (2, 12.0)
+
+
+def test_a_predicted_wait_beyond_the_timeout_is_refused_at_admission():
+    async def scenario() -> None:
+        limiter = FairLimiter(max_concurrency=2, queue_max=10, per_principal_queue_max=10, queue_timeout_s=4.0)
+        first = [limiter.admit("a"), limiter.admit("b")]  # two free slots: no wait predicted
+        assert limiter.predicted_wait_s() == pytest.approx(2.5)  # a third waits half a round of 5 s holds
+        third = limiter.admit("c")
+        assert limiter.predicted_wait_s() == pytest.approx(5.0)
+        with pytest.raises(OverloadedError) as late:
+            limiter.admit("d")
+        assert "llm_queue_timeout_s=4.0" in late.value.message and int(late.value.headers["Retry-After"]) >= 1
+        for t in (*first, third):
+            t.close()
+        assert limiter.predicted_wait_s() == 0.0 and limiter.refused == 1
+
+    run(scenario())
