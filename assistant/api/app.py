@@ -21,6 +21,7 @@ from assistant.api.rate_limit import RateLimitMiddleware, enforce_rate_limit
 from assistant.api.rate_limit_store import RateLimiter
 from assistant.api.routes import (
     admin,
+    api_docs,
     auth,
     chat,
     compliance,
@@ -95,7 +96,8 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
                 res.close()
                 resources_mod.set_current(None)
 
-    # The schema and its viewers are not public: /api/openapi.json below needs a signed-in caller.
+    # The schema and its viewer are not public: /api/openapi.json below and /api/docs (api_docs) need a
+    # signed-in caller; FastAPI's own /docs, /redoc and /openapi.json are off.
     app = FastAPI(
         title="Private assistant", version=__version__, lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None
     )
@@ -129,6 +131,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     for router in (
         auth.router, search.router, chat.router, documents.router, users.router, jobs.router,
         conversations.router, feedback.router, compliance.router, uploads.router, admin.router, handoff.router, finetune.router,
+        api_docs.router,
     ):
         app.include_router(router, dependencies=signed_in)
     # The routes that generate for API keys also count against the key's rate limits.

@@ -166,6 +166,7 @@ export default {
   "admin.embedding": "Embedding model",
   "admin.adapter": "Adapter",
   "admin.adapters": "Adapters",
+  "admin.apiDocs": "API docs",
   "adapters.compare": "Canary against live",
   "adapters.compareHelp": "Ratings of the answers each serving adapter wrote (the canary answers a fixed share of users).",
   "adapters.noFeedback": "No adapter serves and no answer was rated yet.",

@@ -166,6 +166,7 @@ export default {
   "admin.embedding": "嵌入模型",
   "admin.adapter": "适配器",
   "admin.adapters": "适配器",
+  "admin.apiDocs": "API 文档",
   "adapters.compare": "灰度与正式版对比",
   "adapters.compareHelp": "各在用适配器所写回答的评价（灰度版固定服务一部分用户）。",
   "adapters.noFeedback": "尚无在用的适配器，也没有被评价的回答。",
