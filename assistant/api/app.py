@@ -34,6 +34,7 @@ from assistant.api.routes import (
     helpdesk,
     jobs,
     local_ingest,
+    local_queries,
     metrics,
     openai_compat,
     operations,
@@ -124,6 +125,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     # Public: liveness and sign-in. Everything else refuses anonymous callers at the router level.
     app.include_router(health.router)
     app.include_router(local_ingest.router)  # its own check: loopback callers with the local token
+    app.include_router(local_queries.router)  # the same check: the CLI's search and ask
     app.include_router(auth.public_router)
     app.include_router(metrics.router)  # these two check admins or their tokens in the route
     app.include_router(operations.router)
