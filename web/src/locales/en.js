@@ -239,6 +239,7 @@ export default {
   "error.overloaded": "The assistant is busy; try again in a moment.",
   "error.payload_too_large": "That is too large for the server.",
   "error.permission_denied": "You are not allowed to do that.",
+  "error.question_in_progress": "This question is already being answered; its answer appears in the conversation.",
   "error.rate_limit_exceeded": "Too many requests; slow down and try again.",
   "error.store_locked": "The index is in use by another process.",
   "error.ticket_in_progress": "The helpdesk is still working on this; try again shortly.",

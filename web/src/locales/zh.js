@@ -239,6 +239,7 @@ export default {
   "error.overloaded": "助手正忙，请稍后再试。",
   "error.payload_too_large": "内容太大，服务器无法接收。",
   "error.permission_denied": "您无权执行此操作。",
+  "error.question_in_progress": "这个问题正在回答中，答案会出现在对话里。",
   "error.rate_limit_exceeded": "请求过于频繁，请稍后再试。",
   "error.store_locked": "索引正被另一个进程使用。",
   "error.ticket_in_progress": "服务台仍在处理，请稍后再试。",
