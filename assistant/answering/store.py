@@ -13,18 +13,21 @@ session (one transaction per call); this module never opens one.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Container
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, exists, or_, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import flag_modified
 
+from assistant.answering.resubmission import earlier_copy
 from assistant.core.db.models import Conversation, Feedback, Message, utc, utcnow
 from assistant.core.db.session import Database, transactional
 from assistant.core.db.usage import usage_since
-from assistant.core.errors import InvalidRequestError, NotFoundError
+from assistant.core.errors import ConflictError, InvalidRequestError, NotFoundError
 from assistant.core.principals import Principal
 from assistant.core.visibility import Cited, Visibility
 
@@ -67,6 +70,7 @@ class Exchange:
     conversation_id: str
     question_id: int
     history: list[dict[str, str]]
+    answered: MessagePublic | None = None  # a resubmitted question's stored answer (`answering.resubmission`)
 
 
 def _conversation_public(conv: Conversation) -> ConversationPublic:
@@ -193,19 +197,44 @@ def _history(messages: list[Message]) -> list[dict[str, str]]:
 
 @transactional
 def start_exchange(
-    session: Session, conversation_id: str, *, user_id: int | None, question: str, regenerate: bool = False
+    session: Session, conversation_id: str, *, user_id: int | None, question: str, regenerate: bool = False,
+    idempotency_key: str | None = None, in_flight: Container[int] = (),
 ) -> Exchange:
-    """Store `question` in one of `user_id`'s conversations and return the history it is asked with.
+    """Store `question` in one of `user_id`'s conversations and return the history it is asked with;
+    a resubmitted question is stored once (`answering.resubmission`).
 
     Args:
         regenerate: first remove the conversation's last question and everything after it (its
             answer), so that `question` is asked again in its place.
+        idempotency_key: the request's `Idempotency-Key` header, or None.
+        in_flight: the question IDs being answered now (`QuestionsInFlight`).
+
+    Returns:
+        The exchange; for a resubmission already answered, `answered` is that answer and nothing is
+        stored; for one never answered, `question_id` is the stored copy's.
 
     Raises:
         NotFoundError: as `get_conversation`.
+        ConflictError: `question_in_progress`, the same question is being answered now.
+        InvalidRequestError: the key was used for another question of this conversation.
     """
     conv = _owned(session, conversation_id, user_id)
     messages = list(session.scalars(select(Message).where(Message.conversation_id == conv.id).order_by(Message.id)))
+    now = utcnow()
+    earlier = None if regenerate else earlier_copy(messages, question=question, idempotency_key=idempotency_key, now=now)
+    if earlier is not None and earlier.question.id in in_flight:
+        raise ConflictError(
+            f"this question is already being answered in conversation {conv.id} (asked at "
+            f"{utc(earlier.question.created_at).isoformat()}): its answer is stored there when it ends; "
+            "send regenerate: true to ask it anew",
+            code="question_in_progress",
+        )
+    if earlier is not None and earlier.answer is not None:
+        return Exchange(conversation_id=conv.id, question_id=earlier.question.id, history=[],
+                        answered=_public(earlier.answer))
+    if earlier is not None:  # stored, never answered (stopped, or its stream failed): answer that copy
+        return Exchange(conversation_id=conv.id, question_id=earlier.question.id,
+                        history=_history(messages[: messages.index(earlier.question)]))
     if regenerate:
         last_question = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
         if last_question is not None:
@@ -216,13 +245,19 @@ def start_exchange(
                 session.delete(message)
             messages = messages[:last_question]
     history = _history(messages)
-    now = utcnow()
-    stored = Message(conversation_id=conv.id, role="user", content=question, citations=[], created_at=now)
+    stored = Message(conversation_id=conv.id, role="user", content=question, citations=[], created_at=now,
+                     idempotency_key=idempotency_key or None)
     session.add(stored)
     if not conv.title:
         conv.title = " ".join(question.split())[:TITLE_CHARS]
     conv.updated_at = now
-    session.flush()
+    try:
+        session.flush()
+    except IntegrityError as exc:  # another API process stored the same key a moment ago
+        raise ConflictError(
+            f"this question is already being answered in conversation {conv.id} (Idempotency-Key {idempotency_key!r})",
+            code="question_in_progress",
+        ) from exc
     return Exchange(conversation_id=conv.id, question_id=stored.id, history=history)
 
 
@@ -255,8 +290,12 @@ def add_answer(
     session.add(message)
     conv.updated_at = now
     session.flush()
+    return _public(message)
+
+
+def _public(message: Message) -> MessagePublic:
     return MessagePublic(
-        id=message.id, role=message.role, content=message.content, citations=list(message.citations),
+        id=message.id, role=message.role, content=message.content, citations=list(message.citations or []),
         abstained=message.abstained, created_at=message.created_at,
     )
 

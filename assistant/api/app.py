@@ -21,6 +21,7 @@ from assistant.api.rate_limit import RateLimitMiddleware, enforce_rate_limit
 from assistant.api.rate_limit_store import RateLimiter
 from assistant.api.routes import (
     admin,
+    api_docs,
     auth,
     chat,
     compliance,
@@ -33,6 +34,7 @@ from assistant.api.routes import (
     helpdesk,
     jobs,
     local_ingest,
+    local_queries,
     metrics,
     openai_compat,
     operations,
@@ -100,7 +102,8 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
                 res.close()
                 resources_mod.set_current(None)
 
-    # The schema and its viewers are not public: /api/openapi.json below needs a signed-in caller.
+    # The schema and its viewer are not public: /api/openapi.json below and /api/docs (api_docs) need a
+    # signed-in caller; FastAPI's own /docs, /redoc and /openapi.json are off.
     app = FastAPI(
         title="Private assistant", version=__version__, lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None
     )
@@ -127,6 +130,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     # Public: liveness and sign-in. Everything else refuses anonymous callers at the router level.
     app.include_router(health.router)
     app.include_router(local_ingest.router)  # its own check: loopback callers with the local token
+    app.include_router(local_queries.router)  # the same check: the CLI's search and ask
     app.include_router(auth.public_router)
     app.include_router(metrics.router)  # these two check admins or their tokens in the route
     app.include_router(operations.router)
@@ -134,6 +138,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     for router in (
         auth.router, search.router, chat.router, documents.router, users.router, jobs.router,
         conversations.router, feedback.router, compliance.router, uploads.router, admin.router, handoff.router, finetune.router,
+        api_docs.router,
     ):
         app.include_router(router, dependencies=signed_in)
     # The routes that generate for API keys also count against the key's rate limits.

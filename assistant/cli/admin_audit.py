@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import functools
 import getpass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from assistant.cli.opening import open_database
-from assistant.compliance.audit import record_event
-from assistant.core.db.session import Database
 from assistant.core.principals import Principal
+
+if TYPE_CHECKING:  # the audit trail's modules load the answering package: only when a row is written,
+    # so that `assistant search` handed to the server starts in well under a second
+    from assistant.core.db.session import Database
 
 # Command group -> audit action; commands of other groups record their own rows (or change nothing).
 ACTIONS = {
@@ -62,6 +64,8 @@ def cli_principal() -> Principal:
 def audit_command(db: Database, group: str, name: str, arguments: dict[str, Any]) -> None:
     """Record the command `group name` (e.g. `users add`), run with `arguments` (parameter name -> value;
     values other than numbers, booleans, lists and None as text), as an `admin.*` row of the CLI's user."""
+    from assistant.compliance.audit import record_event
+
     params = {k: v if isinstance(v, (bool, int, float, list, tuple, type(None))) else str(v) for k, v in arguments.items()}
     record_event(
         db, principal=cli_principal(), action=ACTIONS[group], auth_method="cli",
@@ -72,6 +76,8 @@ def audit_command(db: Database, group: str, name: str, arguments: dict[str, Any]
 def audit_source_change(db: Database, change: str, path, acl: dict | None) -> None:
     """Record a source change made on the command line (`ingest`, `remove`): `admin.acl_manifest` when
     a manifest was given (who may read it changed), else `admin.source`."""
+    from assistant.compliance.audit import record_event
+
     record_event(
         db, principal=cli_principal(), action="admin.acl_manifest" if acl else "admin.source", auth_method="cli",
         details={"change": change, "path": str(path), **({"acl": acl} if acl else {})},

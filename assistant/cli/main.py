@@ -171,22 +171,28 @@ def search(
     as_json: bool = typer.Option(False, "--json"),
     as_user: str | None = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
 ) -> None:
-    """Search the chunks the caller may read, best first."""
-    from assistant.answering.injection import without_instructions
+    """Search the chunks the caller may read, best first.
+
+    When `assistant serve` runs for this data folder, the server searches (its models are loaded);
+    otherwise this process does, loading the chat model only to translate a Chinese query."""
+    from assistant.answering.hits import hit_rows
+    from assistant.cli.server_queries import NoServer, search_through_server
     from assistant.core.questions import check_query
+    from assistant.core.settings import get_settings
 
     try:
         check_query(query)
-        with open_resources() as res:
-            assistant, principal = _assistant_as(res, as_user)
-            chunks = asyncio.run(assistant.answerer.search(query, principal=principal, top_k=top_k))
+        try:
+            rows = search_through_server(get_settings(), query, top_k=top_k, as_user=as_user)
+        except NoServer:
+            with open_resources(as_json=as_json) as res:
+                assistant, principal = _assistant_as(res, as_user)
+                if assistant.answerer.translates(query) and not as_json:
+                    console.print("[dim]loading the chat model to translate the Chinese query (a running "
+                                  "`assistant serve` has it loaded already)[/dim]", soft_wrap=True)
+                rows = hit_rows(asyncio.run(assistant.answerer.search(query, principal=principal, top_k=top_k)))
     except AssistantError as exc:
         fail(exc, as_json=as_json)
-    rows = [
-        {"source": c.source, "uri": c.uri, "chunk_id": c.chunk_id, "doc_id": c.doc_id, "title": c.title,
-         "heading": c.heading, "page": c.page, "score": c.score, "text": without_instructions(c.text)}
-        for c in chunks
-    ]
     if as_json:
         print(json.dumps(rows, ensure_ascii=False, indent=1))
         return
@@ -201,36 +207,59 @@ def ask(
     as_json: bool = typer.Option(False, "--json"),
     as_user: str | None = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
 ) -> None:
-    """Answer QUESTION from the documents the caller may read, with citations."""
-    from assistant.answering.events import Citations, Replace, Token
+    """Answer QUESTION from the documents the caller may read, with citations.
+
+    When `assistant serve` runs for this data folder, the server answers (its models are loaded)."""
+    from assistant.cli.server_queries import NoServer, ask_through_server
     from assistant.core.questions import check_query
+    from assistant.core.settings import get_settings
+
+    citations: list[dict] = []
+
+    def show(event: dict) -> None:
+        if event["event"] == "token":
+            sys.stdout.write(event["text"])
+            sys.stdout.flush()
+        elif event["event"] == "replace":  # declined after all: the answer so far is withdrawn
+            sys.stdout.write("\n\n" + event["text"])
+        elif event["event"] == "citations":
+            citations.extend(event["citations"])
 
     try:
         check_query(question)
-        with open_resources() as res:
-            assistant, principal = _assistant_as(res, as_user)
-            if as_json:
-                result = asyncio.run(assistant.answerer.answer(question, principal=principal))
-                print(json.dumps(result.to_dict(), ensure_ascii=False, indent=1))
-                return
-            citations = []
-
-            async def run() -> None:
-                async for event in assistant.answerer.stream(question, principal=principal):
-                    if isinstance(event, Token):
-                        sys.stdout.write(event.text)
-                        sys.stdout.flush()
-                    elif isinstance(event, Replace):  # declined after all: the answer so far is withdrawn
-                        sys.stdout.write("\n\n" + event.text)
-                    elif isinstance(event, Citations):
-                        citations.extend(event.citations)
-
-            asyncio.run(run())
-            print()
-            for c in citations:
-                print(f"[{c['n']}] {c['source']}" + (f" (page {c['page']})" if c.get("page") else ""))
+        try:
+            result = ask_through_server(get_settings(), question, as_user=as_user, on_event=None if as_json else show)
+        except NoServer:
+            result = _ask_in_process(question, as_user=as_user, as_json=as_json, on_event=show)
     except AssistantError as exc:
         fail(exc, as_json=as_json)
+    if as_json:
+        print(json.dumps(result, ensure_ascii=False, indent=1))
+        return
+    print()
+    for c in citations:
+        print(f"[{c['n']}] {c['source']}" + (f" (page {c['page']})" if c.get("page") else ""))
+
+
+def _ask_in_process(question: str, *, as_user: str | None, as_json: bool, on_event) -> dict | None:
+    """`assistant ask` without a server: this process loads the models. Returns the answer's dict
+    with `as_json`, else None after streaming its events (as `server_queries`' JSON lines) to `on_event`."""
+    from assistant.answering.events import Citations, Replace, Token
+
+    with open_resources(as_json=as_json) as res:
+        assistant, principal = _assistant_as(res, as_user)
+        if as_json:
+            return asyncio.run(assistant.answerer.answer(question, principal=principal)).to_dict()
+
+        async def run() -> None:
+            async for event in assistant.answerer.stream(question, principal=principal):
+                if isinstance(event, Token | Replace):
+                    on_event({"event": event.name, "text": event.text})
+                elif isinstance(event, Citations):
+                    on_event({"event": "citations", "citations": event.citations})
+
+        asyncio.run(run())
+    return None
 
 
 @app.command()

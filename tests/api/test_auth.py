@@ -192,6 +192,26 @@ def test_openapi_schema_needs_a_session(auth_res, client):
     assert "/api/search" in client.get("/api/openapi.json").json()["paths"]
 
 
+def test_api_docs_page_is_served_offline_to_signed_in_callers_only(auth_res, client):
+    for path in ("/api/docs", "/api/docs/start.js", "/api/docs/assets/swagger-ui-bundle.js", "/api/openapi.json"):
+        r = client.get(path)
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthenticated", path
+    login(client, new_user(auth_res))
+    page = client.get("/api/docs")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    scripts = re.findall(r'<script src="([^"]+)"', page.text)
+    styles = re.findall(r'<link rel="stylesheet" href="([^"]+)"', page.text)
+    assert scripts and styles and all(src.startswith("/api/docs/") for src in scripts + styles)  # no CDN
+    assert "<script>" not in page.text and "script-src" not in page.headers["content-security-policy"]
+    bundle = client.get("/api/docs/assets/swagger-ui-bundle.js")
+    assert bundle.status_code == 200 and "SwaggerUIBundle" in bundle.text and len(bundle.content) > 500_000
+    assert client.get(styles[0]).status_code == 200 and ".swagger-ui" in client.get(styles[0]).text
+    assert "/api/openapi.json" in client.get("/api/docs/start.js").text
+    assert client.get("/api/docs/assets/..%2Fcore.py").status_code == 404
+    paths = client.get("/api/openapi.json").json()["paths"]
+    assert {"/api/helpdesk/tickets", "/api/helpdesk/tickets/{ticket_id}"} <= set(paths), sorted(paths)
+
+
 def test_providers_say_whether_single_sign_on_is_offered(client):
     assert client.get("/api/auth/providers").json() == {"password": True, "oidc": False}
     r = client.get("/api/auth/oidc/login", follow_redirects=False)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from fastapi.testclient import TestClient
@@ -237,3 +239,40 @@ def test_an_answer_rated_down_leaves_the_answer_cache(app_env):
         assert next(d for n, d in ask(alice, question, conversation_id=conversation) if n == "done")["cached"]
         again = ask(alice, question, conversation_id=conversation, regenerate=True)
         assert not next(d for n, d in again if n == "done")["cached"]
+
+
+def test_one_question_sent_twice_into_a_conversation_is_stored_once(app_env):
+    _, llm, _, _ = app_env
+    alice = signed_in(app_env)
+    conv = alice.post("/api/conversations", json={}).json()
+    question = {"question": "How long should a password be?", "conversation_id": conv["id"]}
+    llm.delay_s = 0.2  # the first answer takes a few seconds: the copy arrives while it is being written
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            answering = pool.submit(ask_with_key, alice, question, "key-1")
+            time.sleep(1.0)
+            second = alice.post("/api/chat", json=question, headers={"Idempotency-Key": "key-2"})  # a double click
+            first = answering.result()
+    finally:
+        llm.delay_s = 0.0
+    assert second.status_code == 409 and second.json()["error"]["code"] == "question_in_progress", second.text
+    done = dict(first)["done"]
+    assert done["answer"] == ANSWER and done["message_id"]
+    # A network retry with the same key, and the same text again at once without one: the stored answer.
+    for headers in ({"Idempotency-Key": "key-1"}, {}):
+        with alice.stream("POST", "/api/chat", json=question, headers=headers) as r:
+            assert r.status_code == 200
+            again = dict(parse_sse("".join(r.iter_text())))
+        assert again["done"]["replayed"] is True and again["done"]["message_id"] == done["message_id"]
+        assert again["replace"]["text"] == ANSWER and again["citations"]["citations"] == dict(first)["citations"]["citations"]
+    messages = alice.get(f"/api/conversations/{conv['id']}/messages").json()
+    assert [(m["role"], m["content"]) for m in messages] == [("user", question["question"]), ("assistant", ANSWER)]
+    # The same key for another question is a client's mistake, said as such.
+    other = alice.post("/api/chat", json={**question, "question": "Who approves access?"}, headers={"Idempotency-Key": "key-1"})
+    assert other.status_code == 400 and "Idempotency-Key" in other.json()["error"]["message"]
+
+
+def ask_with_key(client: TestClient, body: dict, key: str) -> list[tuple[str, dict]]:
+    with client.stream("POST", "/api/chat", json=body, headers={"Idempotency-Key": key}) as r:
+        assert r.status_code == 200, r.read()
+        return parse_sse("".join(r.iter_text()))

@@ -45,6 +45,12 @@ export async function fetchText(path) {
   return response.text();
 }
 
+/** 32 random hex digits (crypto.randomUUID needs a secure context; the appliance may be plain HTTP). */
+function idempotencyKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 /**
  * POST the chat request `body`; yields `{event, data}` for each server-sent event until the stream
  * ends. Aborting `signal` stops reading and closes the connection (the server then stops generating).
@@ -52,7 +58,11 @@ export async function fetchText(path) {
 export async function* chatEvents(body, signal) {
   const response = await fetch("/api/chat", {
     method: "POST",
-    headers: { "Content-Type": "application/json", Accept: "text/event-stream", "X-CSRF-Token": csrfToken },
+    // One key per question: the server stores a resubmitted question once (a retry, a double click).
+    headers: {
+      "Content-Type": "application/json", Accept: "text/event-stream", "X-CSRF-Token": csrfToken,
+      "Idempotency-Key": idempotencyKey(),
+    },
     credentials: "same-origin",
     body: JSON.stringify(body),
     signal,

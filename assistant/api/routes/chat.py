@@ -7,15 +7,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Header, Request
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from assistant.adapters.store import record_answer_adapter
 from assistant.answering.events import Citations, Done, Error
-from assistant.answering.store import add_answer, get_conversation, start_exchange
+from assistant.answering.resubmission import QuestionsInFlight
+from assistant.answering.store import Exchange, MessagePublic, add_answer, get_conversation, start_exchange
 from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AssistantDep, PrincipalDep
 from assistant.api.schemas.chat import ChatRequest
@@ -90,8 +92,31 @@ def without_removed_sentences(done: dict) -> dict:
     return {**done, "grounding": {**public, "removed": len(grounding.get("unsupported", []))}}
 
 
+def replayed_answer(answer: MessagePublic, conversation_id: str) -> list[tuple[str, dict]]:
+    """The events that give a resubmitted question its stored answer (`answering.resubmission`): the
+    whole text at once (`replace`), its `citations`, and `done` with `replayed: true` and the answer's
+    `message_id`."""
+    return [
+        ("replace", {"text": answer.content}),
+        ("citations", {"citations": answer.citations}),
+        ("done", {"answer": answer.content, "abstained": answer.abstained, "cached": True, "finish_reason": "stop",
+                  "usage": None, "replayed": True, "conversation_id": conversation_id, "message_id": answer.id}),
+    ]
+
+
+def questions_in_flight(request: Request) -> QuestionsInFlight:
+    """This app's `QuestionsInFlight` (made on first use)."""
+    state = request.app.state
+    if not hasattr(state, "questions_in_flight"):
+        state.questions_in_flight = QuestionsInFlight()
+    return state.questions_in_flight
+
+
 @router.post("/chat")
-async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalDep, request: Request) -> StreamingResponse:
+async def chat(
+    body: ChatRequest, assistant: AssistantDep, principal: PrincipalDep, request: Request,
+    idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+) -> StreamingResponse:
     """Answer `question` from the documents the caller may read, as server-sent events; audited.
 
     The events are `Answerer.stream`'s with its draft (docs/architecture.md, "Chat events"): `sources` and
@@ -103,8 +128,13 @@ async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalD
     stored before the stream starts and the answer with its citations before `done`, which then also
     carries `conversation_id` and `message_id` (the answer's ID, to rate it).
 
+    One question sent twice into a conversation is stored once (`answering.resubmission`): send an
+    `Idempotency-Key` header per question (the web app does); a resubmission already answered gets the
+    stored answer (`replayed_answer`).
+
     Raises:
         NotFoundError: `conversation_id` names no conversation of the caller's (404, before streaming).
+        ConflictError: `question_in_progress`, the same question is being answered (409).
         OverloadedError: too many requests wait for the model (429 with Retry-After, before streaming).
     """
     check_query(body.question)  # a blank question is a 400 here, not an error event inside a 200 stream
@@ -114,17 +144,32 @@ async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalD
         await run_in_threadpool(get_conversation, db, conversation_id, user_id=principal.user_id)
     ticket = assistant.answerer.admit(principal)
     history = [{"role": t.role, "content": t.content} for t in body.history]
+    in_flight = questions_in_flight(request)
+    question_id: int | None = None
     if conversation_id is not None:
+        def store_question() -> Exchange:
+            with in_flight.lock:  # the check and the insert of two copies cannot interleave
+                exchange = start_exchange(
+                    db, conversation_id, user_id=principal.user_id, question=body.question,
+                    regenerate=body.regenerate, idempotency_key=idempotency_key, in_flight=in_flight,
+                )
+                if exchange.answered is None:
+                    in_flight.add(exchange.question_id)
+                return exchange
+
         try:
-            exchange = await run_in_threadpool(
-                start_exchange, db, conversation_id, user_id=principal.user_id, question=body.question,
-                regenerate=body.regenerate,
-            )
+            exchange = await run_in_threadpool(store_question)
         except BaseException:
             if ticket:
                 ticket.close()
             raise
+        if exchange.answered is not None:
+            if ticket:
+                ticket.close()
+            replay = replayed_answer(exchange.answered, exchange.conversation_id)
+            return StreamingResponse(iter([render_sse_events(replay)]), media_type="text/event-stream", headers=SSE_HEADERS)
         history = exchange.history
+        question_id = exchange.question_id
     if body.regenerate:  # a new answer, not the cached one the reader asked to replace
         await run_in_threadpool(assistant.answerer.forget_answer, body.question, principal=principal)
     audit = request_audit(assistant, request)
@@ -161,14 +206,22 @@ async def chat(body: ChatRequest, assistant: AssistantDep, principal: PrincipalD
         except Exception as exc:  # the stream has started: report in-band, never hang the client
             log.exception("chat stream failed")
             yield Error("internal_error", f"{type(exc).__name__}").sse()
+        finally:
+            if question_id is not None:
+                in_flight.discard(question_id)
 
     settings = request.app.state.settings
     body_stream = paced_stream(
         events(), render=render_sse_events, heartbeat_s=settings.server.sse_heartbeat_s,
         coalesce_s=settings.server.sse_coalesce_ms / 1000,
     )
+    def finish() -> None:  # also when the client left before the stream started
+        if ticket:
+            ticket.close()
+        if question_id is not None:
+            in_flight.discard(question_id)
+
     # The ticket is closed by the stream; the background task also closes it if the client left first.
     return StreamingResponse(
-        body_stream, media_type="text/event-stream", headers=SSE_HEADERS,
-        background=BackgroundTask(ticket.close) if ticket else None,
+        body_stream, media_type="text/event-stream", headers=SSE_HEADERS, background=BackgroundTask(finish),
     )

@@ -257,6 +257,8 @@ class Message(Base):
     and whether it was the "not found" answer)."""
 
     __tablename__ = "messages"
+    # A question's `Idempotency-Key` is taken once per conversation (answering.resubmission).
+    __table_args__ = (UniqueConstraint("conversation_id", "idempotency_key", name="uq_messages_conversation_id_idempotency_key"),)
     id: Mapped[int] = mapped_column(primary_key=True)
     conversation_id: Mapped[str] = mapped_column(
         ForeignKey("conversations.id", ondelete="CASCADE"), index=True
@@ -266,6 +268,7 @@ class Message(Base):
     citations: Mapped[list[Any]] = mapped_column(JSON, default=list)
     abstained: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+    idempotency_key: Mapped[str | None] = mapped_column(String(255), default=None)
 
 
 class Feedback(Base):

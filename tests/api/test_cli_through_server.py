@@ -1,0 +1,110 @@
+"""`assistant search` and `assistant ask` while `assistant serve` runs for the same data folder: the
+command hands the call to the server (which holds the embedded vector store and has the models loaded)
+and prints what the server found, in the same format as when it searches itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from assistant.api.routes.local_ingest import TOKEN_HEADER
+from assistant.auth.api_keys import create_api_key
+from assistant.core.db.models import AuditEvent
+from assistant.core.signing import local_ingest_token
+from ingest.pipeline import Ingestor
+from tests.api.live_server import LiveServer
+from tests.conftest import CORPUS_MODEL, copy_subset, make_settings, open_resources
+from tests.corpus import HANDBOOK
+from tests.standin_openai import ScriptedOpenAIServer
+
+REPO = Path(__file__).resolve().parents[2]
+PASSWORDS = "departments/tech-ops/process/internal-security/passwords.md"
+FILES = [PASSWORDS, "departments/tech-ops/process/application_access_request.md"]
+ANSWER = "Create a password that is ideally 15 characters or longer [1]."
+ROW_KEYS = {"source", "uri", "chunk_id", "doc_id", "title", "heading", "page", "score", "text"}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli-server")
+    docs = copy_subset(HANDBOOK, root / "docs", FILES)
+    with ScriptedOpenAIServer(ANSWER) as llm:
+        settings = make_settings(
+            root / "var", embedding_model=CORPUS_MODEL, llm_backend="openai", openai_base_url=llm.base_url,
+            openai_model="assistant", llm_context_tokens=4096, answer_cache_entries=0, query_rewrite="rules",
+        )
+        res = open_resources(settings)  # the server's: it holds the embedded store, as `assistant serve` does
+        Ingestor(res).sync(docs)
+        # Questions move to ONNX Runtime once the server has exported its graph: done here first, so
+        # that the searches compared below embed the query with the same engine.
+        res.prepare_query_runtime()
+        server = LiveServer(settings, res).start()
+        # The command's environment names the data folder and the port, nothing of the model: had it
+        # loaded one itself, it would be the default GGUF, not the scripted server that answers here.
+        env = {**os.environ, "PYTHONPATH": str(REPO), "ASSISTANT_DATA_DIR": str(root / "var"),
+               "ASSISTANT_PORT": str(server.port), "ASSISTANT_EMBEDDING_MODEL": CORPUS_MODEL, "COLUMNS": "200"}
+        try:
+            yield server, res, llm, env
+        finally:
+            server.stop()
+            res.close()
+
+
+def cli(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "assistant.cli.main", *args], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_search_is_handed_to_the_running_server_and_prints_what_it_found(served):
+    server, res, _, env = served
+    query = f"how long must a password be {uuid.uuid4().hex[:6]}"
+    run = cli(env, "search", query, "--json", "--top-k", "3")
+    # The store is the server's: searching in process would have failed with store_locked.
+    assert run.returncode == 0, run.stderr
+    rows = json.loads(run.stdout)
+    assert rows and all(set(r) == ROW_KEYS for r in rows)  # the same shape as in process
+    assert rows[0]["source"] == PASSWORDS
+    with res.db.session() as session:  # the server searched, and audited it as a search
+        events = session.scalars(select(AuditEvent).where(AuditEvent.query == query)).all()
+    assert [(e.action, e.auth_method) for e in events] == [("search", "cli")]
+    key = create_api_key(res.db, f"cli-{uuid.uuid4().hex[:6]}")
+    hits = httpx.post(f"{server.url}/api/search", json={"query": query, "top_k": 3},
+                      headers={"Authorization": f"Bearer {key.key}"}, timeout=60).json()
+    fields = ("source", "chunk_id", "doc_id", "title", "heading", "page", "score", "text")
+    assert [{k: r[k] for k in fields} for r in rows] == [{k: h[k] for k in fields} for h in hits]
+    plain = cli(env, "search", query, "--top-k", "3")
+    assert plain.returncode == 0 and plain.stdout.startswith(f"1. {PASSWORDS} ({rows[0]['score']:.4f})"), plain.stdout
+    unknown = cli(env, "search", query, "--as", "nobody-" + uuid.uuid4().hex[:6], "--json")
+    assert unknown.returncode == 2 and json.loads(unknown.stderr.splitlines()[-1])["error"]["code"] == "not_found"
+
+
+def test_ask_is_answered_by_the_running_server(served):
+    _, _, llm, env = served
+    asked = len(llm.requests)
+    run = cli(env, "ask", "How long should a password be?")
+    assert run.returncode == 0, run.stderr
+    assert ANSWER.replace(" [1]", "") in run.stdout.replace(" [1]", "") and f"[1] {PASSWORDS}" in run.stdout, run.stdout
+    assert len(llm.requests) > asked  # the server's model wrote it
+    as_json = cli(env, "ask", "How long should a password be?", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    answer = json.loads(as_json.stdout)
+    assert {"answer", "citations", "abstained"} <= set(answer) and answer["citations"][0]["source"] == PASSWORDS
+
+
+def test_another_data_folders_server_is_not_used(served, tmp_path):
+    server, _, _, env = served
+    other = {**env, "ASSISTANT_DATA_DIR": str(tmp_path / "var")}
+    settings = make_settings(tmp_path / "var", embedding_model=CORPUS_MODEL)
+    refused = httpx.post(f"{server.url}/api/local/search", json={"query": "password", "data_dir": str(tmp_path / "var")},
+                         headers={TOKEN_HEADER: local_ingest_token(settings)}, timeout=10)
+    assert refused.status_code == 401
+    run = cli(other, "search", "password", "--json")  # its own, empty data folder, searched in process
+    assert run.returncode == 0 and json.loads(run.stdout) == [], run.stderr
