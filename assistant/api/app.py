@@ -43,13 +43,13 @@ from assistant.api.routes import (
     users,
 )
 from assistant.api.security_headers import SecurityHeadersMiddleware
+from assistant.auth.signing import signing_key
 from assistant.composition import Assistant
 from assistant.core import resources as resources_mod
 from assistant.core.errors import ConfigError
 from assistant.core.jobs import JobDispatcher
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings, get_settings
-from assistant.core.signing import signing_key
 
 # The browser app as `make install` builds it (web/build.mjs: npm libraries bundled, public/ copied).
 WEB_DIR = Path(__file__).resolve().parents[2] / "web" / "dist"

@@ -196,7 +196,7 @@ def ingest_through_server(
     """
     import httpx
 
-    from assistant.core.signing import local_ingest_token
+    from assistant.auth.signing import local_ingest_token
 
     headers = {"X-Assistant-Local-Token": local_ingest_token(settings)}
     base = server_url(settings)

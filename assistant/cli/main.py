@@ -275,10 +275,10 @@ def serve(
     import uvicorn
 
     from assistant.auth.accounts import ensure_bootstrap_admin, list_users
+    from assistant.auth.signing import signing_key
     from assistant.cli.opening import open_database
     from assistant.core.log_config import logging_dict
     from assistant.core.settings import get_settings
-    from assistant.core.signing import signing_key
 
     settings = get_settings()
     if workers > 1 and (settings.storage.vector_store == "edge" or settings.resolved_database_url.startswith("sqlite")):

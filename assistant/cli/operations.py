@@ -49,8 +49,8 @@ def _server_backup(settings, url: str | None) -> Path:
     """Ask the running server (it owns the embedded store) to back up; returns the folder it wrote."""
     import httpx
 
+    from assistant.auth.operator_token import operator_token
     from assistant.cli.local_server import server_url, unreachable_server
-    from assistant.operations.operator_token import operator_token
 
     base = url or server_url(settings)
     try:

@@ -16,10 +16,10 @@ from typing import Any
 
 import httpx
 
+from assistant.auth.signing import local_ingest_token
 from assistant.cli.local_server import server_url
 from assistant.core.errors import AssistantError
 from assistant.core.settings import Settings
-from assistant.core.signing import local_ingest_token
 
 CONNECT_TIMEOUT_S = 0.5  # loopback: a server that runs accepts at once; none costs this at most
 ANSWER_TIMEOUT_S = 600.0

@@ -1,6 +1,7 @@
 """The queries behind the quality view's lists: the slowest answers, and the questions the documents
 did not answer (the "not found" answer) or whose answer was rated down, from which knowledge gaps are
-grouped (`assistant.operations.knowledge_gaps`). A question's text is shown through `assistant.core.visibility`:
+grouped (`assistant.operations.knowledge_gaps`); and what the admins' sources page shows of each
+source (`source_statuses`). A question's text is shown through `assistant.core.visibility`:
 withheld where the viewer may not read every document its answer cited.
 
 Every query is called with the `Database` as its first argument, as before: `transactional` opens its
@@ -9,7 +10,7 @@ session (one transaction per call); this module never opens one."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,8 +18,10 @@ from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
 from assistant.answering.store import feedback_cited
-from assistant.core.db.models import Conversation, Feedback, Message, utcnow
+from assistant.core.db.models import Conversation, Feedback, Job, JobItem, Message, Source, utcnow
 from assistant.core.db.session import Database, transactional
+from assistant.core.db.sources import SourceRow, source_summaries
+from assistant.core.db.uploads import upload_owners
 from assistant.core.visibility import Cited, Visibility
 
 
@@ -134,3 +137,81 @@ def gap_questions(session: Session, *, visibility: Visibility, days: int = 30, l
             seen.add(key)
             unique.append(gap)
     return GapQuestions(shown=unique, withheld=withheld)
+
+
+# Outcomes of a file that leave nothing to fix.
+_FINE_FILE_STATES = ("done", "skipped", "deleted", "queued", "running")
+
+
+@dataclass(frozen=True)
+class FileErrorPublic:
+    """A file of a source's latest job that was not indexed: its path in the source, status and reason
+    (None where the source's path is withheld)."""
+
+    path: str | None
+    status: str
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class SourceStatusPublic(SourceRow):
+    """A source as listed to admins (`SourceRow`: kind, path on the server, live documents and chunks,
+    last finished sync), with its latest job's ID and status and that job's file errors. For an
+    upload: `upload_owner` and `audience`; `path` and the errors' paths and reasons are None and
+    `withheld` True where the viewer may not read the upload."""
+
+    # A withheld upload's path is None here, where SourceRow's is always set (one field, two meanings).
+    path: str | None  # type: ignore[assignment]
+    last_job_id: int | None = None
+    last_job_status: str | None = None
+    errors: list[FileErrorPublic] = field(default_factory=list)
+    upload_owner: str | None = None
+    audience: str | None = None
+    withheld: bool = False
+
+
+def source_statuses(db: Database, *, visibility: Visibility | None = None, max_errors: int = 50) -> list[SourceStatusPublic]:
+    """What the admins' sources page shows: every source, by path, with its latest job and up to
+    `max_errors` of that job's files that did not make it into the index, with why. An upload's source
+    names its owner and audience; its path only where the viewer may read the upload.
+
+    Args:
+        visibility: the viewer's rule; None: every path shown (for the server's own use, never a view).
+    """
+    rows = source_summaries(db)
+    uploads = {o.uri: o for o in upload_owners(db).values()}
+    uris, latest = _latest_jobs(db, [row.id for row in rows], max_errors)
+    out = []
+    for row in rows:
+        job_id, job_status, errors = latest.get(row.id, (None, None, []))
+        upload = uploads.get(uris.get(row.id, ""))
+        shown = upload is None or visibility is None or visibility.may_see_upload(upload.audience, owner_id=upload.user_id)
+        values = asdict(row)
+        if not shown:
+            values["path"] = None
+            errors = [FileErrorPublic(path=None, status=e.status, reason=None) for e in errors]
+        out.append(SourceStatusPublic(
+            **values, last_job_id=job_id, last_job_status=job_status, errors=errors,
+            upload_owner=upload.owner if upload else None, audience=upload.audience if upload else None,
+            withheld=not shown,
+        ))
+    return out
+
+
+@transactional
+def _latest_jobs(
+    session: Session, source_ids: list[int], max_errors: int,
+) -> tuple[dict[int, str], dict[int, tuple[int, str, list[FileErrorPublic]]]]:
+    """Each source's URI, and for each source with a job: its latest job's ID, status and file errors."""
+    uris = dict(session.execute(select(Source.id, Source.uri)).all())
+    latest = {}
+    for source_id in source_ids:
+        job = session.scalar(select(Job).where(Job.source_id == source_id).order_by(Job.id.desc()).limit(1))
+        if job is None:
+            continue
+        items = session.scalars(
+            select(JobItem).where(JobItem.job_id == job.id, JobItem.status.not_in(_FINE_FILE_STATES))
+            .order_by(JobItem.id).limit(max_errors)
+        )
+        latest[source_id] = (job.id, job.status, [FileErrorPublic(path=i.path, status=i.status, reason=i.reason) for i in items])
+    return uris, latest

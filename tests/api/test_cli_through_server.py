@@ -17,8 +17,8 @@ from sqlalchemy import select
 
 from assistant.api.routes.local_ingest import TOKEN_HEADER
 from assistant.auth.api_keys import create_api_key
+from assistant.auth.signing import local_ingest_token
 from assistant.core.db.models import AuditEvent
-from assistant.core.signing import local_ingest_token
 from ingest.pipeline import Ingestor
 from tests.api.live_server import LiveServer
 from tests.conftest import CORPUS_MODEL, copy_subset, make_settings, open_resources

@@ -16,8 +16,8 @@ import httpx
 from sqlalchemy import create_engine, text
 
 from assistant.api.routes.local_ingest import TOKEN_HEADER
+from assistant.auth.signing import local_ingest_token
 from assistant.core.principals import ANONYMOUS
-from assistant.core.signing import local_ingest_token
 from ingest.pipeline import Ingestor
 from tests.api.live_server import LiveServer
 from tests.conftest import CORPUS_MODEL, copy_subset, make_settings, open_resources

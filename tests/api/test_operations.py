@@ -21,6 +21,7 @@ from sqlalchemy import select, update
 
 from assistant.auth.access import read_original
 from assistant.auth.api_keys import create_api_key
+from assistant.auth.operator_token import operator_token
 from assistant.compliance.audit import recent_events
 from assistant.composition import Assistant
 from assistant.core.db.identity import load_principal
@@ -30,7 +31,6 @@ from assistant.core.errors import ConfigError
 from assistant.core.log_config import logging_dict
 from assistant.core.principals import ANONYMOUS
 from assistant.operations.backup import restore_backup
-from assistant.operations.operator_token import operator_token
 from tests.api.conftest import parse_sse
 from tests.api.live_server import LiveServer
 from tests.conftest import make_settings, open_resources

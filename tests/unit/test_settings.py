@@ -3,9 +3,9 @@
 import pytest
 from pydantic import ValidationError
 
+from assistant.auth.signing import signing_key
 from assistant.core.errors import ConfigError
 from assistant.core.settings import Settings, describe_invalid_settings
-from assistant.core.signing import signing_key
 
 
 def test_defaults_are_the_embedded_deployment(tmp_path):

@@ -30,11 +30,11 @@ from assistant.auth.accounts import (
 )
 from assistant.auth.api_keys import create_api_key, list_api_keys, revoke_api_key
 from assistant.core.db.jobs import JobRecord, queue_sync_job
-from assistant.core.db.source_status import SourceStatusPublic, source_statuses
 from assistant.core.db.uploads import UploadAdminPublic, all_uploads
 from assistant.core.errors import NotFoundError
 from assistant.core.jobs import JOB_TASKS
 from assistant.core.visibility import Visibility
+from assistant.operations.store import SourceStatusPublic, source_statuses
 
 router = APIRouter(prefix="/api/admin", tags=["admin"])
 

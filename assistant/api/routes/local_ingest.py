@@ -19,10 +19,10 @@ from starlette.concurrency import run_in_threadpool
 from assistant.api.deps import AssistantDep, DispatcherDep, RowId
 from assistant.api.routes.jobs import queue_sync
 from assistant.api.schemas.local_ingest import LocalSyncCreate
+from assistant.auth.signing import local_ingest_token
 from assistant.core.db.jobs import JobRecord, syncs_ahead
 from assistant.core.db.jobs import get_job as load_job
 from assistant.core.errors import AuthenticationError, InvalidRequestError
-from assistant.core.signing import local_ingest_token
 
 TOKEN_HEADER = "X-Assistant-Local-Token"
 _LOOPBACK = {"127.0.0.1", "::1"}

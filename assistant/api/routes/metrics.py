@@ -1,5 +1,5 @@
 """Prometheus metrics at `/metrics`, for admins, the scraper's bearer token (`metrics_token`) or the
-operator token (`assistant.operations.operator_token`)."""
+operator token (`assistant.auth.operator_token`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.operator_auth import require_token_or_admin
+from assistant.auth.operator_token import is_operator_token
 from assistant.core.db.stats import operations_counts
 from assistant.operations.metrics import OperationsCollector, adapter_in_use, exposition
-from assistant.operations.operator_token import is_operator_token
 from assistant.operations.queue_depth import celery_queue_depth
 
 router = APIRouter()

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
 from assistant.api.operator_auth import require_token_or_admin
+from assistant.auth.operator_token import is_operator_token
 from assistant.operations.backup import take_backup
-from assistant.operations.operator_token import is_operator_token
 
 router = APIRouter(prefix="/api/admin")
 

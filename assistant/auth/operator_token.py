@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 
+from assistant.auth.signing import signing_key
 from assistant.core.settings import Settings
-from assistant.core.signing import signing_key
 
 _LABEL = b"assistant operator token v1"
 
