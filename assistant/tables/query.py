@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
 import sqlglot
 from sqlglot import exp
 
@@ -96,8 +97,6 @@ def reader_connection(tables: dict[str, tuple[Path, str]]):
     Returns:
         The duckdb connection (the caller closes it).
     """
-    import duckdb
-
     con = duckdb.connect(":memory:")
     aliases: dict[Path, str] = {}
     for view, (path, table) in tables.items():
@@ -117,8 +116,6 @@ def run_select(con, sql: str, allowed: Iterable[str], *, max_rows: int = 50, tim
         SqlRejected: by the checker (`check_select`), or the engine refused or interrupted it (the
             message names the engine's error).
     """
-    import duckdb
-
     statement = check_select(sql, allowed, max_rows=max_rows)
     timer = threading.Timer(timeout_s, con.interrupt)
     timer.start()
