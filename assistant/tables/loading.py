@@ -132,6 +132,10 @@ class TableWriter:
         finally:
             scratch.unlink(missing_ok=True)
         headers = dict(zip(columns, (" ".join(h.split()) for h in header)))
+        # The sheet's own names travel with the table, for the card the query side builds again.
+        self._con.execute(f"COMMENT ON TABLE {quote(name)} IS {_literal(sheet)}")
+        for column, text in headers.items():
+            self._con.execute(f"COMMENT ON COLUMN {quote(name)}.{quote(column)} IS {_literal(text)}")
         table = LoadedTable(name, sheet, count, table_card(
             self._con, name, sheet=sheet, document=self.document, headers=headers,
         ))

@@ -12,6 +12,7 @@ import sqlglot
 from sqlglot import exp
 
 from assistant.core.errors import AssistantError
+from assistant.tables.card import table_card
 from assistant.tables.loading import quote
 
 # Nodes no query may hold. `Anonymous` is any function sqlglot does not model: duckdb's table and
@@ -84,33 +85,71 @@ def check_select(sql: str, allowed: Iterable[str], *, max_rows: int) -> str:
     return f"SELECT * FROM ({tree.sql(dialect='duckdb')}) AS _q LIMIT {int(max_rows)}"
 
 
-def reader_connection(tables: dict[str, tuple[Path, str]]):
-    """An in-memory duckdb connection that sees only the given tables, read-only, locked.
+@dataclass
+class ReaderTables:
+    """An in-memory duckdb connection that sees only a reader's tables, read-only, locked
+    (`open_reader_tables`); close it when done.
+
+    Attributes:
+        con: the connection.
+        names: view name -> (attached database alias, table name in the document's file).
+    """
+
+    con: duckdb.DuckDBPyConnection
+    names: dict[str, tuple[str, str]]
+
+    def card(self, view: str, *, document: str) -> str:
+        """The table card of `view` (`card.table_card`), with its sheet's own headers.
+
+        Args:
+            view: a name of `names`.
+            document: the document's file name, for the card's first line.
+        """
+        alias, table = self.names[view]
+        sheet = self.con.execute(
+            "SELECT comment FROM duckdb_tables() WHERE database_name = ? AND table_name = ?", [alias, table]
+        ).fetchone()
+        headers = dict(self.con.execute(
+            "SELECT column_name, comment FROM duckdb_columns() WHERE database_name = ? AND table_name = ?", [alias, table]
+        ).fetchall())
+        return table_card(self.con, view, sheet=(sheet[0] or "") if sheet else "", document=document,
+                          headers={c: h or "" for c, h in headers.items()})
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.con.close()
+
+
+def open_reader_tables(tables: dict[str, tuple[Path, str]]) -> ReaderTables:
+    """Attach the given tables for one reader's query, and lock the connection.
 
     Each document's file is attached READ_ONLY and each table gets a view under the name the reader
     uses; then external access (files, network, extensions) is switched off and the configuration
     locked, so that even a statement the checker let through cannot read a file or attach another.
 
     Args:
-        tables: view name -> (the document's tables file, the table's name in it).
+        tables: view name -> (the document's tables file, the table's name in it); only tables of
+            documents the reader may open.
 
     Returns:
-        The duckdb connection (the caller closes it).
+        The connection with its views.
     """
     con = duckdb.connect(":memory:")
     aliases: dict[Path, str] = {}
+    names: dict[str, tuple[str, str]] = {}
     for view, (path, table) in tables.items():
         if path not in aliases:
             aliases[path] = f"doc_{len(aliases)}"
             con.execute(f"ATTACH {_string(str(path))} AS {aliases[path]} (READ_ONLY)")
         con.execute(f"CREATE TEMP VIEW {quote(view)} AS SELECT * FROM {aliases[path]}.main.{quote(table)}")
+        names[view] = (aliases[path], table)
     con.execute("SET enable_external_access=false")
     con.execute("SET lock_configuration=true")
-    return con
+    return ReaderTables(con, names)
 
 
 def run_select(con, sql: str, allowed: Iterable[str], *, max_rows: int = 50, timeout_s: float = 5.0) -> QueryResult:
-    """Check `sql` and run it on `con` (`reader_connection`), interrupted after `timeout_s`.
+    """Check `sql` and run it on `con` (`open_reader_tables`), interrupted after `timeout_s`.
 
     Raises:
         SqlRejected: by the checker (`check_select`), or the engine refused or interrupted it (the

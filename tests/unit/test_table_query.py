@@ -6,7 +6,7 @@ import pytest
 
 from assistant.tables.cells import typed_text
 from assistant.tables.loading import TableWriter
-from assistant.tables.query import SqlRejected, reader_connection, run_select
+from assistant.tables.query import SqlRejected, open_reader_tables, run_select
 
 HOSTILE = {
     "drop": "DROP TABLE inventory",
@@ -41,9 +41,9 @@ def tables(tmp_path_factory):
     writer.add("Payroll", ["Name", "Salary"], iter([["Ada", typed_text(9, "9")], ["Bob", typed_text(8, "8")]]))
     writer.close()
     # Only inventory gets a view and is allowed; the checker refuses payroll and any qualified name.
-    con = reader_connection({"inventory": (folder / "doc.duckdb", "inventory")})
-    yield con
-    con.close()
+    reader = open_reader_tables({"inventory": (folder / "doc.duckdb", "inventory")})
+    yield reader.con
+    reader.close()
 
 
 @pytest.mark.parametrize("sql", HOSTILE.values(), ids=HOSTILE.keys())
@@ -72,3 +72,14 @@ def test_a_slow_query_is_interrupted(tables):
     slow = "SELECT count(*) FROM inventory a, inventory b, inventory c WHERE a.value + b.value + c.value = 7"
     with pytest.raises(SqlRejected, match="stopped"):
         run_select(tables, slow, {"inventory"}, timeout_s=0.5)
+
+
+def test_the_card_is_built_again_with_the_sheets_own_headers(tmp_path):
+    writer = TableWriter(tmp_path / "doc.duckdb", document="rooms.xlsx")
+    writer.add("Rooms 2024", ["Room no.", "Seats"], ([f"R{i}", typed_text(i, str(i))] for i in range(5)))
+    writer.close()
+    reader = open_reader_tables({"rooms": (tmp_path / "doc.duckdb", "rooms_2024")})
+    card = reader.card("rooms", document="rooms.xlsx")
+    reader.close()
+    assert card.startswith("Table rooms: sheet 'Rooms 2024' of rooms.xlsx, 5 rows.")
+    assert "- room_no (header 'Room no.'; VARCHAR" in card and "- seats (header 'Seats'; BIGINT; 0 to 4)" in card
