@@ -41,11 +41,13 @@ class QueryResult:
         sql: the statement as run (normalised by sqlglot, wrapped in the row limit).
         columns: the result's column names.
         rows: at most the row limit of tuples.
+        tables: the reader's tables the statement reads, in order of appearance.
     """
 
     sql: str
     columns: list[str]
     rows: list[tuple]
+    tables: list[str]
 
 
 def check_select(sql: str, allowed: Iterable[str], *, max_rows: int) -> str:
@@ -160,7 +162,10 @@ def run_select(con, sql: str, allowed: Iterable[str], *, max_rows: int = 50, tim
     timer.start()
     try:
         cursor = con.execute(statement)
-        return QueryResult(statement, [d[0] for d in cursor.description], cursor.fetchall())
+        allowed_names = {a.lower(): a for a in allowed}
+        read = [allowed_names[t.name.lower()] for t in sqlglot.parse_one(statement, read="duckdb").find_all(exp.Table)
+                if t.name.lower() in allowed_names]
+        return QueryResult(statement, [d[0] for d in cursor.description], cursor.fetchall(), list(dict.fromkeys(read)))
     except duckdb.InterruptException as exc:
         raise SqlRejected(f"the query ran past {timeout_s:g} s and was stopped") from exc
     except duckdb.Error as exc:

@@ -4,7 +4,6 @@ re-sync and removed with the file (issue 40)."""
 from __future__ import annotations
 
 import duckdb
-from openpyxl import Workbook
 
 from assistant.auth.acl_manifest import AclManifest
 from assistant.composition import Assistant
@@ -12,24 +11,14 @@ from assistant.core.principals import ANONYMOUS, Principal
 from assistant.tables.files import tables_file
 from ingest.pipeline import Ingestor, document_id
 from tests.conftest import make_settings, open_resources
+from tests.workbooks import write_sheet
 
 MANIFEST = {"default": ["everyone"], "rules": [{"path": "finance/**", "allow": ["group:finance"]}]}
 FINANCE = Principal(name="fay", groups=frozenset({"finance"}))
 
 
-def _sheet(path, title, header, rows):
-    book = Workbook()
-    sheet = book.active
-    sheet.title = title
-    sheet.append(header)
-    for row in rows:
-        sheet.append(row)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    book.save(path)
-
-
 def _prices(path, n):
-    _sheet(path, "Price list", ["Part number", "Description", "Unit price (EUR)"],
+    write_sheet(path, "Price list", ["Part number", "Description", "Unit price (EUR)"],
            ([f"P-{i:04d}", f"Hex bolt M{4 + i % 9}", 0.5 + i] for i in range(n)))
 
 
@@ -42,7 +31,7 @@ def test_a_restricted_workbook_table_card_follows_the_acl_and_the_file(tmp_path)
     docs = tmp_path / "share"
     _prices(docs / "prices.xlsx", 250)
     budget = docs / "finance" / "budget.xlsx"
-    _sheet(budget, "Travel budget", ["Department", "Traveller", "Travel budget (EUR)"],
+    write_sheet(budget, "Travel budget", ["Department", "Traveller", "Travel budget (EUR)"],
            ([f"Department {i % 12}", f"Employee {i}", 1000 + i] for i in range(300)))
     settings = make_settings(tmp_path / "var")
     res = open_resources(settings)

@@ -237,6 +237,7 @@ export default {
   "error.not_found": "Not found, or you may not open it.",
   "error.overloaded": "The assistant is busy; try again in a moment.",
   "error.payload_too_large": "That is too large for the server.",
+  "error.sql_rejected": "That query over a table was not allowed or could not run.",
   "error.permission_denied": "You are not allowed to do that.",
   "error.rate_limit_exceeded": "Too many requests; slow down and try again.",
   "error.store_locked": "The index is in use by another process.",
