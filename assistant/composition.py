@@ -67,6 +67,7 @@ class Assistant:
             source_tokens=settings.llm.cpu_source_tokens or None if settings.llm.backend == "llama_cpp" else None,
             translate_questions=settings.retrieval.question_translation,
             translate_timeout_s=settings.retrieval.question_translation_timeout_s,
+            tables_dir=settings.tables_dir,
         )
         return cls(resources=resources, retriever=retriever, answerer=answerer)
 

@@ -25,6 +25,7 @@ reached at row 900,000, the process killed) means the file failed as a whole. Th
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 import os
 import pickle
@@ -38,7 +39,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -67,6 +68,8 @@ class ParseResult:
             its own, positions counting on from the part before).
         attachments: (file name, bytes) of files carried inside this one.
         parse_s: seconds the child spent parsing and chunking.
+        tables_file: when done, the scratch duckdb file holding the document's large sheets as
+            tables (`assistant.tables.files.install` moves it into place), or None.
     """
 
     key: Any
@@ -78,6 +81,7 @@ class ParseResult:
     chunks: list[Chunk] = field(default_factory=list)
     attachments: list[tuple[str, bytes]] = field(default_factory=list)
     parse_s: float = 0.0
+    tables_file: str | None = None
     fatal: bool = False  # the child ran out of memory and exits: a fresh one takes the next file
 
     @property
@@ -119,6 +123,8 @@ class IsolatedParser:
         on_progress: called with (request key, `Progress`) as OCR pages are done.
         part_chunks: most chunks per part handed over before a file's final result; 0: every
             chunk of a file in its final result (the whole file held in both processes).
+        tables_dir: the tables folder (`Settings.tables_dir`): large sheets are loaded into a
+            scratch file under it (`ParseResult.tables_file`); None: every sheet as row groups.
     """
 
     def __init__(
@@ -133,8 +139,10 @@ class IsolatedParser:
         log_path: Path | None = None,
         on_progress: Callable[[Any, Progress], None] | None = None,
         part_chunks: int = PART_CHUNKS,
+        tables_dir: Path | None = None,
     ):
         self.config = {
+            "tables_dir": str(tables_dir) if tables_dir is not None else None,
             "tokenizer_path": str(tokenizer_path),
             "max_tokens": max_tokens,
             "chunk_tokens": chunk_tokens,
@@ -318,6 +326,8 @@ def _child_main() -> None:
     import transformers  # noqa: PLC0415 - see above
     from transformers import AutoTokenizer  # noqa: PLC0415 - see above
 
+    from assistant.tables.files import discard, staging_file  # noqa: PLC0415 - see above
+    from ingest.formats.limits import Limits  # noqa: PLC0415 - see above
     from ingest.formats.ocr import set_page_listener  # noqa: PLC0415 - see above
     from ingest.readers import parse_file  # noqa: PLC0415 - see above
 
@@ -342,14 +352,16 @@ def _child_main() -> None:
         start_size = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     resource.setrlimit(resource.RLIMIT_AS, (start_size + limit, start_size + limit))
     _write_frame(out, _READY)
-    while True:
+    tables_dir = config.get("tables_dir")
+    for n in itertools.count():
         try:
             path, name = _read_frame(inp)
         except EOFError:  # the parent is gone
             return
         started = time.perf_counter()
+        staged = staging_file(Path(tables_dir), f"{os.getpid()}-{n}") if tables_dir else None
         try:
-            parsed = parse_file(Path(path), streamed=True)
+            parsed = parse_file(Path(path), limits=replace(Limits.from_settings(), tables_path=staged), streamed=True)
             chunks, sent = [], 0
             for chunk in chunker.iter_chunks(parsed):
                 chunks.append(chunk)
@@ -361,6 +373,7 @@ def _child_main() -> None:
             result = ParseResult(
                 None, "done", "; ".join(parsed.notes), parsed.title, parsed.mime, parsed.page_count, chunks,
                 list(getattr(parsed, "attachments", None) or []),
+                tables_file=str(staged) if staged is not None and staged.exists() else None,
             )
         except IngestError as exc:
             result = ParseResult(None, exc.status, exc.message, attachments=list(exc.attachments))
@@ -372,6 +385,8 @@ def _child_main() -> None:
         except Exception as exc:  # a parser bug fails this file only
             result = ParseResult(None, "failed", f"{name}: {type(exc).__name__}: {exc}")
         result.parse_s = time.perf_counter() - started
+        if result.tables_file is None:
+            discard(staged)  # a failed parse's tables never replace the document's
         try:
             _write_frame(out, result)
         except MemoryError:

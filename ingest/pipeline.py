@@ -138,6 +138,7 @@ class Ingestor:
             memory_limit_bytes=settings.ingest.parse_memory_limit_bytes,
             log_path=settings.storage.data_dir / "logs" / "parser.log",
             part_chunks=settings.ingest.parse_part_chunks,
+            tables_dir=settings.tables_dir,
         )
         # One thread: batches are embedded in order while this thread writes the previous one.
         self.embed_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assistant-embed")
@@ -207,6 +208,7 @@ class Ingestor:
             job_id=job_id, source_id=source_id, on_file=on_file,
         )
         run.pii_kinds = manifest.mask_pii
+        run.tables_dir = self.res.settings.tables_dir
         run.reparse_all = masked_before is not None and masked_before != manifest.mask_pii
         run.live = LiveTotals(self.res.db, job_id, listener=on_progress)
         self.parser.on_progress = lambda key, progress: run.live.page()

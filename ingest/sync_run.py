@@ -40,6 +40,8 @@ from assistant.core.embedding.embedder import Embedder
 from assistant.core.index.payload import ChunkPayload, chunk_point, document_id
 from assistant.core.language import document_language as detect_lang
 from assistant.core.vectorstore import VectorStore
+from assistant.tables.files import install as install_tables
+from assistant.tables.files import remove as remove_tables
 from ingest.embedding_cache import EmbeddingCache
 from ingest.isolated_parse import IsolatedParser, ParseResult
 from ingest.pii_masking import mask_parse_result
@@ -189,6 +191,7 @@ class SyncRun:
         self.pii_masked: Counter = Counter()  # spans masked per kind, for the job's totals
         self.reparse_all = False  # the source's masking changed: no file counts as unchanged
         self.live: LiveTotals | None = None  # the job row's running counts (set by the pipeline)
+        self.tables_dir: Path | None = None  # documents' table files (set by the pipeline; None: none kept)
 
     # -- read, hash, skip or submit ------------------------------------------------------------
     def start(self, path: Path, rel: str, uri: str, order: tuple[int, str], acl: list[str], depth: int, item_id: int) -> None:
@@ -448,6 +451,9 @@ class SyncRun:
     def _finish_doc(self, work: _Work, new_ids: set[str], reused: int, status: str, reason: str) -> None:
         store = self.store
         # New points are already in; only now do the old ones go, so a crash never leaves a gap.
+        if self.tables_dir is not None:  # replaced like the points: the new file, or none (a failure, no large sheet)
+            staged = work.result.tables_file if status == "done" and work.result is not None else None
+            install_tables(Path(staged) if staged else None, tables_dir=self.tables_dir, doc_id=work.doc_id)
         store.delete(sorted(store.scroll_ids(doc_id=work.doc_id) - new_ids))
         finish_document(
             self.db, work.doc_id, status=status, reason=reason, chunk_count=len(new_ids),
@@ -485,5 +491,7 @@ class SyncRun:
         ]
         for n, (doc_id, rel, uri) in enumerate(gone):
             self.store.delete(sorted(self.store.scroll_ids(doc_id=doc_id)))
+            if self.tables_dir is not None:
+                remove_tables(self.tables_dir, doc_id)
             mark_document_deleted(self.db, doc_id)
             self._finish_item((1 << 62, f"{n:09d}"), None, FileOutcome(rel, uri, "deleted", "removed at the source"))

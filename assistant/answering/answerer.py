@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from assistant.adapters.routing import AdapterRouter, RoutedLLM
 from assistant.answering.admission import FairLimiter, Ticket
@@ -22,6 +23,7 @@ from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages,
 from assistant.answering.request import AuditSink, GenerationParams
 from assistant.answering.rewrite import rewrite_query, translate_question
 from assistant.answering.stops import STOP_SEQUENCES, StopFilter
+from assistant.answering.table_answers import answer_from_tables, table_cards
 from assistant.core import metrics
 from assistant.core.language import question_language
 from assistant.core.llm import LLM, ChatMessage, FinishReason, StreamResult, Usage
@@ -93,6 +95,8 @@ class Answerer:
         translate_questions: a Chinese question is translated into English by `llm`
             (`rewrite.translate_question`) and searched together with its translation.
         translate_timeout_s: longest wait for that translation, in seconds; then the question is searched alone.
+        tables_dir: the documents' queryable tables (`Settings.tables_dir`): when the best source is a
+            table card, the question is answered by a checked SELECT (`table_answers`); None: never.
 
     A question of several parts (`parts.split_question`, asked without history) is answered part by
     part and composed (`part_answers.answer_parts`); `split_parts` False answers it whole.
@@ -114,6 +118,7 @@ class Answerer:
         source_tokens: int | None = None,
         translate_questions: bool = False,
         translate_timeout_s: float = 15.0,
+        tables_dir: Path | None = None,
     ):
         self.retriever = retriever
         self.llm = llm
@@ -126,6 +131,7 @@ class Answerer:
         self.source_tokens = source_tokens
         self.translate_questions = translate_questions
         self.translate_timeout_s = translate_timeout_s
+        self.tables_dir = tables_dir
 
     def prepare(
         self,
@@ -322,7 +328,7 @@ class Answerer:
         return Answerer(
             retriever=self.retriever, llm=llm, top_k=self.top_k, abstention=self.abstention, defaults=params,
             rewrite=self.rewrite, source_tokens=self.source_tokens, translate_questions=self.translate_questions,
-            translate_timeout_s=self.translate_timeout_s,
+            translate_timeout_s=self.translate_timeout_s, tables_dir=self.tables_dir,
         )
 
     def forget_answer(self, question: str, *, principal: Principal) -> None:
@@ -416,6 +422,19 @@ class Answerer:
                 params=params, audit=audit,
             )
             yield Retrieved(sources)
+            cards = table_cards(sources) if self.tables_dir is not None and messages is not None else {}
+            if cards:  # the best evidence is a table card: one checked SELECT answers (table_answers.py)
+                if ticket is not None:
+                    await ticket.acquire()
+                found = await answer_from_tables(query, cards, tables_dir=self.tables_dir, llm=llm)
+                if ticket is not None:
+                    ticket.close()
+                citations = [c.to_dict() for c in found.citations]
+                yield Token(found.text)
+                yield Citations(citations)
+                yield Done(found.text, abstained=found.abstained, cached=False, finish_reason="stop", usage=found.usage,
+                           citations=citations, closest=closest_documents(sources) if found.abstained else None)
+                return
             if messages is None:
                 text = NO_ANSWER[question_language(question)]
                 yield Token(text)

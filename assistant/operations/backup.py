@@ -64,14 +64,17 @@ def data_folders(settings: Settings) -> dict[str, Path]:
     - `uploads`: uploaded documents (`uploads_dir`; each one's source, document and download);
     - `helpdesk-resolutions`: resolved tickets written as documents and indexed (`helpdesk_resolutions_dir`);
     - `finetune`: dataset snapshots, adapters and run logs that the adapter registry names (`finetune_dir`);
-    - `adapters`: DATA_DIR/adapters, the volume the model server reads published adapters from.
+    - `adapters`: DATA_DIR/adapters, the volume the model server reads published adapters from;
+    - `tables`: the documents' queryable tables (`tables_dir`, one duckdb file per document, each
+      replaced by an atomic rename, so a copy is never half-written; `.staging/` holds a parse's scratch).
 
     Raises:
         ConfigError: one of them is the data folder or holds it (copying or replacing it would take
             the database, the vectors and the backups with it).
     """
     folders = {"uploads": settings.resolved_uploads_dir.resolve(), "helpdesk-resolutions": settings.resolutions_dir.resolve(),
-               "finetune": settings.finetune_path.resolve(), ADAPTERS: (settings.storage.data_dir / ADAPTERS).resolve()}
+               "finetune": settings.finetune_path.resolve(), ADAPTERS: (settings.storage.data_dir / ADAPTERS).resolve(),
+               "tables": settings.tables_dir.resolve()}
     data_dir = settings.storage.data_dir.resolve()
     for role, folder in folders.items():
         if data_dir == folder or folder in data_dir.parents:

@@ -32,6 +32,10 @@ class Limits:
         ocr_engine: `rapidocr`, `tesseract` or `none` (`ocr_engines.OcrOptions`).
         ocr_page_timeout_s: seconds OCR may spend on one page.
         ocr_threads: ONNX Runtime threads for RapidOCR (0 = its default).
+        table_min_rows: a sheet (or CSV file) with at least this many non-blank rows is loaded as a
+            queryable table and embedded as one table card (`ingest.formats.sheet_tables`).
+        tables_path: the duckdb file this parse writes such tables to (it must not exist; the caller
+            moves it into place once the document is indexed); None: every sheet as row groups.
     """
 
     max_file_size_bytes: int = 100 * 1024 * 1024
@@ -43,6 +47,8 @@ class Limits:
     ocr_engine: str = "rapidocr"
     ocr_page_timeout_s: float = 120.0
     ocr_threads: int = 0
+    table_min_rows: int = 200
+    tables_path: Path | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> Limits:
@@ -65,6 +71,7 @@ class Limits:
             ocr_engine=s.ocr.engine,
             ocr_page_timeout_s=s.ocr.page_timeout_s,
             ocr_threads=s.ocr.threads,
+            table_min_rows=s.ingest.table_min_rows,
         )
 
     def ocr_options(self) -> OcrOptions:

@@ -21,10 +21,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from assistant.core.errors import IngestError
+from assistant.tables.cells import typed_text
 from ingest.decoding import decode_text
 from ingest.formats.document import ParsedDocument, Section, finished_stream
 from ingest.formats.limits import Limits, too_large
-from ingest.formats.tables import cell_text, is_header, table_sections
+from ingest.formats.sheet_tables import SheetTables
+from ingest.formats.tables import cell_text, is_header
 
 XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 XLS_MIME = "application/vnd.ms-excel"
@@ -55,6 +57,7 @@ def read_xlsx(path: Path, *, limits: Limits) -> ParsedDocument:
     except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
         raise IngestError(f"{path.name}: the XLSX workbook cannot be read ({type(exc).__name__}: {exc})") from exc
     counter = _RowCounter(path.name, limits)
+    tables = SheetTables(limits, document=path.name)
 
     def sections() -> Iterator[Section]:
         try:
@@ -63,13 +66,15 @@ def read_xlsx(path: Path, *, limits: Limits) -> ParsedDocument:
                     break
                 if hasattr(sheet, "reset_dimensions"):
                     sheet.reset_dimensions()
-                rows = ([cell_text(v) for v in row] for row in sheet.iter_rows(values_only=True))
+                # Typed texts: a large sheet's column types come from the cells' own types.
+                rows = ([typed_text(v, cell_text(v)) for v in row] for row in sheet.iter_rows(values_only=True))
                 merges = _merged_ranges(book, sheet)
                 if merges:
                     rows = _resolve_merges(rows, merges)
-                yield from table_sections(counter.rows(rows), heading=sheet.title)
+                yield from tables.sections(counter.rows(rows), heading=sheet.title)
         finally:
             book.close()
+            tables.close()
 
     return ParsedDocument(title=path.stem, mime=XLSX_MIME, notes=counter.notes,
                           stream=finished_stream(sections(), name=path.name))
@@ -97,6 +102,7 @@ def read_xls(path: Path, *, limits: Limits) -> ParsedDocument:
         status = "encrypted" if "encrypt" in str(exc).lower() else "failed"
         raise IngestError(f"{path.name}: the XLS workbook cannot be read ({exc})", status=status) from exc
     counter = _RowCounter(path.name, limits)
+    tables = SheetTables(limits, document=path.name)
 
     def sections() -> Iterator[Section]:
         try:
@@ -104,9 +110,10 @@ def read_xls(path: Path, *, limits: Limits) -> ParsedDocument:
                 if counter.truncated:
                     break
                 rows = ([_xls_cell(book, c) for c in sheet.row(r)] for r in range(sheet.nrows))
-                yield from table_sections(counter.rows(rows), heading=sheet.name)
+                yield from tables.sections(counter.rows(rows), heading=sheet.name)
         finally:
             book.release_resources()
+            tables.close()
 
     return ParsedDocument(title=path.stem, mime=XLS_MIME, notes=counter.notes,
                           stream=finished_stream(sections(), name=path.name))
@@ -133,9 +140,16 @@ def read_delimited(path: Path, *, limits: Limits) -> ParsedDocument:
     counter = _RowCounter(path.name, limits)
     reader = csv.reader(io.StringIO(text, newline=""), dialect=_sniff(text, path.suffix.lower()))
     del text  # the reader holds its own copy; one is enough
-    sections = table_sections(counter.rows([" ".join(c.split()) for c in row] for row in reader), heading="")
+    tables = SheetTables(limits, document=path.name, infer_text_types=True)
+
+    def sections() -> Iterator[Section]:
+        try:
+            yield from tables.sections(counter.rows([" ".join(c.split()) for c in row] for row in reader), heading="")
+        finally:
+            tables.close()
+
     mime = "text/tab-separated-values" if path.suffix.lower() == ".tsv" else "text/csv"
-    return ParsedDocument(title=path.stem, mime=mime, notes=counter.notes, stream=finished_stream(sections, name=path.name))
+    return ParsedDocument(title=path.stem, mime=mime, notes=counter.notes, stream=finished_stream(sections(), name=path.name))
 
 
 def _sniff(text: str, suffix: str) -> type[csv.Dialect] | str:
@@ -169,9 +183,12 @@ def _xls_cell(book, cell) -> str:
 
     if cell.ctype == xlrd.XL_CELL_DATE:
         try:
-            return cell_text(xlrd.xldate.xldate_as_datetime(cell.value, book.datemode))
+            value = xlrd.xldate.xldate_as_datetime(cell.value, book.datemode)
+            return typed_text(value, cell_text(value))
         except (xlrd.xldate.XLDateError, OverflowError):
             return cell_text(cell.value)
+    if cell.ctype == xlrd.XL_CELL_NUMBER:
+        return typed_text(cell.value, cell_text(cell.value))
     if cell.ctype in (xlrd.XL_CELL_ERROR, xlrd.XL_CELL_EMPTY, xlrd.XL_CELL_BLANK):
         return ""
     if cell.ctype == xlrd.XL_CELL_BOOLEAN:

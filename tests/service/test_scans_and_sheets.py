@@ -138,6 +138,8 @@ def ingested(tmp_path_factory):
     try:
         with pytest.MonkeyPatch.context() as patch:  # the parser process reads its limits from the environment
             patch.setenv("ASSISTANT_MAX_SHEET_CELLS", str(MAX_CELLS))
+            # These tests cover a sheet as row groups (tests/service/test_sheet_tables.py: as a table).
+            patch.setenv("ASSISTANT_TABLE_MIN_ROWS", "0")
             outcomes = {o.source: o for o in ingestor.sync(docs, on_progress=watch)}
     finally:
         ingestor.close()

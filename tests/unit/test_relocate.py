@@ -32,6 +32,7 @@ def test_the_backed_up_folders_follow_the_settings_and_never_hold_the_data_folde
     folders = data_folders(make_settings(data, uploads_dir=tmp_path / "shared" / "uploads"))
     assert folders == {"uploads": (tmp_path / "shared" / "uploads").resolve(),
                        "helpdesk-resolutions": (data / "helpdesk-resolutions").resolve(),
-                       "finetune": (data / "finetune").resolve(), "adapters": (data / "adapters").resolve()}
+                       "finetune": (data / "finetune").resolve(), "adapters": (data / "adapters").resolve(),
+                       "tables": (data / "tables").resolve()}
     with pytest.raises(ConfigError, match="the uploads folder .* is the data folder .* or holds it"):
         data_folders(make_settings(data, uploads_dir=tmp_path))

@@ -230,6 +230,11 @@ class Settings(BaseSettings):
         return self.uploads.dir or self.storage.data_dir / "uploads"
 
     @property
+    def tables_dir(self) -> Path:
+        """The folder of the documents' queryable tables, one duckdb file per document (DATA_DIR/tables)."""
+        return self.storage.data_dir / "tables"
+
+    @property
     def cookie_secure(self) -> bool:
         """Whether the session cookie carries the Secure flag (explicit setting, else production only)."""
         if self.auth.session_cookie_secure is not None:

@@ -31,6 +31,11 @@ class IngestSettings(Section):
         default=1_000_000, ge=1,
         description="most spreadsheet/CSV rows indexed per file; the rows beyond are left out and the status says so",
     )
+    table_min_rows: int = Field(
+        default=200, ge=0,
+        description="a sheet or CSV file with at least this many rows becomes a queryable table (one table card "
+        "embedded instead of its rows); 0 = never",
+    )
     parse_timeout_s: float = Field(
         default=120.0, gt=0, description="wall-clock seconds one file's parse may take before its process is killed"
     )

@@ -243,6 +243,7 @@ export default {
   "error.not_found": "Not found, or you may not open it.",
   "error.overloaded": "The assistant is busy; try again in a moment.",
   "error.payload_too_large": "That is too large for the server.",
+  "error.sql_rejected": "That query over a table was not allowed or could not run.",
   "error.permission_denied": "You are not allowed to do that.",
   "error.question_in_progress": "This question is already being answered; its answer appears in the conversation.",
   "error.rate_limit_exceeded": "Too many requests; slow down and try again.",

@@ -243,6 +243,7 @@ export default {
   "error.not_found": "未找到，或者您无权打开。",
   "error.overloaded": "助手正忙，请稍后再试。",
   "error.payload_too_large": "内容太大，服务器无法接收。",
+  "error.sql_rejected": "对表格的查询不被允许或无法运行。",
   "error.permission_denied": "您无权执行此操作。",
   "error.question_in_progress": "这个问题正在回答中，答案会出现在对话里。",
   "error.rate_limit_exceeded": "请求过于频繁，请稍后再试。",

@@ -1,0 +1,193 @@
+"""Questions whose best evidence is a table card, answered by one checked SELECT over the reader's tables (issue 40).
+
+The chat model (a coder model) gets the cards of the tables among the sources and writes one SELECT;
+`assistant.tables.query` checks and runs it on a locked, read-only connection that sees only those
+tables (retrieval returned their cards, so the reader may open their documents). The answer is the
+result rows themselves, not the model's restatement of them, so that no number is stated that the
+query did not return; it cites the card's sheet and shows the query and the rows. A query that is
+refused, fails or returns nothing gives "not found" naming the table, never a guess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from assistant.answering.citations import Citation, document_route
+from assistant.core.language import question_language
+from assistant.core.llm import LLM, ChatMessage, StreamResult, Usage
+from assistant.retrieval import RetrievedChunk
+from assistant.tables.files import tables_file
+from assistant.tables.query import QueryResult, SqlRejected, open_reader_tables, run_select
+
+# The heading ingestion gives a table card: '<sheet> — table <name>' ('table <name>' for CSV).
+_CARD_HEADING = re.compile(r"(?:^| — )table (\w+)$")
+_SQL_START = re.compile(r"\b(WITH|SELECT)\b", re.I)
+SQL_MAX_TOKENS = 256
+SHOWN_ROWS = 20  # rows of a result shown in the answer (the query's own limit is `max_rows`)
+SQL_PROMPT = (
+    "You write one DuckDB SQL SELECT statement that answers the user's question from the tables below. "
+    "Use only these tables and columns, exactly as named (snake_case). Compare text case-insensitively "
+    "(ILIKE) unless an exact code is given. Reply with the SQL only, no explanation.\n\n{cards}"
+)
+NOT_FOUND_EMPTY = {
+    "en": "Not found: the query on table {table} ({place}) returned no rows.",
+    "zh": "未找到：在表 {table}（{place}）中的查询没有返回任何行。",
+}
+NOT_FOUND_FAILED = {
+    "en": "Not found: no query on table {table} ({place}) could answer this ({reason}).",
+    "zh": "未找到：无法通过查询表 {table}（{place}）回答这个问题（{reason}）。",
+}
+ANSWER_HEAD = {"en": "From table {table} ({place}) [1]:", "zh": "来自表 {table}（{place}）[1]："}
+
+
+@dataclass(frozen=True)
+class TableAnswer:
+    """What the table path made of a question.
+
+    Attributes:
+        text: the answer (the rows, with the query) or the "not found" naming the table.
+        abstained: True for "not found".
+        citations: the card of the table the query read, its snippet the query and the rows.
+        usage: the tokens the SQL generation used.
+        result: the query's result (None when it was refused or failed).
+    """
+
+    text: str
+    abstained: bool
+    citations: list[Citation]
+    usage: Usage
+    result: QueryResult | None
+
+
+def table_cards(sources: Sequence[RetrievedChunk]) -> dict[str, RetrievedChunk]:
+    """The table cards among `sources` by table name (the first card of each table; a name taken by
+    another document's table gets '_2', '_3'...), or {} when the best source is not a card."""
+    if not sources or not _CARD_HEADING.search(sources[0].heading):
+        return {}
+    cards: dict[str, RetrievedChunk] = {}
+    seen: set[tuple[str, str]] = set()
+    for chunk in sources:
+        match = _CARD_HEADING.search(chunk.heading)
+        if match is None or (chunk.doc_id, match.group(1)) in seen:
+            continue
+        seen.add((chunk.doc_id, match.group(1)))
+        name, n = match.group(1), 2
+        while name in cards:
+            name, n = f"{match.group(1)}_{n}", n + 1
+        cards[name] = chunk
+    return cards
+
+
+async def answer_from_tables(
+    question: str,
+    cards: dict[str, RetrievedChunk],
+    *,
+    tables_dir: Path,
+    llm: LLM,
+    max_rows: int = 50,
+    timeout_s: float = 5.0,
+) -> TableAnswer:
+    """Answer `question` with one SELECT over the tables of `cards` (`table_cards`).
+
+    Args:
+        question: the reader's question.
+        cards: table name -> its card chunk, all from documents the reader may open.
+        tables_dir: the tables folder (`Settings.tables_dir`).
+        llm: the chat model that writes the SQL (temperature 0).
+        max_rows: the most rows the query returns.
+        timeout_s: seconds the query may run before it is interrupted.
+
+    Returns:
+        The answer; "not found" naming the table when the SQL is refused, fails or returns no rows.
+    """
+    lang = question_language(question)
+    refs = {name: (tables_file(tables_dir, chunk.doc_id), _CARD_HEADING.search(chunk.heading).group(1))
+            for name, chunk in cards.items()}
+    refs = {name: ref for name, ref in refs.items() if ref[0].exists()}
+    first = next(iter(cards))
+    if not refs:
+        return _not_found(NOT_FOUND_FAILED, lang, first, cards[first], "its table file is missing", Usage(), None)
+    reader = await asyncio.to_thread(open_reader_tables, refs)
+    try:
+        prompt_cards = await asyncio.to_thread(
+            lambda: "\n\n".join(reader.card(name, document=_file_name(cards[name])) for name in refs)
+        )
+        messages: list[ChatMessage] = [
+            {"role": "system", "content": SQL_PROMPT.format(cards=prompt_cards)},
+            {"role": "user", "content": question},
+        ]
+        generated = StreamResult()
+        reply = await llm.complete(messages, max_tokens=SQL_MAX_TOKENS, temperature=0.0, result=generated)
+        usage = generated.usage
+        sql = extract_sql(reply)
+        try:
+            result = await asyncio.to_thread(run_select, reader.con, sql, list(refs), max_rows=max_rows, timeout_s=timeout_s)
+        except SqlRejected as exc:
+            return _not_found(NOT_FOUND_FAILED, lang, first, cards[first], exc.message, usage, None)
+    finally:
+        reader.close()
+    used = result.tables[0] if result.tables else first
+    chunk = cards[used]
+    if not result.rows:
+        return _not_found(NOT_FOUND_EMPTY, lang, used, chunk, "", usage, result)
+    text = "\n\n".join([
+        ANSWER_HEAD[lang].format(table=used, place=_place(chunk)),
+        render_rows(result),
+        f"```sql\n{sql.strip().rstrip(';')}\n```",
+    ])
+    citation = Citation(
+        n=1, source=chunk.source, route=document_route(chunk.doc_id), doc_id=chunk.doc_id, chunk_id=chunk.chunk_id,
+        title=chunk.title, heading=chunk.heading, page=None, score=chunk.score, snippet=_preview(sql, result),
+    )
+    return TableAnswer(text, False, [citation], usage, result)
+
+
+def extract_sql(reply: str) -> str:
+    """The SQL in a model's reply: the first fenced block if any, from its first SELECT or WITH."""
+    fenced = re.search(r"```(?:sql)?\s*(.*?)```", reply, re.S | re.I)
+    text = fenced.group(1) if fenced else reply
+    start = _SQL_START.search(text)
+    return (text[start.start():] if start else text).strip()
+
+
+def render_rows(result: QueryResult) -> str:
+    """The result as the answer shows it: one value alone, else a Markdown table of at most `SHOWN_ROWS` rows."""
+    if len(result.rows) == 1 and len(result.columns) == 1:
+        return f"**{_value(result.rows[0][0])}** ({result.columns[0]})"
+    lines = ["| " + " | ".join(result.columns) + " |", "|" + "---|" * len(result.columns)]
+    lines += ["| " + " | ".join(_value(v) for v in row) + " |" for row in result.rows[:SHOWN_ROWS]]
+    if len(result.rows) > SHOWN_ROWS:
+        lines.append(f"({len(result.rows) - SHOWN_ROWS} more rows)")
+    return "\n".join(lines)
+
+
+def _value(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.10g}"
+    return str(value)
+
+
+def _preview(sql: str, result: QueryResult) -> str:
+    rows = "; ".join(", ".join(_value(v) for v in row) for row in result.rows[:5])
+    return f"{' '.join(sql.split())} → {len(result.rows)} row(s): {rows}"
+
+
+def _file_name(chunk: RetrievedChunk) -> str:
+    return PurePosixPath(chunk.source).name
+
+
+def _place(chunk: RetrievedChunk) -> str:
+    sheet = chunk.heading.rsplit(" — table ", 1)[0] if " — table " in chunk.heading else ""
+    return f"sheet '{sheet}' of {_file_name(chunk)}" if sheet else _file_name(chunk)
+
+
+def _not_found(template: dict, lang: str, table: str, chunk: RetrievedChunk, reason: str, usage: Usage,
+               result: QueryResult | None) -> TableAnswer:
+    text = template[lang].format(table=table, place=_place(chunk), reason=reason)
+    return TableAnswer(text, True, [], usage, result)
