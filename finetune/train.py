@@ -17,6 +17,7 @@ from assistant.adapters.transformers_base import chat_prompt, load_base
 from assistant.core.errors import InvalidRequestError
 from finetune.config import VLLM_LORA_MODULES, VLLM_MAX_LORA_RANK, LoraHyperparameters
 from finetune.dataset import Row
+from finetune.gguf_lora import ARCHITECTURES, GGUF_ADAPTER_FILE, export_gguf_lora
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 
@@ -63,13 +64,15 @@ def _collate(pad_id: int) -> Callable[[list[dict]], dict]:
 
 
 def file_hashes(folder: Path) -> dict[str, str]:
-    """SHA-256 (hex) of each adapter file in `folder`."""
-    return {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in ADAPTER_FILES}
+    """SHA-256 (hex) of each adapter file in `folder` (and of its GGUF export for llama.cpp, when written)."""
+    names = [*ADAPTER_FILES, *([GGUF_ADAPTER_FILE] if (folder / GGUF_ADAPTER_FILE).is_file() else [])]
+    return {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in names}
 
 
 def train_adapter(rows: list[Row], *, base_model: str, hp: LoraHyperparameters, out_dir: Path,
                   log_path: Path, progress: Callable[[dict], None] | None = None, max_steps: int = -1) -> TrainResult:
-    """Train a LoRA adapter on the `train` rows and save it to `out_dir`.
+    """Train a LoRA adapter on the `train` rows and save it to `out_dir` (PEFT's format, and, when the
+    base is a served GGUF of a `qwen2` model, llama.cpp's GGUF LoRA `adapter.gguf` beside it).
 
     Checkpoints go to `out_dir/checkpoints` every epoch; a run started again over the same folder
     resumes from the newest (after a kill). Each logged step (step, epoch, loss, learning rate) is
@@ -82,7 +85,7 @@ def train_adapter(rows: list[Row], *, base_model: str, hp: LoraHyperparameters, 
         max_steps: stop after this many optimiser steps (-1: the epochs decide); for tests of resuming.
 
     Returns:
-        The adapter's folder, files and hashes, steps, last loss, tokens and seconds.
+        The adapter's folder, files (with `adapter.gguf` when exported) and hashes, steps, last loss, tokens and seconds.
 
     Raises:
         InvalidRequestError: no training rows.
@@ -129,6 +132,9 @@ def train_adapter(rows: list[Row], *, base_model: str, hp: LoraHyperparameters, 
     output = trainer.train(resume_from_checkpoint=True if resume else None)
     model.save_pretrained(str(out_dir), safe_serialization=True)
     check_adapter(out_dir)
+    config = model.get_base_model().config
+    if base_model.endswith(".gguf") and config.model_type in ARCHITECTURES:
+        export_gguf_lora(out_dir, model_type=config.model_type, block_count=config.num_hidden_layers)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     return TrainResult(path=out_dir, files=file_hashes(out_dir), steps=output.global_step,
                        loss=losses[-1] if losses else None, tokens=tokens, seconds=time.monotonic() - started)
