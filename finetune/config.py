@@ -14,12 +14,16 @@ from assistant.core.settings.features import VLLM_LORA_MODULES, VLLM_MAX_LORA_RA
 
 __all__ = [
     "VLLM_LORA_MODULES", "VLLM_MAX_LORA_RANK", "SERVED", "SMOLLM2", "FinetuneConfig", "LoraHyperparameters",
-    "check_audience", "training_base",
+    "check_audience", "training_base", "TRAINING_WEIGHTS", "training_weights",
 ]
 
 _DEFAULTS = FinetuneSettings()  # the defaults of ASSISTANT_FINETUNE_*, for values built without settings
 SERVED = "served"  # ASSISTANT_FINETUNE_BASE_MODEL's default: the GGUF that ASSISTANT_LLM_MODEL serves
 SMOLLM2 = "builtin:smollm2-135m"
+# The GPU path (deploy/vllm/h100.yaml, h200.yaml): vLLM serves the FP8 checkpoint with LoRA; the adapter
+# is trained on the same model's bf16 weights (same architecture and module names, so the adapter fits
+# the FP8 model; vLLM applies LoRA in bf16 beside the FP8 base). Served model -> training weights.
+TRAINING_WEIGHTS = {"Qwen/Qwen3-32B-FP8": "Qwen/Qwen3-32B"}
 _AUDIENCE = re.compile(r"^(everyone|group:[^\s:]+)$")
 
 
@@ -164,6 +168,17 @@ def training_base(settings: Settings) -> str:
             "served model or not apply to it. Set ASSISTANT_FINETUNE_BASE_MODEL=served"
         )
     return str(served)
+
+
+def training_weights(served_model: str) -> str:
+    """The bf16 weights (Hugging Face repository) an adapter for vLLM's `served_model` is trained on.
+
+    Raises:
+        ConfigError: no training weights are known for that model.
+    """
+    if served_model not in TRAINING_WEIGHTS:
+        raise ConfigError(f"no bf16 training weights are known for the served model {served_model!r}: {TRAINING_WEIGHTS}")
+    return TRAINING_WEIGHTS[served_model]
 
 
 def check_audience(audience: str) -> str:

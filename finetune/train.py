@@ -15,7 +15,7 @@ from safetensors import safe_open
 
 from assistant.adapters.transformers_base import chat_prompt, load_base
 from assistant.core.errors import InvalidRequestError
-from finetune.config import VLLM_LORA_MODULES, VLLM_MAX_LORA_RANK, LoraHyperparameters
+from finetune.config import VLLM_LORA_MODULES, VLLM_MAX_LORA_RANK, LoraHyperparameters, training_weights
 from finetune.dataset import Row
 from finetune.gguf_lora import ARCHITECTURES, GGUF_ADAPTER_FILE, export_gguf_lora
 
@@ -170,3 +170,24 @@ def check_adapter(folder: Path) -> dict[str, Any]:
             if ".lora_A." not in key and ".lora_B." not in key or module not in targets:
                 raise InvalidRequestError(f"adapter {folder} holds tensor {key!r}, which is no LoRA weight of {sorted(targets)}")
     return config
+
+
+def check_adapter_for_profile(folder: Path, profile: dict[str, Any]) -> None:
+    """Check that the adapter in `folder` fits the model a vLLM profile serves (deploy/vllm/*.yaml read
+    as a dict): trained on that model's bf16 weights (`base_model_name_or_path` is their repository, a
+    folder of that name, or their Hugging Face cache folder), with a rank and target modules vLLM loads
+    under the profile (`enable-lora`, `max-lora-rank`).
+
+    Raises:
+        InvalidRequestError: the adapter's base or modules do not fit (both named).
+        ConfigError: no bf16 weights are known for the profile's model.
+    """
+    config = check_adapter(folder)
+    weights = training_weights(profile["model"])
+    base = str(config.get("base_model_name_or_path") or "")
+    fits = base == weights or Path(base).name == weights.rsplit("/", 1)[-1] or f"models--{weights.replace('/', '--')}" in base
+    if not fits:
+        raise InvalidRequestError(f"adapter {folder} was trained on {base!r}; the profile serves {profile['model']!r}, "
+                                  f"whose adapters are trained on {weights!r}")
+    if not profile.get("enable-lora") or int(config["r"]) > int(profile.get("max-lora-rank", 16)):
+        raise InvalidRequestError(f"the profile serving {profile['model']!r} does not load a LoRA of rank {config['r']}")
