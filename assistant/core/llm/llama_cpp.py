@@ -153,6 +153,9 @@ class LlamaCppLLM(LLM):
                 break
             shared += 1
         self._last_prompt = prompt
+        # The same prompt again (a retry): keep all but its last token, so that the next one evaluates at
+        # least one token and samples from fresh logits (a whole-prompt cut answered it with nothing).
+        shared = min(shared, len(prompt) - 1)
         n = len(self._prefix_tokens)
         if shared < MIN_STABLE_PREFIX_TOKENS or (n and prompt[:n] == self._prefix_tokens):
             return  # nothing shared, or the saved prefix still starts the prompts
