@@ -64,6 +64,7 @@ def test_the_adapter_is_trained_on_the_served_gguf_and_exported_for_llama_cpp(tr
 def test_llama_cpp_with_the_adapter_changes_the_logits_as_the_peft_model_does(trained):
     """Q4_K_M in llama.cpp against its fp32 dequantisation in transformers: the bases differ a little, so
     the change the adapter makes is compared (correlation of logit deltas, the top token)."""
+    import llama_cpp
     import torch
     from peft import PeftModel
 
@@ -81,9 +82,11 @@ def test_llama_cpp_with_the_adapter_changes_the_logits_as_the_peft_model_does(tr
                 llm._use_lora(adapter)
                 llm._llama.n_tokens = 0
                 llm._llama.eval(ids)
-                cpp.append(np.array(llm._llama.scores[len(ids) - 1]))
+                last = llama_cpp.llama_get_logits_ith(llm._llama._ctx.ctx, -1)
+                cpp.append(np.ctypeslib.as_array(last, shape=(llm._llama.n_vocab(),)).copy())
             llm._use_lora(None)
         d_hf, d_cpp = hf[1] - hf[0], cpp[1] - cpp[0]
+        assert hf[0].argmax() == cpp[0].argmax()  # the same base: Q4_K_M and its dequantisation
         assert np.abs(d_cpp).mean() > 0.1  # the adapter changes llama.cpp's logits
         assert np.corrcoef(d_hf, d_cpp)[0, 1] > 0.9, question
         assert hf[1].argmax() == cpp[1].argmax()
