@@ -152,6 +152,7 @@ def run_gate(candidate: AdapterRecord, live: AdapterRecord | None, *, rows: list
     }
     if answers is not None and answers.questions:
         reader = audience_principal(candidate.audience)
+        served = getattr(served, "backend", served)  # a DeferredLLM (the Celery task's) opens its backend here
         on_llama = isinstance(served, LlamaCppLLM) and (Path(candidate.path) / GGUF_ADAPTER_FILE).is_file()
         if on_llama:
             live_llm: LLM = served if live_name is None or live is None else LlamaLoraLLM(served, live.path, name=live.name)
