@@ -77,7 +77,7 @@ def adapter_router(resources: Resources) -> AdapterRouter:
     that sends each reader to the live or canary LoRA adapter of their audience (`finetune`)."""
     settings = resources.settings
     base = DeferredLLM(lambda: resources.llm)
-    open_adapter = remote_adapter(base) if settings.llm.backend == "openai" else local_adapter(threads=settings.llm.threads)
+    open_adapter = remote_adapter(base) if settings.llm.backend == "openai" else local_adapter(base, threads=settings.llm.threads)
     return AdapterRouter(base, adapters=lambda: serving_adapters(resources.db), open_adapter=open_adapter,
                          canary_share=settings.finetune.canary_share)
 

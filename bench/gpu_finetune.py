@@ -11,6 +11,10 @@ throughput and peak memory of a 7B-class model, and the default embedder's throu
   ONNX Runtime) on ~250-token passages, passages/s; and the same architecture in torch on the GPU
   (random weights, bf16) as the production option of a GPU embedder.
 
+The production pair (deploy/vllm/h100.yaml, h200.yaml; finetune/config.py TRAINING_WEIGHTS): vLLM serves
+"Qwen/Qwen3-32B-FP8" with LoRA; adapters are trained on its bf16 weights, "Qwen/Qwen3-32B" . The 7B-class
+figures here size that training on one card; the pair is printed with them.
+
 Finishes in under 5 minutes on an H200. Usage: python bench/gpu_finetune.py [--steps 12] [--batch 4] [--seq 1024]
 """
 
@@ -29,6 +33,7 @@ QWEN25_7B = dict(
     vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
     num_key_value_heads=4, max_position_embeddings=32768, rope_theta=1e6, rms_norm_eps=1e-6, tie_word_embeddings=False,
 )
+SERVED_FP8, TRAINING_BF16 = "Qwen/Qwen3-32B-FP8", "Qwen/Qwen3-32B"  # finetune/config.py TRAINING_WEIGHTS
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -119,6 +124,7 @@ def main() -> None:
     if not torch.cuda.is_available():
         sys.exit("no CUDA device: this script measures GPU figures")
     print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+    print(f"production pair: vLLM serves {SERVED_FP8} with LoRA; adapters train on its bf16 weights {TRAINING_BF16}")
     lora = lora_figures(args.steps, args.warmup, args.batch, args.seq, args.rank)
     print(f"| LoRA r={args.rank}, Qwen2.5-7B architecture, bf16, batch {args.batch}x{args.seq} | "
           f"{lora['params_b']:.2f} B params, {lora['trainable_m']:.1f} M trainable | {lora['tokens_per_s']:,.0f} tokens/s | "

@@ -8,10 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assistant.adapters.llama_lora import GGUF_ADAPTER_FILE, LlamaLoraLLM
 from assistant.adapters.peft_serving import PeftAdapterLLM, PeftServing
 from assistant.adapters.store import AdapterRecord
 from assistant.answering import Answerer
 from assistant.answering.request import GenerationParams
+from assistant.core.llm.base import LLM
+from assistant.core.llm.llama_cpp import LlamaCppLLM
 from assistant.core.principals import Principal
 from assistant.evaluation.dataset import Question, load_questions
 from assistant.evaluation.runner import EvalReport, run_eval
@@ -115,7 +118,7 @@ def answers_regressed(candidate: float | None, live: float | None, tolerance: fl
 
 
 def run_gate(candidate: AdapterRecord, live: AdapterRecord | None, *, rows: list[Row],
-             questions: list[tuple[str, str]], tolerance: float, threads: int = 0,
+             questions: list[tuple[str, str]], tolerance: float, threads: int = 0, served: LLM | None = None,
              answers: AnswerCheck | None = None) -> GateResult:
     """Score `candidate` and `live` (None: the base model) on the held-out rows, the evaluation pairs and,
     with `answers`, the evaluation questions answered through the product's answering.
@@ -126,6 +129,9 @@ def run_gate(candidate: AdapterRecord, live: AdapterRecord | None, *, rows: list
         tolerance: allowed regression of the losses, a share of live's loss (0.05: 5 % worse at most).
         answers: the answer check (None or no questions: losses only). Must not be given inside an
             event loop (see `score_answers`).
+        served: the llama.cpp model that answers readers: when given and the candidate has a GGUF LoRA,
+            the answers are those of the served model itself (base, or base + live's adapter, against
+            base + the candidate's), not of the transformers copy the likelihoods are scored on.
 
     Returns:
         The verdict with every score of both sides.
@@ -146,11 +152,19 @@ def run_gate(candidate: AdapterRecord, live: AdapterRecord | None, *, rows: list
     }
     if answers is not None and answers.questions:
         reader = audience_principal(candidate.audience)
-        mine, mine_right = score_answers(PeftAdapterLLM(serving, candidate.name), answers, principal=reader)
-        theirs, theirs_right = score_answers(PeftAdapterLLM(serving, live_name), answers, principal=reader)
+        served = getattr(served, "backend", served)  # a DeferredLLM (the Celery task's) opens its backend here
+        on_llama = isinstance(served, LlamaCppLLM) and (Path(candidate.path) / GGUF_ADAPTER_FILE).is_file()
+        if on_llama:
+            live_llm: LLM = served if live_name is None or live is None else LlamaLoraLLM(served, live.path, name=live.name)
+            sides: tuple[LLM, LLM] = (LlamaLoraLLM(served, candidate.path, name=candidate.name), live_llm)
+        else:
+            sides = (PeftAdapterLLM(serving, candidate.name), PeftAdapterLLM(serving, live_name))
+        mine, mine_right = score_answers(sides[0], answers, principal=reader)
+        theirs, theirs_right = score_answers(sides[1], answers, principal=reader)
         metrics.update({
             "answer_questions": len(answers.questions), "answer_tolerance": answers.tolerance,
-            "answer_max_tokens": answers.max_tokens, "answer_candidate": mine, "answer_live": theirs,
+            "answer_max_tokens": answers.max_tokens, "answer_model": "llama.cpp" if on_llama else "transformers",
+            "answer_candidate": mine, "answer_live": theirs,
             "answer_results": [{"id": q, "candidate": mine_right[q], "live": theirs_right.get(q)} for q in mine_right],
         })
     for part in ("heldout", "eval"):

@@ -130,7 +130,7 @@ async def run_refresh(db: Database, store: VectorStore, *, config: FinetuneConfi
                                 tolerance=config.answer_tolerance) if asked else None
             # In a worker thread: the evaluation runs each answer in an event loop of its own.
             gate = await asyncio.to_thread(run_gate, adapter, live, rows=rows, questions=eval_pairs(config.eval_questions),
-                                           tolerance=config.gate_tolerance, answers=check)
+                                           tolerance=config.gate_tolerance, answers=check, served=llm)
             adapter = registry_db.update_adapter(db, adapter.id, metrics={**gate.metrics, "gate_passed": gate.passed})
             if not gate.passed:
                 raise ConflictError(f"adapter {adapter.name} failed the gate: {gate.reason}")

@@ -15,8 +15,9 @@ from safetensors import safe_open
 
 from assistant.adapters.transformers_base import chat_prompt, load_base
 from assistant.core.errors import InvalidRequestError
-from finetune.config import VLLM_LORA_MODULES, VLLM_MAX_LORA_RANK, LoraHyperparameters
+from finetune.config import VLLM_LORA_MODULES, VLLM_MAX_LORA_RANK, LoraHyperparameters, training_weights
 from finetune.dataset import Row
+from finetune.gguf_lora import ARCHITECTURES, GGUF_ADAPTER_FILE, export_gguf_lora
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 
@@ -63,13 +64,15 @@ def _collate(pad_id: int) -> Callable[[list[dict]], dict]:
 
 
 def file_hashes(folder: Path) -> dict[str, str]:
-    """SHA-256 (hex) of each adapter file in `folder`."""
-    return {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in ADAPTER_FILES}
+    """SHA-256 (hex) of each adapter file in `folder` (and of its GGUF export for llama.cpp, when written)."""
+    names = [*ADAPTER_FILES, *([GGUF_ADAPTER_FILE] if (folder / GGUF_ADAPTER_FILE).is_file() else [])]
+    return {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in names}
 
 
 def train_adapter(rows: list[Row], *, base_model: str, hp: LoraHyperparameters, out_dir: Path,
                   log_path: Path, progress: Callable[[dict], None] | None = None, max_steps: int = -1) -> TrainResult:
-    """Train a LoRA adapter on the `train` rows and save it to `out_dir`.
+    """Train a LoRA adapter on the `train` rows and save it to `out_dir` (PEFT's format, and, when the
+    base is a served GGUF of a `qwen2` model, llama.cpp's GGUF LoRA `adapter.gguf` beside it).
 
     Checkpoints go to `out_dir/checkpoints` every epoch; a run started again over the same folder
     resumes from the newest (after a kill). Each logged step (step, epoch, loss, learning rate) is
@@ -82,7 +85,7 @@ def train_adapter(rows: list[Row], *, base_model: str, hp: LoraHyperparameters, 
         max_steps: stop after this many optimiser steps (-1: the epochs decide); for tests of resuming.
 
     Returns:
-        The adapter's folder, files and hashes, steps, last loss, tokens and seconds.
+        The adapter's folder, files (with `adapter.gguf` when exported) and hashes, steps, last loss, tokens and seconds.
 
     Raises:
         InvalidRequestError: no training rows.
@@ -129,6 +132,9 @@ def train_adapter(rows: list[Row], *, base_model: str, hp: LoraHyperparameters, 
     output = trainer.train(resume_from_checkpoint=True if resume else None)
     model.save_pretrained(str(out_dir), safe_serialization=True)
     check_adapter(out_dir)
+    config = model.get_base_model().config
+    if base_model.endswith(".gguf") and config.model_type in ARCHITECTURES:
+        export_gguf_lora(out_dir, model_type=config.model_type, block_count=config.num_hidden_layers)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     return TrainResult(path=out_dir, files=file_hashes(out_dir), steps=output.global_step,
                        loss=losses[-1] if losses else None, tokens=tokens, seconds=time.monotonic() - started)
@@ -164,3 +170,24 @@ def check_adapter(folder: Path) -> dict[str, Any]:
             if ".lora_A." not in key and ".lora_B." not in key or module not in targets:
                 raise InvalidRequestError(f"adapter {folder} holds tensor {key!r}, which is no LoRA weight of {sorted(targets)}")
     return config
+
+
+def check_adapter_for_profile(folder: Path, profile: dict[str, Any]) -> None:
+    """Check that the adapter in `folder` fits the model a vLLM profile serves (deploy/vllm/*.yaml read
+    as a dict): trained on that model's bf16 weights (`base_model_name_or_path` is their repository, a
+    folder of that name, or their Hugging Face cache folder), with a rank and target modules vLLM loads
+    under the profile (`enable-lora`, `max-lora-rank`).
+
+    Raises:
+        InvalidRequestError: the adapter's base or modules do not fit (both named).
+        ConfigError: no bf16 weights are known for the profile's model.
+    """
+    config = check_adapter(folder)
+    weights = training_weights(profile["model"])
+    base = str(config.get("base_model_name_or_path") or "")
+    fits = base == weights or Path(base).name == weights.rsplit("/", 1)[-1] or f"models--{weights.replace('/', '--')}" in base
+    if not fits:
+        raise InvalidRequestError(f"adapter {folder} was trained on {base!r}; the profile serves {profile['model']!r}, "
+                                  f"whose adapters are trained on {weights!r}")
+    if not profile.get("enable-lora") or int(config["r"]) > int(profile.get("max-lora-rank", 16)):
+        raise InvalidRequestError(f"the profile serving {profile['model']!r} does not load a LoRA of rank {config['r']}")

@@ -8,10 +8,13 @@ import hashlib
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
 
+from assistant.adapters.llama_lora import GGUF_ADAPTER_FILE, LlamaLoraLLM
 from assistant.adapters.peft_serving import PeftAdapterLLM, PeftServing
 from assistant.adapters.store import AdapterRecord
 from assistant.core.llm.base import LLM, ChatMessage, StreamResult
+from assistant.core.llm.llama_cpp import LlamaCppLLM
 from assistant.core.principals import EVERYONE, Principal
 
 
@@ -170,12 +173,17 @@ def remote_adapter(base: LLM) -> Callable[[AdapterRecord], LLM]:
     return open_adapter
 
 
-def local_adapter(*, threads: int = 0) -> Callable[[AdapterRecord], LLM]:
-    """`open_adapter` for the embedded default: the adapter loaded into an in-process transformers model
-    of its base (`peft_serving`), one base model per process shared by its adapters."""
+def local_adapter(base: LLM | None = None, *, threads: int = 0) -> Callable[[AdapterRecord], LLM]:
+    """`open_adapter` for the embedded default: an adapter with a GGUF LoRA (`adapter.gguf`, trained on
+    the served qwen2 GGUF) runs in the llama.cpp model `base` serves (`llama_lora`: no second model);
+    another (a SmolLM2 adapter: llama's Q/K permutation is not exported) is loaded into an in-process
+    transformers model of its base (`peft_serving`), one per process shared by its adapters."""
     servings: dict[str, object] = {}
 
     def open_adapter(adapter: AdapterRecord) -> LLM:
+        backend = getattr(base, "backend", base)  # a DeferredLLM opens its backend here
+        if isinstance(backend, LlamaCppLLM) and (Path(adapter.path) / GGUF_ADAPTER_FILE).is_file():
+            return LlamaLoraLLM(backend, adapter.path, name=adapter.name)
         serving = servings.get(adapter.base_model)
         if serving is None:
             serving = servings[adapter.base_model] = PeftServing(adapter.base_model, threads=threads)

@@ -1,5 +1,6 @@
-"""A base chat model in transformers for LoRA training and serving: SmolLM2's GGUF dequantised, or a
-local transformers folder. Heavy imports (torch, transformers) happen on first use only."""
+"""A base chat model in transformers for LoRA training: a GGUF dequantised (the one llama.cpp serves, read
+through transformers' GGUF loader), or a local transformers folder (production: the bf16 weights of the
+model vLLM serves). Heavy imports (torch, transformers) happen on first use only."""
 
 from __future__ import annotations
 
@@ -19,14 +20,17 @@ def _load(base_model: str) -> tuple[Any, dict[str, Any], Any]:
     import torch  # noqa: PLC0415 - torch: ~4 s, only when a base model loads
     from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415 - transformers: ~2 s, only when a base model loads
 
-    if base_model == BUILTIN_SMOLLM2:
-        gguf = smollm2_gguf_path()
+    if base_model == BUILTIN_SMOLLM2 or base_model.endswith(".gguf"):
+        gguf = smollm2_gguf_path() if base_model == BUILTIN_SMOLLM2 else Path(base_model)
+        if not gguf.is_file():
+            raise ConfigError(f"the adapters' base {base_model!r} is no GGUF file")
         kwargs = {"gguf_file": gguf.name}
         folder = str(gguf.parent)
     else:
         if not Path(base_model).is_dir():
             raise ConfigError(
-                f"ASSISTANT_FINETUNE_BASE_MODEL={base_model!r} is neither {BUILTIN_SMOLLM2!r} nor a local transformers folder"
+                f"ASSISTANT_FINETUNE_BASE_MODEL={base_model!r} is neither {BUILTIN_SMOLLM2!r}, a GGUF file nor a local "
+                "transformers folder"
             )
         kwargs, folder = {}, base_model
     tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
@@ -48,7 +52,8 @@ def load_base(base_model: str, *, dtype: str = "float32") -> tuple[Any, Any]:
     each call (about 1 s for 135M parameters).
 
     Args:
-        base_model: `builtin:smollm2-135m` or a local transformers folder.
+        base_model: a GGUF file (dequantised: `qwen2` and `llama` architectures), `builtin:smollm2-135m`
+            or a local transformers folder.
         dtype: `float32` (CPU) or `bfloat16` (GPU).
 
     Returns:

