@@ -236,7 +236,7 @@ def test_sigint_stops_ingest_at_a_file_boundary_and_a_rerun_indexes_the_rest(cli
     from assistant.core.db.models import Document, Job
     from assistant.core.db.session import Database
 
-    names = sorted(str(p.relative_to(HANDBOOK)) for p in (HANDBOOK / "departments").rglob("*.md"))[:24]
+    names = sorted(str(p.relative_to(HANDBOOK)) for p in (HANDBOOK / "departments").rglob("*.md"))[:12]
     folder = copy_subset(HANDBOOK, cli_env / "docs", names)
     # Small embedding batches: each file is written (and printed) soon after it is parsed.
     env = {**os.environ, "ASSISTANT_EMBEDDING_BATCH_CHUNKS": "4"}
@@ -284,7 +284,7 @@ def test_sigint_stops_a_sync_running_in_the_server_and_its_next_start_resumes_it
     from assistant.core.db.models import Document, Job, JobItem
     from assistant.core.db.session import Database
 
-    names = sorted(str(p.relative_to(HANDBOOK)) for p in (HANDBOOK / "departments").rglob("*.md"))[:24]
+    names = sorted(str(p.relative_to(HANDBOOK)) for p in (HANDBOOK / "departments").rglob("*.md"))[:12]
     folder = copy_subset(HANDBOOK, cli_env / "docs", names)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
