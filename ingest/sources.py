@@ -48,5 +48,5 @@ def remove_source(res: Resources, path: Path) -> RemovedSource:
     if source is None:
         known = ", ".join(row.path for row in source_summaries(res.db)) or "none"
         raise NotFoundError(f"no source is registered for {path}; registered sources: {known}")
-    documents, chunks = delete_source_contents(res.db, res.store, source.id)
+    documents, chunks = delete_source_contents(res.db, res.store, source.id, tables_dir=res.settings.tables_dir)
     return RemovedSource(path=source.path, documents=documents, chunks=chunks)

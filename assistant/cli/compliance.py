@@ -216,7 +216,7 @@ def erase(name: str, yes: bool = typer.Option(False, "--yes", help="do not ask f
     try:
         with open_resources() as res:
             report = erase_user(
-                res.db, name, store=res.store, redact_audit=res.settings.retention.erasure_audit_content == "redact",
+                res.db, name, store=res.store, tables_dir=res.settings.tables_dir, redact_audit=res.settings.retention.erasure_audit_content == "redact",
                 actor=cli_principal(), origin={"auth_method": "cli"},
             )
     except AssistantError as exc:

@@ -14,9 +14,9 @@ from typing import Any
 from assistant.compliance.audit import record_event
 from assistant.compliance.store import UploadFile, erase_user_rows, hold_and_uploads, user_records
 from assistant.core.db.session import Database
-from assistant.core.db.sources import delete_source_rows, source_document_ids
 from assistant.core.errors import ConflictError
 from assistant.core.principals import Principal
+from assistant.core.source_removal import delete_source_contents
 from assistant.core.vectorstore.base import VectorStore
 from assistant.core.visibility import Visibility
 
@@ -58,10 +58,11 @@ def export_user(db: Database, name: str, target: Path, *, visibility: Visibility
     return {kind: (len(value) if isinstance(value, list) else 1) for kind, value in records.items()}
 
 
-def remove_uploads(db: Database, store: VectorStore, uploads: list[UploadFile]) -> dict[str, int]:
-    """Delete each upload's chunks from the vector store, then its source's document rows and source row,
-    then the file and its folder (chunks first, as `ingest.sources.remove_source` does, so a cut-short run is finished
-    by the next and never leaves chunks without rows).
+def remove_uploads(db: Database, store: VectorStore, uploads: list[UploadFile], *, tables_dir: Path) -> dict[str, int]:
+    """Delete each upload's chunks and queryable tables (under `tables_dir`, `Settings.tables_dir`), then its
+    source's document rows and source row, then the file and its folder (through `delete_source_contents`,
+    as `ingest.sources.remove_source` does, so a cut-short run is finished by the next and never leaves
+    chunks or tables without rows).
 
     Returns:
         `{"documents": n, "chunks": n, "files": n}` deleted.
@@ -69,12 +70,9 @@ def remove_uploads(db: Database, store: VectorStore, uploads: list[UploadFile]) 
     counts = {"documents": 0, "chunks": 0, "files": 0}
     for upload in uploads:
         if upload.source_id is not None:
-            for doc_id in source_document_ids(db, upload.source_id):
-                ids = sorted(store.scroll_ids(doc_id=doc_id))
-                if ids:
-                    store.delete(ids)
-                    counts["chunks"] += len(ids)
-            counts["documents"] += delete_source_rows(db, upload.source_id)
+            documents, chunks = delete_source_contents(db, store, upload.source_id, tables_dir=tables_dir)
+            counts["documents"] += documents
+            counts["chunks"] += chunks
         path = Path(upload.path)
         if path.is_file():
             path.unlink()
@@ -86,13 +84,15 @@ def remove_uploads(db: Database, store: VectorStore, uploads: list[UploadFile]) 
 
 
 def erase_user(
-    db: Database, name: str, *, store: VectorStore, redact_audit: bool, actor: Principal, origin: dict | None = None
+    db: Database, name: str, *, store: VectorStore, tables_dir: Path, redact_audit: bool, actor: Principal,
+    origin: dict | None = None,
 ) -> ErasureReport:
     """Erase user `name`: their uploads (files, documents, chunks), conversations, feedback, API keys,
     sessions and account; with `redact_audit`, their audit rows' query text is replaced by `[erased]`.
     The erasure itself is audited as `admin.erasure` by `actor`.
 
     Args:
+        tables_dir: the documents' queryable tables (`Settings.tables_dir`): the uploads' files there go too.
         origin: `record_event` keywords naming where the request came from (auth method, address).
 
     Raises:
@@ -105,7 +105,7 @@ def erase_user(
             f"user '{name}' is under legal hold: nothing of theirs may be deleted until `assistant users hold {name} --off`"
         )
     report = ErasureReport(user=name)
-    report.deleted.update(remove_uploads(db, store, uploads))
+    report.deleted.update(remove_uploads(db, store, uploads, tables_dir=tables_dir))
     report.deleted.update(erase_user_rows(db, name, redact_audit=redact_audit, upload_ids=[u.id for u in uploads]))
     record_event(
         db, principal=actor, action="admin.erasure",

@@ -76,7 +76,7 @@ def apply_retention(
         report.deleted["job_items"], report.deleted["jobs"] = retention_db.delete_job_history(db, cutoff["job_items"])
     if "uploads" in cutoff and store is not None:
         expired = retention_db.expired_uploads(db, cutoff["uploads"])
-        removed = remove_uploads(db, store, expired)
+        removed = remove_uploads(db, store, expired, tables_dir=settings.tables_dir)
         report.deleted["uploads"] = retention_db.delete_uploads(db, [u.id for u in expired])
         report.deleted["upload_chunks"] = removed["chunks"]
     if "audit" in cutoff:

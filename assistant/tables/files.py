@@ -1,16 +1,16 @@
-"""Where a document's tables live: one duckdb file per document under `tables_dir`, replaced whole (atomic rename)."""
+"""Where a document's tables live: one duckdb file per document under `tables_dir` (the path is the kernel's
+`tables_file`, so that deleting a document removes it), replaced whole (atomic rename)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from assistant.core.source_removal import remove_tables_file, tables_file
+
+__all__ = ["STAGING", "discard", "install", "remove", "staging_file", "tables_file"]
+
 STAGING = ".staging"  # sub-folder of tables_dir where a parse writes its file before it is moved into place
-
-
-def tables_file(tables_dir: Path, doc_id: str) -> Path:
-    """The duckdb file of document `doc_id` (it exists only when the document has large sheets)."""
-    return Path(tables_dir) / f"{doc_id}.duckdb"
 
 
 def staging_file(tables_dir: Path, name: str) -> Path:
@@ -36,8 +36,9 @@ def install(staged: Path | None, *, tables_dir: Path, doc_id: str) -> None:
 
 
 def remove(tables_dir: Path, doc_id: str) -> None:
-    """Delete the document's tables, if any (its file and a leftover write-ahead log)."""
-    discard(tables_file(tables_dir, doc_id))
+    """Delete the document's tables, if any (its file and a leftover write-ahead log); the kernel's
+    `remove_tables_file`, which every deletion of documents (`delete_source_contents`) also calls."""
+    remove_tables_file(tables_dir, doc_id)
 
 
 def discard(path: Path | None) -> None:

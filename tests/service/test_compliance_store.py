@@ -84,13 +84,13 @@ def test_the_newest_rows_cannot_be_dropped_unseen(db):
     assert not report.ok and "newest rows" in report.problem
 
 
-def test_erasure_redacts_the_query_and_the_chain_still_verifies(db):
+def test_erasure_redacts_the_query_and_the_chain_still_verifies(db, tmp_path):
     name = _name()
     create_user(db, name, password="a-long-enough-password")
     ids = _record(db, name, 2)
     set_flags(db, name, legal_hold=True)
     with pytest.raises(ConflictError, match="legal hold"):
-        erase_user(db, name, store=None, redact_audit=True, actor=Principal("admin"))
+        erase_user(db, name, store=None, tables_dir=tmp_path, redact_audit=True, actor=Principal("admin"))
     set_flags(db, name, legal_hold=False)
     counts = erase_user_rows(db, name, redact_audit=True, upload_ids=[])
     assert counts["audit_rows_redacted"] == 2

@@ -151,7 +151,7 @@ async def erase_user_data(name: str, admin: AdminDep, assistant: AssistantDep, r
     res = assistant.resources
     report = await run_in_threadpool(
         lambda: erase_user(
-            res.db, name, store=res.store, redact_audit=res.settings.retention.erasure_audit_content == "redact",
+            res.db, name, store=res.store, tables_dir=res.settings.tables_dir, redact_audit=res.settings.retention.erasure_audit_content == "redact",
             actor=admin, origin=request_origin(request),
         )
     )

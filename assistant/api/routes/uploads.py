@@ -179,7 +179,7 @@ async def delete_upload(upload_id: str, principal: PrincipalDep, assistant: Assi
             )
         files = upload_files(res.db, upload_id)
         if files.source_id is not None:
-            delete_source_contents(res.db, res.store, files.source_id)
+            delete_source_contents(res.db, res.store, files.source_id, tables_dir=res.settings.tables_dir)
         shutil.rmtree(files.path.parent, ignore_errors=True)
         delete_upload_row(res.db, upload_id)
 
