@@ -419,7 +419,7 @@ def _relocate(db, settings: Settings, moves: list[Move]) -> dict[str, int]:
         name = catalog.resolve(settings.storage.collection)
         store = catalog.open(name, model=None) if name else None
         try:
-            return relocate(db, store, moves)
+            return relocate(db, store, moves, tables_dir=settings.tables_dir)
         finally:
             if store is not None:
                 store.close()

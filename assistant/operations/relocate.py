@@ -6,7 +6,8 @@ chunk payloads) or path (uploads, adapters, dataset snapshots, queued jobs), and
 `document_id(uri)` (`index_format`), which the next sync of a file recomputes from its URI. So a
 relocation rewrites every one of those to the new folder and gives each moved document the ID of its
 new URI, everywhere it is referenced: its row, its job items, the `doc_id` and `uri` of its chunks, and
-the citations stored with answers and helpdesk tickets (their `route` names the document). The audit
+the citations stored with answers and helpdesk tickets (their `route` names the document), and the name
+of its queryable tables file (`DATA_DIR/tables/<doc_id>.duckdb`, issue 40). The audit
 log is left as it was written: its rows are hash-chained evidence of what happened then.
 
 The chunks keep their point IDs (`chunk_id` of the old document ID): points are found by `doc_id`, and
@@ -24,6 +25,7 @@ from assistant.core.db.relocate import relocate_rows
 from assistant.core.db.session import Database
 from assistant.core.index.payload import document_id
 from assistant.core.vectorstore.base import VectorStore
+from assistant.tables.files import install, tables_file
 
 
 @dataclass(frozen=True)
@@ -75,13 +77,15 @@ def _recite(citations: list[Any] | None, ids: dict[str, str]) -> list[Any] | Non
     return out if changed else None
 
 
-def relocate(db: Database, store: VectorStore | None, moves: list[Move]) -> dict[str, int]:
+def relocate(db: Database, store: VectorStore | None, moves: list[Move], *, tables_dir: Path | None = None) -> dict[str, int]:
     """Rewrite the database and the index for files moved by `moves` (see the module docstring).
 
     Args:
         db: the restored database (at this release's schema).
         store: the restored collection, or None when there is none yet.
         moves: the folders that moved; a folder that did not move may be left out.
+        tables_dir: the restored tables folder (`Settings.tables_dir`): a moved document's tables file
+            is renamed to its new ID (issue 40); None leaves the files alone.
 
     Returns:
         Counts of what was rewritten: `sources`, `documents`, `points`, `paths` (uploads, adapters,
@@ -102,4 +106,8 @@ def relocate(db: Database, store: VectorStore | None, moves: list[Move]) -> dict
         for old_id, (new_id, uri) in rows.documents.items():
             counts["points"] += store.count(doc_id=old_id)
             store.set_payload(doc_id=old_id, payload={"doc_id": new_id, "uri": uri})
+    if tables_dir is not None:
+        for old_id, (new_id, _) in rows.documents.items():
+            if tables_file(tables_dir, old_id).exists():
+                install(tables_file(tables_dir, old_id), tables_dir=tables_dir, doc_id=new_id)
     return counts

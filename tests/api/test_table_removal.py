@@ -1,5 +1,6 @@
 """A document's queryable tables (issue 40) leave with it: deleting an upload, removing a source or
-erasing a user deletes the document's duckdb file, and a stale table card can no longer query it."""
+erasing a user deletes the document's duckdb file, and a stale table card can no longer query it; a
+restore that moves an upload to a new ID renames its file with it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 import uuid
 from pathlib import Path
 
+import duckdb
 from fastapi.testclient import TestClient
 
 from assistant.answering.table_answers import answer_from_tables
@@ -15,6 +17,7 @@ from assistant.api.app import create_app
 from assistant.auth.accounts import create_user
 from assistant.composition import Assistant
 from assistant.core.principals import ANONYMOUS, Principal
+from assistant.operations.backup import restore_backup, take_backup
 from assistant.tables.files import tables_file
 from ingest.pipeline import Ingestor, document_id
 from ingest.sources import remove_source
@@ -131,3 +134,38 @@ def test_deleting_an_upload_or_erasing_its_owner_removes_its_tables(tmp_path):
         for client in clients:
             client.__exit__(None, None, None)
         res.close()
+
+
+def test_a_restore_into_another_data_folder_renames_an_uploads_tables_to_its_new_id(tmp_path):
+    res = open_resources(make_settings(tmp_path / "var"))
+    name = f"cy-{uuid.uuid4().hex[:6]}"
+    create_user(res.db, name, password=PASSWORD)
+    app = create_app(res.settings, resources=res)
+    client = _signed_in(app, name)
+    try:
+        upload = _upload(client, name, _prices(tmp_path / "cy" / "prices.xlsx"))
+        old_id = upload["document_id"]
+        assert tables_file(res.settings.tables_dir, old_id).exists()
+        take_backup(res, tmp_path / "backup")
+    finally:
+        client.__exit__(None, None, None)
+        res.close()
+
+    restored_settings = make_settings(tmp_path / "restored" / "var")  # the uploads folder moves with it
+    assert restore_backup(tmp_path / "backup", restored_settings)["relocated"]["documents"] == 1
+    restored = open_resources(restored_settings)
+    try:
+        reader = Principal(name=name)
+        doc_id = _card_doc(restored, reader)  # the card, under the upload's new ID, opens the renamed file
+        assert doc_id != old_id
+        with duckdb.connect(str(tables_file(restored_settings.tables_dir, doc_id)), read_only=True) as con:
+            assert con.execute("SELECT count(*) FROM price_list").fetchone()[0] == 250
+        assert not tables_file(restored_settings.tables_dir, old_id).exists()
+    finally:
+        restored.close()
+
+
+def _card_doc(res, principal: Principal) -> str:
+    """The document ID of the one table card `principal` retrieves in `res`."""
+    hits = Assistant.build(res).retriever.retrieve(QUESTION, principal=principal, top_k=10)
+    return next(h.doc_id for h in hits if "— table " in h.heading)
