@@ -3,14 +3,47 @@ nothing answers there."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
 from assistant.core.errors import UpstreamUnavailableError
 from assistant.core.settings import Settings
 
+ADDRESS_FILE = "server-address.json"
+
+
+def _address_file(settings: Settings) -> Path:
+    return settings.storage.data_dir / ADDRESS_FILE
+
+
+@contextmanager
+def announced_address(settings: Settings, host: str, port: int) -> Iterator[None]:
+    """While `assistant serve` runs, its address is written in the data folder (`server-address.json`),
+    so that a command run for the same data folder finds it whatever ASSISTANT_PORT says there; the
+    file is removed when the server stops (a stale one after a crash only costs a refused connection).
+    """
+    path = _address_file(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"host": host, "port": port}))
+    try:
+        yield
+    finally:
+        with suppress(OSError):
+            path.unlink()
+
 
 def server_url(settings: Settings) -> str:
-    """The running server's base URL on this machine (a wildcard bind address is reached on loopback)."""
-    host = settings.server.host if settings.server.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
-    return f"http://{'[' + host + ']' if ':' in host else host}:{settings.server.port}"
+    """The running server's base URL on this machine: the address the server of this data folder
+    announced (`announced_address`), else ASSISTANT_HOST:ASSISTANT_PORT; a wildcard bind address is
+    reached on loopback."""
+    host, port = settings.server.host, settings.server.port
+    with suppress(OSError, ValueError, KeyError, TypeError):
+        announced = json.loads(_address_file(settings).read_text())
+        host, port = str(announced["host"]), int(announced["port"])
+    host = host if host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+    return f"http://{'[' + host + ']' if ':' in host else host}:{port}"
 
 
 def unreachable_server(base: str, exc: BaseException, *, context: str, otherwise: str = "") -> UpstreamUnavailableError:

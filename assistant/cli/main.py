@@ -276,6 +276,7 @@ def serve(
 
     from assistant.auth.accounts import ensure_bootstrap_admin, list_users
     from assistant.auth.signing import signing_key
+    from assistant.cli.local_server import announced_address
     from assistant.cli.opening import open_database
     from assistant.core.log_config import logging_dict
     from assistant.core.settings import get_settings
@@ -325,7 +326,8 @@ def serve(
         operations.prepare_multiprocess_metrics(settings)
     # The app is built by its factory from the environment (each process its own with several workers),
     # so that the CLI never imports the API: they are two faces of the same composition.
-    uvicorn.run("assistant.api.app:create_app", factory=True, workers=workers if workers > 1 else None, **address)
+    with announced_address(settings, address["host"], address["port"]):
+        uvicorn.run("assistant.api.app:create_app", factory=True, workers=workers if workers > 1 else None, **address)
 
 
 @app.command()

@@ -108,3 +108,17 @@ def test_another_data_folders_server_is_not_used(served, tmp_path):
     assert refused.status_code == 401
     run = cli(other, "search", "password", "--json")  # its own, empty data folder, searched in process
     assert run.returncode == 0 and json.loads(run.stdout) == [], run.stderr
+
+
+def test_a_command_finds_the_server_of_its_data_folder_on_another_port(served):
+    """`assistant serve --port N` announces its address in the data folder: a command run for that folder
+    without ASSISTANT_PORT reaches it there (before, it tried the default port and failed with store_locked)."""
+    from assistant.cli.local_server import announced_address
+
+    server, res, _, env = served
+    env = {k: v for k, v in env.items() if k != "ASSISTANT_PORT"}
+    with announced_address(res.settings, "0.0.0.0", server.port):
+        run = cli(env, "search", "how long must a password be", "--json", "--top-k", "1")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)[0]["source"] == PASSWORDS
+    assert not (res.settings.storage.data_dir / "server-address.json").exists()  # removed when it stops

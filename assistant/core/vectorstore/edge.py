@@ -105,7 +105,9 @@ class EdgeVectorStore(VectorStore):
         self._owner_fd = take_owner_lock(
             self.root / f".{self.collection}.lock",
             f"cannot open the Qdrant Edge collection at {self.path}: another process holds it. Only one process "
-            "may open it: stop the other assistant process (e.g. `assistant serve`), or use a Qdrant server",
+            "may open it: stop the other assistant process (e.g. `assistant serve`), or use a Qdrant server. "
+            "ingest, search, ask and backup go through a running server found at ASSISTANT_HOST:ASSISTANT_PORT "
+            "(default 127.0.0.1:8000): set them to the address `assistant serve` listens on",
         )
 
     def _load(self) -> qe.EdgeShard:
