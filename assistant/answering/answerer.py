@@ -23,7 +23,7 @@ from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages,
 from assistant.answering.request import AuditSink, GenerationParams
 from assistant.answering.rewrite import rewrite_query, translate_question
 from assistant.answering.stops import STOP_SEQUENCES, StopFilter
-from assistant.answering.table_answers import answer_from_tables, table_cards
+from assistant.answering.table_answers import answer_from_tables, cards_for_question, document_evidence, table_cards
 from assistant.core import metrics
 from assistant.core.language import question_language
 from assistant.core.llm import LLM, ChatMessage, FinishReason, StreamResult, Usage
@@ -161,10 +161,7 @@ class Answerer:
             )
         if self.abstention.abstains(retrieval):
             return chunks, None
-        budget = plan_budget(
-            question, history, context_tokens=self.llm.context_tokens, max_tokens=params.max_tokens,
-            system_prompt=SYSTEM_PROMPT, count_tokens=self.llm.count_tokens, margin_tokens=TEMPLATE_MARGIN_TOKENS,
-        )
+        budget = self._budget(question, history, params)
         sources = pack_context(
             chunks, budget_tokens=budget.sources_tokens, count_tokens=self.llm.count_tokens, format_source=format_source,
             shape=self._focus(query, translation) if self.source_tokens else None,
@@ -172,6 +169,22 @@ class Answerer:
         if not sources:
             return chunks, None
         return sources, build_messages(budget.question, sources, budget.history)
+
+    def document_messages(
+        self, question: str, sources: Sequence[RetrievedChunk], *, history: Sequence[ChatMessage], params: GenerationParams
+    ) -> list[ChatMessage] | None:
+        """The prompt for `question` over `sources` (packed by `prepare`, some of them left out), or None
+        without sources (abstain)."""
+        if not sources:
+            return None
+        budget = self._budget(question, history, params)
+        return build_messages(budget.question, list(sources), budget.history)
+
+    def _budget(self, question: str, history: Sequence[ChatMessage], params: GenerationParams):
+        return plan_budget(
+            question, history, context_tokens=self.llm.context_tokens, max_tokens=params.max_tokens,
+            system_prompt=SYSTEM_PROMPT, count_tokens=self.llm.count_tokens, margin_tokens=TEMPLATE_MARGIN_TOKENS,
+        )
 
     def _focus(self, question: str, translation: str | None = None):
         """A `pack_context` shape that cuts each source in `question`'s language to `source_tokens`
@@ -421,20 +434,47 @@ class Answerer:
                 self.prepare, question, principal=principal, history=history, query=query, translation=translation,
                 params=params, audit=audit,
             )
-            yield Retrieved(sources)
             cards = table_cards(sources) if self.tables_dir is not None and messages is not None else {}
+            if cards and query != question:
+                # The query was condensed from the conversation: a card found through earlier turns is
+                # no evidence for this question (fresh-user trial: a password question after an asset
+                # count got `12 AS password_length` beside the count, cited to the sheet). The table
+                # path needs the card to be best for the question itself; else the question is
+                # answered from what it finds alone, as if asked alone.
+                alone_translation = None
+                if self.translates(question):
+                    if ticket is not None:
+                        await ticket.acquire()
+                    alone_translation = await self.translation(question, llm=llm)
+                alone, alone_messages = await asyncio.to_thread(
+                    self.prepare, question, principal=principal, history=history, query=question,
+                    translation=alone_translation, params=params, audit=audit,
+                )
+                if not cards_for_question(cards, alone):
+                    if alone_messages is not None:
+                        sources, messages, query, translation = alone, alone_messages, question, alone_translation
+                    else:  # nothing found for the question alone: the documents without the card, or none
+                        sources = document_evidence(sources)
+                        messages = self.document_messages(question, sources, history=history, params=params)
+                    cards = table_cards(sources) if self.tables_dir is not None and messages is not None else {}
+            yield Retrieved(sources)
             if cards:  # the best evidence is a table card: one checked SELECT answers (table_answers.py)
                 if ticket is not None:
                     await ticket.acquire()
                 found = await answer_from_tables(query, cards, tables_dir=self.tables_dir, llm=llm)
-                if ticket is not None:
-                    ticket.close()
-                citations = [c.to_dict() for c in found.citations]
-                yield Token(found.text)
-                yield Citations(citations)
-                yield Done(found.text, abstained=found.abstained, cached=False, finish_reason="stop", usage=found.usage,
-                           citations=citations, closest=closest_documents(sources) if found.abstained else None)
-                return
+                if not (found.abstained and found.result is None
+                        and document_evidence(sources, supports=self.abstention.supports)):
+                    if ticket is not None:
+                        ticket.close()
+                    citations = [c.to_dict() for c in found.citations]
+                    yield Token(found.text)
+                    yield Citations(citations)
+                    yield Done(found.text, abstained=found.abstained, cached=False, finish_reason="stop",
+                               usage=found.usage, citations=citations,
+                               closest=closest_documents(sources) if found.abstained else None)
+                    return
+                # The query was refused or failed, and documents found for the question support an
+                # answer too: the documents answer it, never "not found" naming the table.
             if messages is None:
                 text = NO_ANSWER[question_language(question)]
                 yield Token(text)

@@ -5,14 +5,17 @@ The chat model (a coder model) gets the cards of the tables among the sources an
 tables (retrieval returned their cards, so the reader may open their documents). The answer is the
 result rows themselves, not the model's restatement of them, so that no number is stated that the
 query did not return; it cites the card's sheet and shows the query and the rows. A query that is
-refused, fails or returns nothing gives "not found" naming the table, never a guess.
+refused, fails or returns nothing gives "not found" naming the table, never a guess, unless
+(refused or failed) documents were found for the question too: they answer it (`answerer.py`).
+A table is queried only when its card is the best source for the question itself, not only for a
+query condensed from earlier turns (`cards_for_question`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -80,6 +83,23 @@ def table_cards(sources: Sequence[RetrievedChunk]) -> dict[str, RetrievedChunk]:
             name, n = f"{match.group(1)}_{n}", n + 1
         cards[name] = chunk
     return cards
+
+
+def cards_for_question(cards: dict[str, RetrievedChunk], own: Sequence[RetrievedChunk]) -> dict[str, RetrievedChunk]:
+    """The entries of `cards` (`table_cards` of the sources found with a query condensed from the
+    conversation) that are also cards of `own`, the chunks found for the question alone; {} when
+    the best of `own` is not a card: the table is then evidence only through earlier turns."""
+    mine = {(c.doc_id, c.chunk_id) for c in table_cards(own).values()}
+    return {name: chunk for name, chunk in cards.items() if (chunk.doc_id, chunk.chunk_id) in mine}
+
+
+def document_evidence(
+    sources: Sequence[RetrievedChunk], *, supports: Callable[..., bool] | None = None
+) -> list[RetrievedChunk]:
+    """The sources that are not table cards; with `supports` (`AbstentionRule.supports`), only those
+    that are evidence for the question by themselves."""
+    return [c for c in sources if not _CARD_HEADING.search(c.heading)
+            and (supports is None or supports(c, semantic=c.semantic))]
 
 
 async def answer_from_tables(

@@ -63,8 +63,9 @@ def check_select(sql: str, allowed: Iterable[str], *, max_rows: int) -> str:
 
     Raises:
         SqlRejected: not parsable, not exactly one statement, not a query, a forbidden node (a write,
-            ATTACH, COPY, PRAGMA, SET, a file or catalog function), or a table outside `allowed`
-            (qualified names and file paths included).
+            ATTACH, COPY, PRAGMA, SET, a file or catalog function), a table outside `allowed`
+            (qualified names and file paths included), or a result column not derived from a table
+            (`invented_column`: `12 AS password_length`).
     """
     try:
         trees = [t for t in sqlglot.parse(sql, read="duckdb") if t is not None]
@@ -84,7 +85,55 @@ def check_select(sql: str, allowed: Iterable[str], *, max_rows: int) -> str:
             raise SqlRejected(f"the table expression {table.sql(dialect='duckdb')[:80]} is not allowed")
         if table.name.lower() not in names:
             raise SqlRejected(f"the table {table.name!r} is not one the reader may query")
+    invented = invented_column(tree)
+    if invented is not None:
+        raise SqlRejected(f"the result column {invented.sql(dialect='duckdb')[:80]} is not derived from the table")
     return f"SELECT * FROM ({tree.sql(dialect='duckdb')}) AS _q LIMIT {int(max_rows)}"
+
+
+# What makes a result column data: a column of a table, '*', an aggregate (COUNT(*), COUNT(1)) or a
+# window function counts rows of the table; a column with none of them is a value the model invented.
+_DERIVED = (exp.Column, exp.Star, exp.AggFunc, exp.Window)
+# Where a SELECT only filters (WHERE x IN (SELECT ...), EXISTS (SELECT 1 ...)), its columns are no result.
+_FILTERING_ARGS = {"where", "having", "qualify", "on"}
+
+
+def invented_column(tree: exp.Expression) -> exp.Expression | None:
+    """The first result column of `tree` that is not derived from a table, or None.
+
+    A column is derived when it contains a table column, '*', an aggregate or a window function
+    (`CASE WHEN qty > 0 THEN 'yes' ELSE 'no' END`, `price * 1.19`, `COUNT(*)` are). A literal, literal
+    arithmetic, `CAST(12 AS INT)`, a CASE of literals only, a VALUES list are not: the model made the
+    value up and would present it as data (fresh-user trial: `12 AS password_length` next to a count,
+    shown as a row of the asset register). Every SELECT whose rows reach the result is checked: the
+    outer one, union branches, CTEs, subqueries in FROM/JOIN and scalar subqueries in the select list;
+    one under WHERE, HAVING, QUALIFY or a JOIN's ON only filters and is not.
+
+    Args:
+        tree: a parsed query (sqlglot, duckdb dialect).
+
+    Returns:
+        The offending select-list expression (a VALUES list), or None.
+    """
+    values = next(tree.find_all(exp.Values), None)
+    if values is not None:
+        return values
+    for select in tree.find_all(exp.Select):
+        if _filters_only(select, tree):
+            continue
+        for column in select.expressions:
+            if not any(isinstance(node, _DERIVED) for node in column.walk()):
+                return column
+    return None
+
+
+def _filters_only(select: exp.Expression, root: exp.Expression) -> bool:
+    node = select
+    while node is not root and node.parent is not None:
+        if node.arg_key in _FILTERING_ARGS or isinstance(node.parent, (exp.Exists, exp.In)):
+            return True
+        node = node.parent
+    return False
 
 
 @dataclass

@@ -29,6 +29,9 @@ def clients(tmp_path_factory) -> Iterator[tuple[TestClient, TestClient]]:
     docs = root / "docs"
     write_sheet(docs / "parts.xlsx", "Price list", ["Part number", "Description", "Supplier", "Unit price (EUR)", "Stock"],
            ([f"P-{i:04d}", f"Hex bolt M{4 + i % 9}", SUPPLIERS[i % 6], 10 + 3 * i, i % 40] for i in range(300)))
+    (docs / "security.md").write_text(
+        "# Password policy\n\nPasswords must be at least 15 characters long. Use a passphrase of several words; "
+        "a password manager may generate it. Never reuse a password on another service.\n", encoding="utf-8")
     write_sheet(docs / "finance" / "travel.xlsx", "Travel budget", ["Department", "Traveller", "Travel budget (EUR)"],
            ([f"Department {i % 12}", f"Employee {i}", 1000 + i] for i in range(240)))
     res = open_resources(make_settings(root / "var", llm_model_path=model, llm_temperature=0.0))
@@ -83,3 +86,22 @@ def test_a_reader_outside_the_acl_neither_finds_nor_queries_the_restricted_table
     done = _ask(member, question)
     assert not done["abstained"], done["answer"]
     assert f"**{expected}**" in done["answer"] and done["citations"][0]["source"] == "finance/travel.xlsx"
+
+
+def test_a_document_question_after_a_table_question_is_answered_from_the_documents(clients):
+    # Fresh-user trial: in one conversation, a password question after a count over a sheet got the
+    # count and `12 AS password_length` as a table cited to the sheet; the card was found through the
+    # earlier turn, not for the question.
+    plain, _ = clients
+    first = _ask(plain, "How many different parts come from Cobalt Supply?")
+    assert "**50**" in first["answer"], first["answer"]
+    messages = [{"role": "user", "content": "How many different parts come from Cobalt Supply?"},
+                {"role": "assistant", "content": first["answer"]},
+                {"role": "user", "content": "How long should my passwords be?"}]
+    r = plain.post("/v1/chat/completions", json={"model": "assistant-rag", "messages": messages})
+    assert r.status_code == 200, r.text
+    done, answer = r.json(), r.json()["choices"][0]["message"]["content"]
+    assert "```sql" not in answer and "SELECT" not in answer.upper(), answer
+    assert all("table" not in c["heading"] and c["source"] != "parts.xlsx" for c in done["citations"]), done["citations"]
+    assert not done["abstained"] and "15" in answer, answer
+    assert [c["source"] for c in done["citations"]] == ["security.md"]

@@ -83,3 +83,39 @@ def test_the_card_is_built_again_with_the_sheets_own_headers(tmp_path):
     reader.close()
     assert card.startswith("Table rooms: sheet 'Rooms 2024' of rooms.xlsx, 5 rows.")
     assert "- room_no (header 'Room no.'; VARCHAR" in card and "- seats (header 'Seats'; BIGINT; 0 to 4)" in card
+
+
+INVENTED = {
+    "a literal next to a count": "SELECT count(*) AS total, 12 AS password_length FROM inventory",
+    "literal arithmetic": "SELECT 6 * 2 AS n FROM inventory",
+    "a cast literal": "SELECT CAST('12' AS INTEGER) AS n FROM inventory",
+    "a case of literals": "SELECT CASE WHEN 1 = 1 THEN 12 ELSE 0 END AS n FROM inventory",
+    "a literal in a CTE": "WITH x AS (SELECT building, 12 AS n FROM inventory) SELECT building, n FROM x",
+    "a literal in a derived table": "SELECT n FROM (SELECT 12 AS n FROM inventory) AS s",
+    "a union branch without a table": "SELECT value FROM inventory UNION ALL SELECT 12",
+    "a VALUES list": "SELECT * FROM (VALUES (12)) AS t(n)",
+    "a constant scalar subquery": "SELECT (SELECT 12) AS n, count(*) FROM inventory",
+}
+
+
+@pytest.mark.parametrize("sql", INVENTED.values(), ids=INVENTED.keys())
+def test_a_result_column_not_derived_from_the_table_is_refused(tables, sql):
+    with pytest.raises(SqlRejected, match="not derived from the table"):
+        run_select(tables, sql, {"inventory"})
+
+
+DERIVED = {
+    "count(*)": ("SELECT count(*) AS n FROM inventory", [(2000,)]),
+    "sum of a column": ("SELECT sum(value) AS total FROM inventory WHERE building = 'B-1'", [(sum(range(1, 2000, 5)),)]),
+    "a column times a literal": ("SELECT value * 1.19 AS gross FROM inventory WHERE value = 100", [(119.0,)]),
+    "a case on a column": ("SELECT CASE WHEN value > 0 THEN 'yes' ELSE 'no' END AS positive FROM inventory WHERE value = 0",
+                           [("no",)]),
+    "EXISTS (SELECT 1 ...)": ("SELECT count(*) FROM inventory a WHERE EXISTS (SELECT 1 FROM inventory b WHERE b.value = a.value + 1999)",
+                              [(1,)]),
+}
+
+
+@pytest.mark.parametrize(("sql", "rows"), DERIVED.values(), ids=DERIVED.keys())
+def test_result_columns_derived_from_the_table_run(tables, sql, rows):
+    result = run_select(tables, sql, {"inventory"})
+    assert result.rows == rows  # a DECIMAL 119.00 equals 119.0
