@@ -151,7 +151,7 @@ class Ingestor:
     def close(self) -> None:
         """Stop the parser process and the embedding thread, close the embedding cache."""
         self.parser.close()
-        self.embed_thread.shutdown(wait=True)
+        self.embed_thread.shutdown(wait=True, cancel_futures=True)
         self.cache.close()
 
     # -- one run -------------------------------------------------------------------------------
@@ -184,11 +184,14 @@ class Ingestor:
                 each OCR page; the same counts go to the job row's totals while it runs.
             stop: when set, no further file is started: the files being parsed or embedded are
                 finished and written, nothing is deleted, and the job is marked `interrupted` (resumed
-                by `JobDispatcher.resume_unfinished`; a new sync skips the files done).
+                by `JobDispatcher.resume_unfinished`; a new sync skips the files done). A
+                KeyboardInterrupt (a second Ctrl-C) stops at once and marks it `interrupted` too: the
+                files not finished keep their documents `running`, so the next sync parses them again.
 
         Raises:
             InvalidRequestError: `path` does not exist.
-            SyncInterrupted: `stop` was set before the last file was started.
+            SyncInterrupted: `stop` was set before the last file was started, or a KeyboardInterrupt
+                stopped the run.
         """
         path = Path(path).resolve()
         if not path.exists():
@@ -240,6 +243,14 @@ class Ingestor:
                 run.delete_missing(under="" if path == root else path.relative_to(root).as_posix() + "/")
         except SyncInterrupted:
             raise
+        except KeyboardInterrupt:  # a second Ctrl-C: stopped at once, in the middle of files
+            self.parser.close()  # outstanding requests belong to this run
+            outcomes = [run.outcomes[k] for k in sorted(run.outcomes)]
+            # The documents claimed and not finished stay `running`, which the next run never skips.
+            reason = (f"stopped at once after {run.live.files_done} of {len(files)} files; the files not "
+                      "finished are indexed again when the job resumes (server start) or the folder is ingested again")
+            interrupt_job(self.res.db, job_id, reason, totals={**run.live.snapshot(), "files_total": len(files)})
+            raise SyncInterrupted(job_id, outcomes, len(files)) from None
         except BaseException as exc:
             self.parser.close()  # outstanding requests belong to this run
             fail_job(self.res.db, job_id, f"{type(exc).__name__}: {exc}")

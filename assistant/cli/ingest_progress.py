@@ -113,8 +113,10 @@ class IngestProgress:
 @contextmanager
 def stop_on_signals(console: Console) -> Iterator[threading.Event]:
     """An event set by the first SIGINT (Ctrl-C) or SIGTERM while the block runs, so that a sync stops at
-    the next file boundary (`Ingestor.sync(stop=...)`); a second signal stops at once (KeyboardInterrupt).
-    The previous handlers come back after the block. Off the main thread (no signals there): never set."""
+    the next file boundary (`Ingestor.sync(stop=...)`); a second signal stops at once: it raises
+    KeyboardInterrupt, which the sync turns into `SyncInterrupted` (job `interrupted`, the files not
+    finished redone by the next run). The previous handlers come back after the block. Off the main
+    thread (no signals there): never set."""
     stop = threading.Event()
     if threading.current_thread() is not threading.main_thread():
         yield stop
@@ -122,6 +124,7 @@ def stop_on_signals(console: Console) -> Iterator[threading.Event]:
 
     def on_signal(signum: int, _frame: object) -> None:
         if stop.is_set():
+            console.print(f"{signal.Signals(signum).name}: stopping now")
             raise KeyboardInterrupt
         stop.set()
         console.print(f"{signal.Signals(signum).name}: stopping after the files in progress (again to stop at once)")

@@ -67,7 +67,8 @@ def ingest(
     work is handed to it and followed until it ends. Exit status: 0 when every file was ingested or
     skipped for a stated reason (needs_ocr, encrypted, unsupported, too_large, empty), 1 when at
     least one file failed, 2 when the run could not start, 130 when SIGINT or SIGTERM stopped it at a
-    file boundary (the files done are kept; the same command indexes the rest).
+    file boundary, or a second one at once (the files done are kept, the job is `interrupted`; the same
+    command indexes the rest).
     """
     from assistant.auth.acl_manifest import AclManifest
     from assistant.cli.ingest_progress import IngestProgress, stop_on_signals
@@ -102,6 +103,9 @@ def ingest(
                 outcomes = _ingest_through_server(path, manifest, progress, print_row, exc)
     except AssistantError as exc:
         fail(exc, as_json=as_json)
+    except KeyboardInterrupt:  # a second signal outside the sync itself (loading the models, closing)
+        console.print("stopped: run the same command again to index the rest", soft_wrap=True)
+        raise typer.Exit(code=130) from None
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1

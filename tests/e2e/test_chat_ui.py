@@ -71,17 +71,25 @@ def server(tmp_path_factory, citing_server):
     log.close()
 
 
+def _signed_in(p, server: str):
+    """A headless Chromium (`p`: the sync Playwright) and its page, signed in to `server` as the admin."""
+    from playwright.sync_api import expect
+
+    browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    page = browser.new_page()
+    page.goto(server)
+    page.fill("#username", "admin")
+    page.fill("#password", PASSWORD)
+    page.locator("#login button[type=submit]").click()
+    expect(page.locator("#question")).to_be_visible(timeout=20_000)
+    return browser, page
+
+
 def test_sign_in_ask_and_see_cited_answer(server):
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        page.goto(server)
-        page.fill("#username", "admin")
-        page.fill("#password", PASSWORD)
-        page.locator("#login button[type=submit]").click()
-        expect(page.locator("#question")).to_be_visible(timeout=20_000)
+        browser, page = _signed_in(p, server)
 
         # Every change to the conversation is recorded as it happens: the answer's length then, and
         # whether the citations (sent after the last token) were already shown.
@@ -110,4 +118,30 @@ def test_sign_in_ask_and_see_cited_answer(server):
         updates = page.evaluate("window.answerUpdates")
         streamed = [u for u in updates if u["chars"] > 0 and not u["citations"]]
         assert len({u["chars"] for u in streamed}) >= 2, updates
+        browser.close()
+
+
+def test_a_double_click_on_ask_asks_once_and_stop_still_stops(server):
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser, page = _signed_in(p, server)
+
+        # The second click lands on Stop, which takes Ask's place at once: it must not stop the answer.
+        page.fill("#question", "How do I ingest a folder of documents?")
+        page.dblclick("#send")
+        expect(page.locator("#send")).to_be_visible(timeout=240_000)  # the answer ended
+        expect(page.locator("[data-testid=answer-note]")).to_have_count(0)  # not "Stopped."
+        expect(page.locator("[data-testid=citations]").last).to_be_visible()
+        page.wait_for_function("location.hash.startsWith('#c=')")
+        conversation = page.evaluate("location.hash").removeprefix("#c=")
+        messages = page.evaluate(f"fetch('/api/conversations/{conversation}/messages').then(r => r.json())")
+        assert [m["role"] for m in messages] == ["user", "assistant"], messages
+
+        # Stop still stops an answer once the double click's time has passed.
+        page.fill("#question", "What does the assistant do when the documents do not contain the answer?")
+        page.click("#send")
+        page.wait_for_timeout(700)
+        page.click("#stop")
+        expect(page.locator("[data-testid=answer-note]").last).to_have_text("Stopped.", timeout=20_000)
         browser.close()

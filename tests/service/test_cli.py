@@ -224,16 +224,15 @@ def test_ingest_into_a_pipe_prints_progress_lines(cli_env):
     assert counted, lines
 
 
-def test_sigint_stops_ingest_at_a_file_boundary_and_a_rerun_indexes_the_rest(cli_env):
+def _interrupted_ingest(cli_env, signals: int) -> tuple[list[str], list[str], dict, list[dict], object]:
+    """Ingest 12 handbook files in a subprocess, sending `signals` SIGINTs (0.1 s apart) once the first
+    file is done; returns the file names, the command, its environment, the rows it printed (one per
+    file done) and the database, after checking that it exited 130 without a traceback."""
     import os
     import signal
-    import subprocess
-    import sys
+    import time
     from pathlib import Path
 
-    from sqlalchemy import select
-
-    from assistant.core.db.models import Document, Job
     from assistant.core.db.session import Database
 
     names = sorted(str(p.relative_to(HANDBOOK)) for p in (HANDBOOK / "departments").rglob("*.md"))[:12]
@@ -243,18 +242,27 @@ def test_sigint_stops_ingest_at_a_file_boundary_and_a_rerun_indexes_the_rest(cli
     command = [str(Path(sys.executable).parent / "assistant"), "ingest", str(folder), "--json"]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = json.loads(proc.stdout.readline())  # one file is done: the run is under way
-    proc.send_signal(signal.SIGINT)
+    for n in range(signals):
+        if n:
+            time.sleep(0.1)  # two signals at once would reach the handler as one
+        proc.send_signal(signal.SIGINT)
     rest, stderr = proc.communicate(timeout=120)
     rows = [first, *map(json.loads, rest.splitlines())]
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "interrupted after" in stderr, stderr
     assert 1 <= len(rows) < len(names), rows
     assert {r["status"] for r in rows} == {"done"}, rows
+    return names, command, env, rows, Database(f"sqlite:///{cli_env / 'var' / 'assistant.db'}")
 
-    db = Database(f"sqlite:///{cli_env / 'var' / 'assistant.db'}")
-    with db.session() as session:
-        assert session.scalars(select(Job.status)).all() == ["interrupted"]
-        assert len(session.scalars(select(Document.id)).all()) == len(rows)
+
+def _rerun_indexes_the_rest(names: list[str], command: list[str], env: dict, rows: list[dict], db) -> None:
+    """The same command again: the files done before the stop are skipped, the others done; a third
+    run skips every file (every chunk is there)."""
+    from pathlib import Path
+
+    from sqlalchemy import select
+
+    from assistant.core.db.models import Document
 
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
@@ -267,6 +275,34 @@ def test_sigint_stops_ingest_at_a_file_boundary_and_a_rerun_indexes_the_rest(cli
     last = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert {json.loads(line)["status"] for line in last.stdout.splitlines()} == {"skipped"}  # every chunk is there
     db.dispose()
+
+
+def test_sigint_stops_ingest_at_a_file_boundary_and_a_rerun_indexes_the_rest(cli_env):
+    from sqlalchemy import select
+
+    from assistant.core.db.models import Document, Job
+
+    names, command, env, rows, db = _interrupted_ingest(cli_env, signals=1)
+    with db.session() as session:
+        assert session.scalars(select(Job.status)).all() == ["interrupted"]
+        assert len(session.scalars(select(Document.id)).all()) == len(rows)
+    _rerun_indexes_the_rest(names, command, env, rows, db)
+
+
+def test_a_second_sigint_stops_ingest_at_once_and_leaves_the_job_interrupted(cli_env):
+    from sqlalchemy import select
+
+    from assistant.core.db.models import Job
+
+    names, command, env, rows, db = _interrupted_ingest(cli_env, signals=2)
+    with db.session() as session:
+        (job,) = session.scalars(select(Job)).all()
+        assert job.status == "interrupted" and job.reason.startswith("stopped at once"), (job.status, job.reason)
+        # The totals as of the stop: every file printed was counted, and the time up to the stop.
+        assert job.totals["files_done"] == len(rows) and job.totals["files_total"] == len(names), job.totals
+        assert job.totals["chunks"] >= sum(r["chunks"] for r in rows) and job.totals["elapsed_s"] > 0, job.totals
+    # The documents claimed but not written (left `running`) are parsed again, not skipped.
+    _rerun_indexes_the_rest(names, command, env, rows, db)
 
 
 def test_sigint_stops_a_sync_running_in_the_server_and_its_next_start_resumes_it(cli_env):

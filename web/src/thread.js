@@ -15,11 +15,16 @@ import { citationChip, labelChips, sourceList } from "./sources.js";
 export const session = {
   conversationId: null,
   controller: null,
+  askedAt: 0,  // performance.now() when the running answer was asked for
   onChange: () => {},
   onSessionEnded: () => {},
 };
 
 const thread = () => document.getElementById("thread");
+
+// Stop takes Ask's place while an answer runs: the second click of a double click on Ask would land
+// on it and stop the answer just asked for. Clicks on Stop this soon after the question are ignored.
+const STOP_GRACE_MS = 600;
 
 function scrollDown() {
   const node = thread();
@@ -218,6 +223,7 @@ export async function ask(question, { regenerate = false } = {}) {
   if (session.controller) return;
   const controller = new AbortController();
   session.controller = controller;
+  session.askedAt = performance.now();
   setBusy(true);
   const node = thread();
   node.querySelector(".empty")?.remove();
@@ -271,7 +277,11 @@ export async function ask(question, { regenerate = false } = {}) {
   scrollDown();
 }
 
-/** Stop the running answer (the fetch is aborted; the question stays in the conversation). */
+/**
+ * Stop the running answer (the fetch is aborted; the question stays in the conversation). A click
+ * within STOP_GRACE_MS of the question is the end of a double click on Ask, and is ignored.
+ */
 export function stop() {
-  if (session.controller) session.controller.abort();
+  if (!session.controller || performance.now() - session.askedAt < STOP_GRACE_MS) return;
+  session.controller.abort();
 }
