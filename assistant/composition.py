@@ -53,6 +53,7 @@ class Assistant:
             store=resources.store, embedder=QueryBatcher(resources.embedder), reranker=reranker, prefetch_k=settings.retrieval.prefetch_k,
             fusion=settings.retrieval.fusion, interleave_depth=depth, translate=_translator() if settings.retrieval.query_translation else None,
             chunks_per_document=settings.retrieval.chunks_per_document,
+            chunk_tie_margin=settings.retrieval.chunk_tie_margin,
         )
         answerer = Answerer(
             retriever=retriever,
@@ -77,7 +78,7 @@ def adapter_router(resources: Resources) -> AdapterRouter:
     that sends each reader to the live or canary LoRA adapter of their audience (`finetune`)."""
     settings = resources.settings
     base = DeferredLLM(lambda: resources.llm)
-    open_adapter = remote_adapter(base) if settings.llm.backend == "openai" else local_adapter(base, threads=settings.llm.threads)
+    open_adapter = remote_adapter(base) if settings.llm.backend == "openai" else local_adapter(base)
     return AdapterRouter(base, adapters=lambda: serving_adapters(resources.db), open_adapter=open_adapter,
                          canary_share=settings.finetune.canary_share)
 

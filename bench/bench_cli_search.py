@@ -4,6 +4,8 @@ A server (uvicorn in this process, the embedded store, MiniLM) serves `--files` 
 command runs as a fresh process, as a user types it, `--runs` times each way: with the server (the
 call is handed to it) and, after the server stops, in process (it loads the embedding model itself).
 Wall seconds per command, process start and imports included; English queries (no translation).
+The hand-off imports only the standard library (`server_queries.hand_off`); see also
+`python -X importtime -m assistant.cli.main search QUERY --json` with a server running.
 
 Usage: .venv/bin/python bench/bench_cli_search.py [--files 20] [--runs 5]
 """
@@ -66,9 +68,12 @@ def main() -> None:
             server.stop()
             res.close()
         alone = _timed(env, args.runs)
-    print(f"assistant search, {args.files} pages, {args.runs} runs each, wall seconds per command (median, max):")
-    print(f"  handed to the running server: {statistics.median(handed):.2f} s, {max(handed):.2f} s")
-    print(f"  in process (no server):       {statistics.median(alone):.2f} s, {max(alone):.2f} s")
+    def p95(seconds: list[float]) -> float:
+        return statistics.quantiles(seconds, n=20, method="inclusive")[-1]
+
+    print(f"assistant search, {args.files} pages, {args.runs} runs each, wall seconds per command (median, p95, max):")
+    for name, seconds in (("handed to the running server", handed), ("in process (no server)", alone)):
+        print(f"  {name + ':':30s} {statistics.median(seconds):.2f} s, {p95(seconds):.2f} s, {max(seconds):.2f} s")
 
 
 if __name__ == "__main__":

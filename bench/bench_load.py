@@ -21,8 +21,14 @@ Then per level: the time to first token the service adds (client TTFT minus the 
 TTFT; p50/p95/p99), errors, chats, mean and peak CPU of the app process (percent of one core), its peak
 RSS, and the stand-in's own first-token lateness (its share of "added").
 
+With `--profile PREFIX` the app runs under `bench/profiled_app.py`: cProfile of its event loop (and,
+in a second table, of the work its other threads do meanwhile) during each cost run, and a table of
+where a chat's time goes (ms per chat in each run, µs per relayed
+token from their difference) per function. The profiler slows the app about threefold: the CPU
+figures of a profiled run are not the app's; compare shares, and take the costs from a run without it.
+
 Usage: .venv/bin/python bench/bench_load.py [--streams 50,200,500] [--duration-s 90] [--ramp-s 60] [--chunk-tokens 1]
-           [--cost-chats 200] [--cost-streams 20] [--short-tokens 30]
+           [--cost-chats 200] [--cost-streams 20] [--short-tokens 30] [--profile /tmp/prof]
 """
 
 from __future__ import annotations
@@ -238,9 +244,17 @@ def measure_cost(app_port: int, llm_port: int, keys: list[str], args, app_pid: i
             done.set()
             await sampler
 
+        if args.profile:
+            app.send_signal(signal.SIGUSR1)
+            time.sleep(0.5)
         before = app.cpu_times()
         asyncio.run(run())
         after = app.cpu_times()
+        if args.profile:
+            app.send_signal(signal.SIGUSR2)
+            written = Path(f"{args.profile}.{len(out)}.prof")
+            while not written.exists():
+                time.sleep(0.2)
         cpu_s = (after.user - before.user) + (after.system - before.system)
         out.append(Cost(tokens, cpu_s, level, max(rss), control() - streamed))
         print(f"cost run, {tokens}-token answers: {level.chats} chats, {out[-1].relayed} tokens relayed "
@@ -269,6 +283,37 @@ def report_cost(costs: list[Cost]) -> None:
           f"{long.relayed / (long.level.chats or 1):.0f}-token answers\n")
 
 
+def report_profile(prefix: str, costs: list[Cost], top: int = 30, *, where: str = "") -> None:
+    """Per function (cumulative time on the event loop; `where=".all"`: with the other threads' work,
+    `bench/profiled_app.py`): ms per chat in the short and the long run, and µs per relayed token from
+    their difference; the `top` functions by their long-run time."""
+    import pstats
+
+    short, long = costs
+    runs = [pstats.Stats(f"{prefix}.{i}{where}.prof").stats for i in range(2)]  # type: ignore[attr-defined]
+    d_tokens = long.relayed - short.relayed
+    rows = []
+    for key, (_, _, tt, ct, _) in runs[1].items():
+        file, line, func = key
+        before = runs[0].get(key, (0, 0, 0.0, 0.0, None))
+        name = f"{Path(file).parent.name}/{Path(file).name}:{line} {func}" if line else func
+        rows.append((ct, name, before[3], tt, before[2]))
+    rows.sort(reverse=True)
+    print(f"| function (cProfile, {'all threads' if where else 'event loop'}) | cum ms/chat, {short.answer_tokens} tok | cum ms/chat, "
+          f"{long.answer_tokens} tok | cum µs/token | own µs/token |")
+    print("|---|---|---|---|---|")
+    for ct, name, ct0, tt, tt0 in rows[:top]:
+        print(f"| {name} | {1000 * ct0 / (short.level.chats or 1):.2f} | {1000 * ct / (long.level.chats or 1):.2f} | "
+              f"{1e6 * (ct - ct0) / d_tokens:.1f} | {1e6 * (tt - tt0) / d_tokens:.1f} |")
+    print()
+    print("| own time (cProfile) | own ms/chat, long run | own µs/token |")
+    print("|---|---|---|")
+    rows.sort(key=lambda r: r[3], reverse=True)
+    for _, name, _, tt, tt0 in rows[:top]:
+        print(f"| {name} | {1000 * tt / (long.level.chats or 1):.2f} | {1e6 * (tt - tt0) / d_tokens:.1f} |")
+    print()
+
+
 def pct(values: list[float], p: float) -> float:
     """The p-th percentile (nearest rank) in milliseconds."""
     if not values:
@@ -292,6 +337,7 @@ def main() -> None:
     parser.add_argument("--short-tokens", type=int, default=30, help="answer length of the short cost run")
     parser.add_argument("--chunk-tokens", type=int, default=1,
                         help="tokens per upstream chunk after the first, as `vllm serve --stream-interval N` sends them")
+    parser.add_argument("--profile", default="", help="profile the app's event loop in the cost runs: stats to PREFIX.{0,1}.prof")
     args = parser.parse_args()
     levels = [int(s) for s in args.streams.split(",") if s]
 
@@ -312,8 +358,9 @@ def main() -> None:
         "ASSISTANT_QUERY_REWRITE": "rules", "ASSISTANT_EMBEDDING_THREADS": "1",
         "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
     })
+    launcher = [str(REPO / "bench" / "profiled_app.py"), args.profile] if args.profile else ["-m", "uvicorn"]
     app = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--factory", "assistant.api.app:create_app", "--port", str(app_port),
+        [sys.executable, *launcher, "--factory", "assistant.api.app:create_app", "--port", str(app_port),
          "--loop", "uvloop", "--http", "httptools", "--log-level", "warning", "--backlog", "4096"],
         cwd=REPO, env=env,
     )
@@ -321,7 +368,7 @@ def main() -> None:
     costs: list[Cost] = []
     try:
         wait_http(llm_port, "/v1/models")
-        wait_http(app_port, "/healthz")
+        wait_http(app_port, "/healthz", timeout_s=600)  # a loaded machine starts the app slowly
         # Warm up: load the embedder and open the LLM client before measuring.
         asyncio.run(run_level(app_port, keys, Level(2), argparse.Namespace(**{**vars(args), "duration_s": 15, "ramp_s": 1}), app.pid))
         if args.cost_chats:
@@ -343,6 +390,9 @@ def main() -> None:
           f"{standin_stats}; {os.cpu_count()} cores\n")
     if costs:
         report_cost(costs)
+        if args.profile:
+            report_profile(args.profile, costs)
+            report_profile(args.profile, costs, where=".all")
     print("| streams | chats | errors | added TTFT p50 / p95 / p99 (ms) | app CPU mean / peak (% of a core) | app RSS peak (MiB) |")
     print("|---|---|---|---|---|---|")
     for lv in results:

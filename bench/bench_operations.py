@@ -84,10 +84,10 @@ def main() -> None:
     print("| in-process request | CPU µs per request (median of rounds) |\n|---|---:|")
     print(f"| without the middleware | {without:.0f} |\n| with it | {with_:.0f} |\n| added | {with_ - without:.0f} |\n")
 
-    from assistant.core.db.stats import operations_counts
     from assistant.core.resources import Resources
     from assistant.operations.backup import restore_backup, take_backup
     from assistant.operations.metrics import OperationsCollector, adapter_in_use, exposition
+    from assistant.operations.store import operations_counts
     from ingest.pipeline import Ingestor
 
     with tempfile.TemporaryDirectory(prefix="bench-ops-") as tmp:

@@ -4,7 +4,7 @@ through the product's answering path with the shipped chat model: right, wrong, 
 Workbooks (each above ASSISTANT_TABLE_MIN_ROWS, so each is a table with one card): a parts price list
 (300 rows, English), a travel budget (240 rows, Chinese headers and values), an on-call rota (CSV, 400
 rows). Each question has its exact answer computed here from the generated rows; an answer is right when
-every expected value appears in its result (the rows it shows; the SQL block is left out), declined when
+every expected value appears in its result (the rows it shows; the query is only in its citation), declined when
 it is "not found", wrong otherwise. "SQL refused or failed" counts the declines whose query the checker
 refused or the engine could not run.
 
@@ -99,8 +99,7 @@ def questions() -> list[tuple[str, list[str]]]:
 def verdict(answer: str, abstained: bool, expected: list[str]) -> str:
     if abstained:
         return "declined"
-    shown = re.sub(r"```sql.*?```", "", answer, flags=re.S)
-    ok = all(re.search(rf"(?<![\w.-]){re.escape(v)}(?![\w-]|\.\d)", shown) for v in expected)
+    ok = all(re.search(rf"(?<![\w.-]){re.escape(v)}(?![\w-]|\.\d)", answer) for v in expected)
     return "right" if ok else "wrong"
 
 
@@ -139,9 +138,10 @@ def main() -> None:
             counts[kind] += 1
             refused = answer.abstained and ("could answer this" in answer.answer or "无法通过查询" in answer.answer)
             counts["sql refused or failed"] += refused
-            sql = re.search(r"```sql\n(.*?)\n```", answer.answer, re.S)
+            # The query is in the citation's snippet (the source preview), not in the answer.
+            shown = answer.citations[0].snippet if answer.citations else answer.answer
             print(f"{n:2d}. {kind:8s} {time.perf_counter() - started:5.1f} s  {question}  expected {expected}\n"
-                  f"    -> {' '.join((sql.group(1) if sql else answer.answer).split())[:220]}", flush=True)
+                  f"    -> {' '.join(shown.split())[:220]}", flush=True)
         res.close()
     total = len(cases)
     print("\n| figure | value |\n|---|---|")

@@ -155,19 +155,6 @@ def training_base(settings: Settings) -> str:
             "adapter trained on another base would not fit it. Set ASSISTANT_FINETUNE_BASE_MODEL=served"
         )
     return str(served)
-    named = configured_gguf_path(settings.model_copy(update={"llm": settings.llm.model_copy(
-        update={"model": configured.removeprefix("builtin:"), "model_path": None})})) if configured.startswith("builtin:") \
-        and configured != SMOLLM2 else Path(configured)
-    if configured == SMOLLM2:
-        from assistant.core.llm.model_files import smollm2_gguf_path  # noqa: PLC0415
-        named = smollm2_gguf_path()
-    if named.resolve() != served:
-        raise ConfigError(
-            f"ASSISTANT_FINETUNE_BASE_MODEL={configured!r} is not the model that answers: llama.cpp serves {str(served)!r} "
-            f"(ASSISTANT_LLM_MODEL={settings.llm.model!r}); an adapter trained on another base would change the "
-            "served model or not apply to it. Set ASSISTANT_FINETUNE_BASE_MODEL=served"
-        )
-    return str(served)
 
 
 def training_weights(served_model: str) -> str:

@@ -1,6 +1,11 @@
-"""The evaluation gate: a candidate adapter is scored on its held-out rows and on the product's evaluation
-questions (their key facts' likelihood, and answers generated through the product's answering) against
-the live adapter (or the base model), and passes only within the tolerances."""
+"""The evaluation gate: a candidate adapter is judged by the answers of the served model (base or live
+against base + candidate, on held-aside evaluation questions answered through the product's answering):
+it is refused when it lowers the share of questions answered right (a key fact, or a decline where the
+documents hold no answer) or the share of answers citing their answer file. Without answers to judge it
+is judged by its held-out rows' likelihood. The likelihood of each evaluation question's bare key fact is
+reported, never a reason to refuse (an adapter that learnt its rows' phrasing scores a one-word answer
+worse while answering as well).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assistant.adapters.llama_lora import GGUF_ADAPTER_FILE, LlamaLoraLLM
-from assistant.adapters.peft_serving import PeftAdapterLLM, PeftServing
+from assistant.adapters.gguf_lora import ensure_gguf_lora
+from assistant.adapters.llama_lora import LlamaLoraLLM
 from assistant.adapters.store import AdapterRecord
 from assistant.answering import Answerer
 from assistant.answering.request import GenerationParams
@@ -19,15 +24,20 @@ from assistant.core.principals import Principal
 from assistant.evaluation.dataset import Question, load_questions
 from assistant.evaluation.runner import EvalReport, run_eval
 from finetune.dataset import Row
+from finetune.peft_model import PeftAdapterLLM, PeftServing
 
 
 @dataclass(frozen=True)
 class GateResult:
-    """The gate's verdict: `passed`, the reason when not, and the scores: mean answer-token loss in nats,
-    lower is better (`heldout_candidate`, `heldout_live`, `eval_candidate`, `eval_live`, `tolerance`),
-    and, when answers are scored, the share of evaluation questions answered right, higher is better
-    (`answer_candidate`, `answer_live`, `answer_tolerance`, `answer_questions`, and `answer_results`:
-    per question, whether each side answered it right)."""
+    """The gate's verdict: `passed`, the reason when not, and the scores.
+
+    Metrics: `decided_on` (`answers` when answers were judged, else `heldout`); mean answer-token loss in
+    nats, lower is better (`heldout_candidate`, `heldout_live`, `eval_candidate`, `eval_live`; `tolerance`
+    applies to the held-out loss when no answers are judged); and, when answers are scored, the share of
+    evaluation questions answered right and of answerable ones whose answer cites an answer file, higher
+    is better (`answer_candidate`, `answer_live`, `cited_candidate`, `cited_live`, `answer_tolerance`,
+    `answer_questions`, and `answer_results`: per question, whether each side answered it right and
+    cited its file)."""
 
     passed: bool
     reason: str
@@ -43,7 +53,8 @@ class AnswerCheck:
             abstention rule, prompt and grounding answer for each adapter in turn (`Answerer.with_model`).
         questions: the evaluation questions answered (`answer_questions`).
         max_tokens: the longest answer per question, in tokens (greedy decoding).
-        tolerance: the largest drop allowed in the share answered right, in [0, 1] (absolute).
+        tolerance: the largest drop allowed in the share answered right and in the share of cited
+            answers, in [0, 1] (absolute).
     """
 
     answerer: Answerer
@@ -54,8 +65,9 @@ class AnswerCheck:
 
 def eval_pairs(questions_path: Path | None) -> list[tuple[str, str]]:
     """`(question, key fact)` of each answerable question of an `assistant eval` question file (its first
-    `must_contain_any`); [] when there is no file. The key fact's likelihood given the question is what
-    the gate compares: an adapter that made the model forget the product's facts scores worse."""
+    `must_contain_any`); [] when there is no file. The key fact's likelihood given the question is a
+    figure the gate reports (`eval_*`), not one it refuses on: a bare fact ("four") as the whole answer
+    grows less likely as an adapter learns its rows' phrasing, however well it answers."""
     if questions_path is None:
         return []
     return [(q.question, q.must_contain_any[0]) for q in load_questions(questions_path) if q.answerable and q.must_contain_any]
@@ -94,16 +106,24 @@ def answered_right(report: EvalReport) -> tuple[float | None, dict[str, bool]]:
     return (sum(right.values()) / len(right) if right else None), right
 
 
-def score_answers(llm: Any, check: AnswerCheck, *, principal: Principal) -> tuple[float | None, dict[str, bool]]:
+def cited_right(report: EvalReport) -> tuple[float | None, dict[str, bool]]:
+    """The share of answerable questions (those naming answer files) of an `assistant eval` report run
+    with answers whose answer cites one of its answer files with a [n] marker (`cites_answer_file`), and
+    each one's outcome by ID. The share is None when no question was judged."""
+    cited = {r.id: bool(r.cites_answer_file) for r in report.questions
+             if r.answerable and r.cites_answer_file is not None}
+    return (sum(cited.values()) / len(cited) if cited else None), cited
+
+
+def score_answers(llm: Any, check: AnswerCheck, *, principal: Principal) -> EvalReport:
     """Answer `check.questions` as `principal` with the product's answering over model `llm` (greedy,
     `check.max_tokens`), scored by the product's evaluation (`assistant.evaluation.runner.run_eval`,
-    answers included). Returns `answered_right` of the report.
+    answers included). Returns the report (`answered_right`, `cited_right` read it).
 
     Must not run inside an event loop (the evaluation runs each answer with `asyncio.run`).
     """
     answerer = check.answerer.with_model(llm, params=GenerationParams(max_tokens=check.max_tokens, temperature=0.0))
-    report = run_eval(check.questions, retriever=answerer.retriever, answerer=answerer, principal=principal, answers=True)
-    return answered_right(report)
+    return run_eval(check.questions, retriever=answerer.retriever, answerer=answerer, principal=principal, answers=True)
 
 
 def regressed(candidate: float | None, live: float | None, tolerance: float) -> bool:
@@ -121,20 +141,32 @@ def run_gate(candidate: AdapterRecord, live: AdapterRecord | None, *, rows: list
              questions: list[tuple[str, str]], tolerance: float, threads: int = 0, served: LLM | None = None,
              answers: AnswerCheck | None = None) -> GateResult:
     """Score `candidate` and `live` (None: the base model) on the held-out rows, the evaluation pairs and,
-    with `answers`, the evaluation questions answered through the product's answering.
+    with `answers`, the evaluation questions answered through the product's answering, and decide.
+
+    The decision rests on the answers when any were judged: refused when the candidate's share answered
+    right, or its share of answers citing their answer file, is below live's by more than
+    `answers.tolerance`. Without judged answers it rests on the held-out rows: refused when their loss is
+    worse than live's by more than `tolerance`. The evaluation pairs' likelihoods are only reported.
 
     Args:
         rows: the candidate's snapshot (its `heldout` rows are scored).
-        questions: `eval_pairs` of the evaluation question file.
-        tolerance: allowed regression of the losses, a share of live's loss (0.05: 5 % worse at most).
-        answers: the answer check (None or no questions: losses only). Must not be given inside an
+        questions: `eval_pairs` of the evaluation question file (reported as `eval_*`).
+        tolerance: allowed regression of the held-out loss when no answers are judged, a share of live's
+            loss (0.05: 5 % worse at most).
+        answers: the answer check (None or no questions: held-out loss only). Must not be given inside an
             event loop (see `score_answers`).
-        served: the llama.cpp model that answers readers: when given and the candidate has a GGUF LoRA,
-            the answers are those of the served model itself (base, or base + live's adapter, against
-            base + the candidate's), not of the transformers copy the likelihoods are scored on.
+        served: the model that answers readers. A llama.cpp model (the embedded default) answers
+            itself: base (or base + live's GGUF LoRA) against base + the candidate's, exported first
+            when missing (`ensure_gguf_lora`), so that the answers judged are those readers would get.
+            Otherwise (vLLM: the candidate is not loaded there before it is published; or none) the
+            answers are those of the transformers copy of the base the likelihoods are scored on
+            (`answer_model` in the metrics says which).
 
     Returns:
         The verdict with every score of both sides.
+
+    Raises:
+        ConfigError: a llama.cpp `served` and an adapter whose GGUF LoRA cannot be written.
     """
     heldout = [(r.question, r.answer) for r in rows if r.split == "heldout"]
     serving = PeftServing(candidate.base_model, threads=threads)
@@ -153,29 +185,54 @@ def run_gate(candidate: AdapterRecord, live: AdapterRecord | None, *, rows: list
     if answers is not None and answers.questions:
         reader = audience_principal(candidate.audience)
         served = getattr(served, "backend", served)  # a DeferredLLM (the Celery task's) opens its backend here
-        on_llama = isinstance(served, LlamaCppLLM) and (Path(candidate.path) / GGUF_ADAPTER_FILE).is_file()
+        on_llama = isinstance(served, LlamaCppLLM)
         if on_llama:
-            live_llm: LLM = served if live_name is None or live is None else LlamaLoraLLM(served, live.path, name=live.name)
+            live_llm: LLM = served
+            if live_name is not None and live is not None:
+                ensure_gguf_lora(live.path, live.base_model)
+                live_llm = LlamaLoraLLM(served, live.path, name=live.name)
+            ensure_gguf_lora(candidate.path, candidate.base_model)
             sides: tuple[LLM, LLM] = (LlamaLoraLLM(served, candidate.path, name=candidate.name), live_llm)
         else:
             sides = (PeftAdapterLLM(serving, candidate.name), PeftAdapterLLM(serving, live_name))
-        mine, mine_right = score_answers(sides[0], answers, principal=reader)
-        theirs, theirs_right = score_answers(sides[1], answers, principal=reader)
+        mine, theirs = (score_answers(side, answers, principal=reader) for side in sides)
+        (mine_share, mine_right), (theirs_share, theirs_right) = answered_right(mine), answered_right(theirs)
+        (mine_cited, mine_cites), (theirs_cited, theirs_cites) = cited_right(mine), cited_right(theirs)
         metrics.update({
             "answer_questions": len(answers.questions), "answer_tolerance": answers.tolerance,
             "answer_max_tokens": answers.max_tokens, "answer_model": "llama.cpp" if on_llama else "transformers",
-            "answer_candidate": mine, "answer_live": theirs,
-            "answer_results": [{"id": q, "candidate": mine_right[q], "live": theirs_right.get(q)} for q in mine_right],
+            "answer_candidate": mine_share, "answer_live": theirs_share,
+            "cited_candidate": mine_cited, "cited_live": theirs_cited,
+            "answer_results": [{"id": q, "candidate": mine_right[q], "live": theirs_right.get(q),
+                                "cited_candidate": mine_cites.get(q), "cited_live": theirs_cites.get(q)}
+                               for q in mine_right],
         })
-    for part in ("heldout", "eval"):
-        if regressed(metrics[f"{part}_candidate"], metrics[f"{part}_live"], tolerance):
+    return decide(metrics)
+
+
+def decide(metrics: dict[str, Any]) -> GateResult:
+    """The gate's verdict from its scores (`run_gate`'s metrics: `against`, `tolerance`, `heldout_*`, and
+    with judged answers `answer_tolerance`, `answer_*` and `cited_*`), which it returns with
+    `decided_on` added.
+
+    With both sides' share answered right known, the answers decide: refused when the candidate's
+    share answered right, or its share of answers citing their answer file, is below live's by more
+    than `answer_tolerance`. Otherwise the held-out loss decides: refused when it is worse than live's
+    by more than `tolerance` of it. The evaluation pairs' likelihoods (`eval_*`) never refuse.
+    """
+    judged = metrics.get("answer_candidate") is not None and metrics.get("answer_live") is not None
+    metrics = {**metrics, "decided_on": "answers" if judged else "heldout"}
+    if not judged:
+        if regressed(metrics.get("heldout_candidate"), metrics.get("heldout_live"), metrics["tolerance"]):
             return GateResult(False, (
-                f"{part} loss {metrics[f'{part}_candidate']:.4f} is worse than {metrics['against']}'s "
-                f"{metrics[f'{part}_live']:.4f} by more than the tolerance {tolerance:.0%}"
+                f"held-out loss {metrics['heldout_candidate']:.4f} is worse than {metrics['against']}'s "
+                f"{metrics['heldout_live']:.4f} by more than the tolerance {metrics['tolerance']:.0%}"
             ), metrics)
-    if answers is not None and answers_regressed(metrics.get("answer_candidate"), metrics.get("answer_live"), answers.tolerance):
-        return GateResult(False, (
-            f"evaluation answers: {metrics['answer_candidate']:.0%} answered right, {metrics['against']} "
-            f"{metrics['answer_live']:.0%}: a drop beyond the tolerance of {answers.tolerance:.0%}"
-        ), metrics)
+        return GateResult(True, "", metrics)
+    for key, what in (("answer", "answered right"), ("cited", "answers citing their file")):
+        if answers_regressed(metrics.get(f"{key}_candidate"), metrics.get(f"{key}_live"), metrics["answer_tolerance"]):
+            return GateResult(False, (
+                f"evaluation answers: {metrics[f'{key}_candidate']:.0%} {what}, {metrics['against']} "
+                f"{metrics[f'{key}_live']:.0%}: a drop beyond the tolerance of {metrics['answer_tolerance']:.0%}"
+            ), metrics)
     return GateResult(True, "", metrics)

@@ -8,7 +8,8 @@ source loses its chunks; a bad file fails alone with a reason.
 Throughput: files are parsed and chunked in a child process (`ingest.isolated_parse`, which also
 enforces the per-file time and memory limits, and hands a big file's chunks over in parts of
 `parse_part_chunks`) while this process embeds; chunks of several files are
-embedded in one call of `embedding_batch_chunks` chunks; a text embedded before (same file at another
+gathered in batches of `embedding_batch_chunks` chunks, embedded `embedding_slice_chunks` at a time
+(each slice written as soon as its vectors are in); a text embedded before (same file at another
 path, unchanged paragraphs of an edited file) reuses its vector from the `EmbeddingCache`.
 """
 
@@ -18,8 +19,9 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pathspec
 
@@ -41,6 +43,9 @@ from ingest.isolated_parse import IsolatedParser
 from ingest.pii_masking import stored_pii_kinds
 from ingest.progress import LiveTotals
 from ingest.sync_run import FileOutcome, SyncRun
+
+if TYPE_CHECKING:
+    from ingest.tasks import JobStop
 
 __all__ = ["NAMESPACE", "FileOutcome", "Ingestor", "SyncInterrupted", "chunk_id", "document_id", "iter_files"]
 
@@ -77,14 +82,25 @@ def iter_files(root: Path, *, leave_out: Iterable[Path] = ()) -> Iterable[Path]:
     Raises:
         InvalidRequestError: `.assistantignore` is not UTF-8 text, or holds a line that is not a pattern.
     """
+    return (path for path, ignored in _walk(root, leave_out) if not ignored)
+
+
+def ignored_files(root: Path, *, leave_out: Iterable[Path] = ()) -> int:
+    """How many files of `root` its `.assistantignore` leaves out (hidden ones and `leave_out` not
+    counted); arguments and errors as `iter_files`."""
+    return sum(ignored for _, ignored in _walk(root, leave_out))
+
+
+def _walk(root: Path, leave_out: Iterable[Path]) -> Iterable[tuple[Path, bool]]:
+    """(file, whether `.assistantignore` leaves it out) for every regular file `iter_files` looks at."""
     ignored = _ignore_spec(root)
     left_out = [rel for rel in (_relative(Path(f).resolve(), root) for f in leave_out) if rel is not None]
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
         if any(part.startswith(".") for part in rel.parts) or any(rel.parts[: len(f.parts)] == f.parts for f in left_out):
             continue
-        if path.is_file() and not path.is_symlink() and not (ignored and ignored.match_file(rel.as_posix())):
-            yield path
+        if path.is_file() and not path.is_symlink():
+            yield path, bool(ignored and ignored.match_file(rel.as_posix()))
 
 
 def _relative(folder: Path, root: Path) -> Path | None:
@@ -164,7 +180,7 @@ class Ingestor:
         on_file: Callable[[FileOutcome], None] | None = None,
         on_total: Callable[[int], None] | None = None,
         on_progress: Callable[[dict], None] | None = None,
-        stop: threading.Event | None = None,
+        stop: threading.Event | JobStop | None = None,
     ) -> list[FileOutcome]:
         """Ingest a folder recursively, or one file; return one outcome per file, in file order.
 
@@ -182,10 +198,12 @@ class Ingestor:
             on_total: called once with the number of files found.
             on_progress: called with the running counts (`LiveTotals.snapshot`) after each file and
                 each OCR page; the same counts go to the job row's totals while it runs.
-            stop: when set, no further file is started: the files being parsed or embedded are
-                finished and written, nothing is deleted, and the job is marked `interrupted` (resumed
-                by `JobDispatcher.resume_unfinished`; a new sync skips the files done). A
-                KeyboardInterrupt (a second Ctrl-C) stops at once and marks it `interrupted` too: the
+            stop: when set (an event, or the `JobStop` of a job asked to stop), no further file is
+                started: the files being parsed or embedded are finished and written, nothing is
+                deleted, and the job is marked `interrupted` (resumed by
+                `JobDispatcher.resume_unfinished`; a new sync skips the files done). A
+                KeyboardInterrupt (a second Ctrl-C), or its embedding slices cancelled (a server that exits,
+                `ingest.tasks.interrupted_when_cut_off`), stops at once and marks it `interrupted` too: the
                 files not finished keep their documents `running`, so the next sync parses them again.
 
         Raises:
@@ -208,15 +226,17 @@ class Ingestor:
         run = SyncRun(
             store=self.res.store, db=self.res.db, parser=self.parser, embedder=self.embedder, cache=self.cache,
             embed_executor=self.embed_thread, batch_chunks=self.batch_chunks,
+            slice_chunks=self.res.settings.ingest.embedding_slice_chunks,
             job_id=job_id, source_id=source_id, on_file=on_file,
         )
         run.pii_kinds = manifest.mask_pii
         run.tables_dir = self.res.settings.tables_dir
         run.reparse_all = masked_before is not None and masked_before != manifest.mask_pii
         run.live = LiveTotals(self.res.db, job_id, listener=on_progress)
+        run.stop = stop
         self.parser.on_progress = lambda key, progress: run.live.page()
         try:
-            item_ids = reset_items(self.res.db, job_id, rels)
+            item_ids = reset_items(self.res.db, job_id, rels, [manifest.acl_for(rel) for rel in rels])
             run.live.total(len(files))
             if on_total:
                 on_total(len(files))
@@ -232,18 +252,20 @@ class Ingestor:
                         run.collect()
                 while self.parser.pending:
                     run.collect()
+                if stop is not None and stop.is_set():  # files parsed but not yet sent to the embedder wait too
+                    run.drop_unsent()
                 run.drain()
-            if started < len(files):  # stopped: what was not started stays, as does what it would delete
+            if started < len(files) or run.cut_short:  # stopped: what was not finished stays, as does what it would delete
                 outcomes = [run.outcomes[k] for k in sorted(run.outcomes)]
-                reason = (f"interrupted after {started} of {len(files)} files; the rest is indexed when the job "
-                          "resumes (server start) or the folder is ingested again")
+                reason = (f"interrupted after {run.live.files_done} of {len(files)} files; the rest is indexed when "
+                          "the job resumes (server start) or the folder is ingested again")
                 interrupt_job(self.res.db, job_id, reason, totals={**run.live.snapshot(), "files_total": len(files)})
                 raise SyncInterrupted(job_id, outcomes, len(files))
             if path.is_dir():
                 run.delete_missing(under="" if path == root else path.relative_to(root).as_posix() + "/")
         except SyncInterrupted:
             raise
-        except KeyboardInterrupt:  # a second Ctrl-C: stopped at once, in the middle of files
+        except (KeyboardInterrupt, CancelledError):  # a second Ctrl-C, or a server that exits: stopped at once
             self.parser.close()  # outstanding requests belong to this run
             outcomes = [run.outcomes[k] for k in sorted(run.outcomes)]
             # The documents claimed and not finished stay `running`, which the next run never skips.

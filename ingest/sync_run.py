@@ -1,8 +1,10 @@
 """One run of a folder sync: documents in flight, the cross-file embedding batch, the outcomes.
 
 `Ingestor.sync` (ingest.pipeline) drives it: `start` reads, hashes and skips or submits each file to
-the parser process, `collect` takes parse results into the batch, `flush` embeds the batch in one
-call and replaces each document's points, `delete_missing` removes documents gone from the source.
+the parser process, `collect` takes parse results into the batch, `flush` sends the batch to the
+embedding thread in slices (`embedding_slice_chunks` passages per model call) and writes each slice's
+points as soon as its vectors are ready, so that the chunk count of the progress moves while one big
+file is embedded; `delete_missing` removes documents gone from the source.
 
 A big file's chunks come from the parser in parts (`Settings.parse_part_chunks`), and each part is
 embedded and its points written as the batches fill, so that a workbook of any length costs a few
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from assistant.core.db.document_sync import (
@@ -122,10 +125,15 @@ class _EmbeddingBatch:
         keys: per part, per chunk: (text key, document key) in the `EmbeddingCache`.
         known: key -> `(dim,)` float32 vector; the cache's hits, then the newly embedded ones.
         cached: the keys the cache already held (their vectors need not be stored again).
-        todo: text key -> text, the passages the model embeds, each distinct text once.
-        picks: per part, per chunk: the key whose vector the chunk takes.
+        todo: text key -> text, the passages the model embeds, each distinct text once, in chunk order.
+        picks: per part, per chunk: the key whose vector the chunk takes (a cached key, or a `todo` key of
+            this chunk or of an earlier one).
         reused: per part, how many chunks took a vector without embedding it themselves.
-        future: the embedding thread's `(vectors, embed seconds so far)`; None when nothing to embed.
+        slices: the embedding thread's `(vectors, embed seconds so far)` of `todo`'s texts, `step` at a
+            time, in order; empty when nothing is to embed.
+        next_slice: the first slice whose vectors are not in `known` yet.
+        part_at, chunk_at: the first chunk whose point is not written yet (part index, chunk index).
+        cut: a stop cancelled the slices not started (`SyncRun._cut`).
     """
 
     works: list[_Part]
@@ -135,7 +143,12 @@ class _EmbeddingBatch:
     todo: dict[bytes, str] = field(default_factory=dict)
     picks: list[list[bytes]] = field(default_factory=list)
     reused: list[int] = field(default_factory=list)
-    future: Future | None = None
+    slices: list[Future] = field(default_factory=list)
+    step: int = 1
+    next_slice: int = 0
+    part_at: int = 0
+    chunk_at: int = 0
+    cut: bool = False  # a stop cancelled the slices not started (`SyncRun._cut`)
 
 
 class SyncRun:
@@ -148,7 +161,8 @@ class SyncRun:
         embedder: the embedding model.
         cache: vectors by passage text and by place in a file.
         embed_executor: the single thread batches are embedded on, in order.
-        batch_chunks: chunks gathered across documents before one embedding call.
+        batch_chunks: chunks gathered across documents before they are sent to the embedding thread.
+        slice_chunks: passages per model call; each slice's points are written once its vectors are in.
         job_id: the `Job` row of this run.
         source_id: the `Source` row the documents belong to.
         on_file: called with each outcome as it is recorded.
@@ -164,6 +178,7 @@ class SyncRun:
         cache: EmbeddingCache,
         embed_executor: Executor,
         batch_chunks: int,
+        slice_chunks: int = 64,
         job_id: int,
         source_id: int,
         on_file: Callable[[FileOutcome], None] | None,
@@ -175,6 +190,7 @@ class SyncRun:
         self.cache = cache
         self.embed_executor = embed_executor
         self.batch_chunks = batch_chunks
+        self.slice_chunks = slice_chunks
         self.job_id = job_id
         self.source_id = source_id
         self.on_file = on_file
@@ -192,6 +208,10 @@ class SyncRun:
         self.reparse_all = False  # the source's masking changed: no file counts as unchanged
         self.live: LiveTotals | None = None  # the job row's running counts (set by the pipeline)
         self.tables_dir: Path | None = None  # documents' table files (set by the pipeline; None: none kept)
+        # A stop asked of the run (an event, or the job's `JobStop`; set by the pipeline): read between
+        # embedding slices, so that a stop does not wait for a whole batch of gathered files.
+        self.stop: Any = None  # anything with is_set()
+        self.cut_short = False  # a stop left gathered or embedding documents unfinished
 
     # -- read, hash, skip or submit ------------------------------------------------------------
     def start(self, path: Path, rel: str, uri: str, order: tuple[int, str], acl: list[str], depth: int, item_id: int) -> None:
@@ -255,6 +275,8 @@ class SyncRun:
     def collect(self) -> None:
         """Take the next parse result: a part or a success joins the embedding batch, a failure is
         recorded once the document's parts already in the batches have gone through."""
+        if self._embedding is not None:  # the slices embedded meanwhile are written before waiting for the parser
+            self._advance(self._embedding, wait=False)
         result = self.parser.collect()
         work = self.inflight[result.key]
         self.seconds["parse_s"] += result.parse_s
@@ -314,7 +336,7 @@ class SyncRun:
         # Only the last path component of a sender-chosen name, so that it cannot escape the folder.
         target = folder / (Path(name.replace("\\", "/")).name.lstrip(".") or f"attachment-{n + 1}")
         target.write_bytes(data)
-        item_id = add_item(self.db, self.job_id, rel)
+        item_id = add_item(self.db, self.job_id, rel, parent.acl)
         self.start(target, rel, uri, order, parent.acl, parent.depth + 1, item_id)
 
     # -- embed, upsert, replace ----------------------------------------------------------------
@@ -322,17 +344,35 @@ class SyncRun:
         """Send the batch to the embedding thread; write the previous batch's points meanwhile.
 
         Embedding runs on `embed_executor` (torch releases the GIL), so that upserts, SQL and
-        parse results of one batch overlap the model's work on the next. A chunk's vector is found
+        parse results of one batch overlap the model's work on the next. The batch goes in slices of
+        `slice_chunks` passages, and the points of each slice are written as soon as its vectors are
+        in (a document is still marked done only once all its points are written). A chunk's vector is found
         by its exact embedded text, else by (file sha256, position, text): the second key lets a
         byte-identical file at another path (whose title prefix may differ, e.g. a title taken from
         the file name) reuse the first copy's vectors; only the rest goes through the model.
         """
         batch, self.batch, self.batch_size = self.batch, [], 0
         previous, self._embedding = self._embedding, None
-        if batch:
+        if batch and self._stopping():
+            self.cut_short = True  # their documents stay unfinished, as in `drop_unsent`
+        elif batch:
             self._embedding = self._submit(batch)
         if previous is not None:
             self._write(previous)
+
+    def drop_unsent(self) -> None:
+        """Stopping (a first Ctrl-C, an admin's Stop, shutdown): forget the parts gathered for the next
+        embedding batch. Parsing runs ahead of the embedder by up to a batch (`batch_chunks`: dozens of
+        small files), so finishing them would not stop at the next file boundary; their documents stay
+        unfinished (`running`), which the resumed run indexes again. Of the batch already embedding, the
+        slices done are written and the rest is cancelled (`_advance`)."""
+        if self.batch:
+            self.cut_short = True
+        self.batch, self.batch_size = [], 0
+
+    def _stopping(self) -> bool:
+        """Whether a stop was asked of the run (`stop`)."""
+        return self.stop is not None and bool(self.stop.is_set())
 
     def drain(self) -> None:
         """Flush the last batch and wait until every document's points are written."""
@@ -343,8 +383,9 @@ class SyncRun:
         """Look the batch's chunks up in the cache and send the rest to the embedding thread."""
         started = time.perf_counter()
         pending = self._look_up(batch)
-        if pending.todo:
-            pending.future = self.embed_executor.submit(self._embed, list(pending.todo.values()))
+        texts, pending.step = list(pending.todo.values()), self.slice_chunks
+        pending.slices = [self.embed_executor.submit(self._embed, texts[at : at + pending.step])
+                          for at in range(0, len(texts), pending.step)]
         self.seconds["lookup_s"] += time.perf_counter() - started
         return pending
 
@@ -382,31 +423,72 @@ class SyncRun:
         return vectors, self._embed_busy_s
 
     def _write(self, pending: _EmbeddingBatch) -> None:
-        """Wait for the batch's vectors, store the new ones in the cache, write each part's points
-        (not those of a document that failed meanwhile) and settle the documents they complete."""
-        self._await_vectors(pending)
+        """Write the batch's points slice by slice as its vectors come, then store the new vectors in
+        the cache."""
+        self._advance(pending, wait=True)
         self.cache.put_many(self._new_cache_entries(pending))
-        for part, doc_picks, n_reused in zip(pending.works, pending.picks, pending.reused):
+
+    def _advance(self, pending: _EmbeddingBatch, *, wait: bool) -> None:
+        """Take the slices of `pending` embedded so far (all of them, waiting for each, when `wait`) and
+        write the points whose vectors are in, in chunk order, settling the documents they complete."""
+        keys = list(pending.todo)
+        while True:
+            self._write_known(pending)
+            if not pending.cut and self._stopping():
+                self._cut(pending)
+            if pending.next_slice == len(pending.slices):
+                return
+            future = pending.slices[pending.next_slice]
+            if not wait and not future.done():
+                return
+            started = time.perf_counter()
+            vectors, self.seconds["embed_s"] = future.result()
+            self.seconds["embed_wait_s"] += time.perf_counter() - started
+            at = pending.next_slice * pending.step
+            pending.known.update(zip(keys[at : at + pending.step], vectors))
+            pending.next_slice += 1
+
+    def _cut(self, pending: _EmbeddingBatch) -> None:
+        """Stopped: the batch's slices that the embedding thread has not started are cancelled; those
+        done or running are still taken and written, so the files in progress finish, and the parts that
+        reach into a cancelled slice stay unfinished (`running`): the resumed run indexes them."""
+        pending.cut = True
+        kept = len(pending.slices)
+        for n in range(pending.next_slice, len(pending.slices)):
+            if pending.slices[n].cancel():  # not started: neither is any after it (one thread, in order)
+                kept = n
+                break
+        for rest in pending.slices[kept:]:
+            rest.cancel()
+        if kept < len(pending.slices):
+            del pending.slices[kept:]
+            self.cut_short = True
+
+    def _write_known(self, pending: _EmbeddingBatch) -> None:
+        """Write the points from the batch's cursor on while their vectors are known (not those of a
+        document that failed meanwhile); a part written to its end settles its document."""
+        while pending.part_at < len(pending.works):
+            part, picks = pending.works[pending.part_at], pending.picks[pending.part_at]
+            start = end = pending.chunk_at
+            while end < len(picks) and picks[end] in pending.known:
+                end += 1
             work = part.work
-            work.pending -= 1
-            if work.result is None or work.result.status == "done":
-                started = time.perf_counter()
-                written = self._upsert(part, [pending.known[k] for k in doc_picks])
+            if end > start and (work.result is None or work.result.status == "done"):
+                began = time.perf_counter()
+                written = self._upsert(work, part.chunks[start:end], [pending.known[k] for k in picks[start:end]])
                 work.ids |= written
-                work.reused += n_reused
-                self.seconds["store_s"] += time.perf_counter() - started
-                if self.live is not None and (work.result is None or work.pending):  # more to come: show it now
+                self.seconds["store_s"] += time.perf_counter() - began
+                if self.live is not None:  # shown now; counted again, whole, when the document is done
                     work.written += len(written)
                     self.live.written(len(written))
+            pending.chunk_at = end
+            if end < len(picks):
+                return
+            work.pending -= 1
+            if work.result is None or work.result.status == "done":
+                work.reused += pending.reused[pending.part_at]
+            pending.part_at, pending.chunk_at = pending.part_at + 1, 0
             self._settle(work)
-
-    def _await_vectors(self, pending: _EmbeddingBatch) -> None:
-        """Add the embedding thread's vectors to `pending.known`, counting the wait."""
-        started = time.perf_counter()
-        if pending.future is not None:
-            vectors, self.seconds["embed_s"] = pending.future.result()
-            pending.known.update(zip(pending.todo.keys(), vectors))
-        self.seconds["embed_wait_s"] += time.perf_counter() - started
 
     @staticmethod
     def _new_cache_entries(pending: _EmbeddingBatch) -> dict[bytes, object]:
@@ -414,15 +496,16 @@ class SyncRun:
         fresh: dict[bytes, object] = {}
         for ks, doc_picks in zip(pending.keys, pending.picks):
             for (text_key, doc_key), pick in zip(ks, doc_picks):
+                if pick not in pending.known:  # its slice was cancelled by a stop
+                    continue
                 if text_key in pending.todo:
                     fresh[text_key] = pending.known[text_key]
                 if doc_key not in pending.cached:
                     fresh[doc_key] = pending.known[pick]
         return fresh
 
-    def _upsert(self, part: _Part, vectors: list) -> set[str]:
-        """Write the part's points (`index_format`), `UPSERT_POINTS` per store call; their IDs."""
-        work = part.work
+    def _upsert(self, work: _Work, chunks: list, vectors: list) -> set[str]:
+        """Write the points of `chunks` of `work` (`index_format`), `UPSERT_POINTS` per store call; their IDs."""
         points = [
             chunk_point(
                 ChunkPayload(
@@ -442,7 +525,7 @@ class SyncRun:
                 dense=vector.tolist(),
                 passage=chunk.embed_text,
             )
-            for chunk, vector in zip(part.chunks, vectors)
+            for chunk, vector in zip(chunks, vectors)
         ]
         for start in range(0, len(points), UPSERT_POINTS):
             self.store.upsert(points[start : start + UPSERT_POINTS])

@@ -29,11 +29,11 @@ DECLINE = "I could not find this in the documents you can access."
 _STOP = frozenset("the and for are you your how what when where who why can may should does this that with from".split())
 
 
-def _terms(text: str) -> set[str]:
-    """English words cut to their first five letters (a crude stem: password/passwords, long/longer
-    stay apart only past it) without stop words, and Chinese character pairs."""
+def _terms(text: str, stem: int = 5) -> set[str]:
+    """English words cut to their first `stem` letters (a crude stem: password/passwords meet; long/longer
+    meet only at 4) without stop words, and Chinese character pairs."""
     text = text.lower()
-    words = {w[:5] for w in _WORD.findall(text) if w not in _STOP and not "\u4e00" <= w[0] <= "\u9fff"}
+    words = {w[:stem] for w in _WORD.findall(text) if w not in _STOP and not "\u4e00" <= w[0] <= "\u9fff"}
     return words | {text[i : i + 2] for i in range(len(text) - 1) if "\u4e00" <= text[i] <= "\u9fff"}
 
 
@@ -45,8 +45,9 @@ def judge_reply(request: dict) -> str | None:
     user = next((m["content"] for m in reversed(request.get("messages", [])) if m.get("role") == "user"), "")
     asked = _ANSWERS.search(user)
     if asked and any(m.get("content") == ANSWERS_SYSTEM for m in request.get("messages", [])):
-        # "Does the passage answer the question?": YES when 60 % of the question's terms are in it.
-        said, held = _terms(asked.group(1)), _terms(asked.group(2))
+        # "Does the passage answer the question?": YES when 60 % of the question's terms are in it (stems
+        # of 4 letters: "How long …?" is answered by "… or longer", as a model reads it).
+        said, held = _terms(asked.group(1), stem=4), _terms(asked.group(2), stem=4)
         return "YES" if said and len(said & held) >= 0.6 * len(said) else "NO"
     if JUDGE_INSTRUCTION not in user:
         return None

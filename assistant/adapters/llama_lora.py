@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+from assistant.adapters.gguf_lora import GGUF_ADAPTER_FILE
 from assistant.core.llm.base import LLM, ChatMessage, StreamResult
 from assistant.core.llm.llama_cpp import LlamaCppLLM
 
-GGUF_ADAPTER_FILE = "adapter.gguf"  # beside the PEFT files in the adapter's folder (finetune/gguf_lora.py)
+__all__ = ["GGUF_ADAPTER_FILE", "LlamaLoraLLM"]
 
 
 class LlamaLoraLLM(LLM):

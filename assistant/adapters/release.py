@@ -8,16 +8,19 @@ from typing import Literal, Protocol
 
 import httpx
 
-from assistant.adapters.store import AdapterRecord, Release, promote, rollback
+from assistant.adapters.gguf_lora import ensure_gguf_lora
+from assistant.adapters.store import AdapterRecord, Release, get_adapter, promote, rollback
 from assistant.core.db.session import Database
-from assistant.core.errors import UpstreamUnavailableError
+from assistant.core.errors import ConfigError, ConflictError, UpstreamUnavailableError
 from assistant.core.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
 class AdapterPublisher(Protocol):
-    """Makes an adapter answerable under its name, or stops it."""
+    """Makes an adapter answerable under its name, or stops it; `prepare` runs before the registry changes."""
+
+    def prepare(self, adapter: AdapterRecord) -> None: ...
 
     def load(self, adapter: AdapterRecord) -> None: ...
 
@@ -51,6 +54,9 @@ class VllmPublisher:
         if response.status_code >= 400:
             raise UpstreamUnavailableError(f"the LLM server refused {path} {body}: HTTP {response.status_code} {response.text[:300]}")
 
+    def prepare(self, adapter: AdapterRecord) -> None:
+        """Nothing: vLLM loads the PEFT folder itself."""
+
     def load(self, adapter: AdapterRecord) -> None:
         """Load `adapter`'s folder under its name."""
         self._post("load_lora_adapter", {"lora_name": adapter.name, "lora_path": adapter.path})
@@ -64,10 +70,25 @@ class VllmPublisher:
 
 
 class InProcessPublisher:
-    """The embedded default: nothing to send; the in-process router reads the registry."""
+    """The embedded default: the in-process router reads the registry and applies each adapter's GGUF
+    LoRA in llama.cpp; publishing only makes sure that file is there."""
+
+    def prepare(self, adapter: AdapterRecord) -> None:
+        """Export `adapter`'s GGUF LoRA when it has none (`ensure_gguf_lora`).
+
+        Raises:
+            ConflictError: it cannot be exported, so it cannot move (409; the message names the adapter
+                and the fix).
+        """
+        try:
+            ensure_gguf_lora(adapter.path, adapter.base_model)
+        except ConfigError as exc:
+            raise ConflictError(f"adapter {adapter.name!r} cannot be published: {exc}") from None
 
     def load(self, adapter: AdapterRecord) -> None:
-        """Nothing: the router loads the adapter on its first request."""
+        """`prepare` (an adapter a rollback restores may predate its export); the router loads it on its
+        first request."""
+        self.prepare(adapter)
 
     def unload(self, adapter: AdapterRecord) -> None:
         """Nothing: the router drops an adapter that no longer serves."""
@@ -95,9 +116,11 @@ def promote_and_publish(db: Database, adapter_id: int, *, by: str, publisher: Ad
 
     Raises:
         NotFoundError, ConflictError: see `assistant.adapters.store.promote`.
+        ConfigError: the in-process publisher cannot export its GGUF LoRA (the registry is unchanged).
         UpstreamUnavailableError: the model server refused to load it (the registry has changed; a
             rollback brings them together again).
     """
+    publisher.prepare(get_adapter(db, adapter_id))  # before the registry changes
     release = promote(db, adapter_id, by=by, to=to)
     apply_release(release, publisher)
     return release

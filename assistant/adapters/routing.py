@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
 from assistant.adapters.llama_lora import GGUF_ADAPTER_FILE, LlamaLoraLLM
-from assistant.adapters.peft_serving import PeftAdapterLLM, PeftServing
 from assistant.adapters.store import AdapterRecord
+from assistant.core.errors import ConfigError
 from assistant.core.llm.base import LLM, ChatMessage, StreamResult
 from assistant.core.llm.llama_cpp import LlamaCppLLM
 from assistant.core.principals import EVERYONE, Principal
@@ -70,7 +70,7 @@ class AdapterRouter(_OnBase):
         base: the served model without adapters (its `name`, window and tokenizer are this LLM's).
         adapters: reads the serving adapters (`assistant.adapters.store.serving_adapters`).
         open_adapter: the `LLM` of one adapter (a copy of the vLLM client asking for the adapter's
-            name, or an in-process peft model); built once per adapter name and folder.
+            name, or the llama.cpp base with the adapter's GGUF LoRA); built once per adapter name and folder.
         canary_share: share of users the canary answers, in [0, 1].
         refresh_s: how long the list of serving adapters is reused before it is read again, seconds;
             promote and rollback call `refresh` so that the switch needs no restart.
@@ -173,21 +173,26 @@ def remote_adapter(base: LLM) -> Callable[[AdapterRecord], LLM]:
     return open_adapter
 
 
-def local_adapter(base: LLM | None = None, *, threads: int = 0) -> Callable[[AdapterRecord], LLM]:
-    """`open_adapter` for the embedded default: an adapter with a GGUF LoRA (`adapter.gguf`, trained on
-    the served qwen2 GGUF) runs in the llama.cpp model `base` serves (`llama_lora`: no second model);
-    another (a SmolLM2 adapter: llama's Q/K permutation is not exported) is loaded into an in-process
-    transformers model of its base (`peft_serving`), one per process shared by its adapters."""
-    servings: dict[str, object] = {}
+def local_adapter(base: LLM) -> Callable[[AdapterRecord], LLM]:
+    """`open_adapter` for the embedded default: the adapter's GGUF LoRA (`adapter.gguf`, written when it
+    was trained or published) applied by the llama.cpp model `base` serves (`llama_lora`: one base in
+    memory, no second model; nothing on this path imports transformers or peft).
+
+    Raises (from the returned function):
+        ConfigError: `base` is not a llama.cpp model, or the adapter has no `adapter.gguf` (the message
+            names the fix; publishing writes it: `gguf_lora.ensure_gguf_lora`).
+    """
 
     def open_adapter(adapter: AdapterRecord) -> LLM:
         backend = getattr(base, "backend", base)  # a DeferredLLM opens its backend here
-        if isinstance(backend, LlamaCppLLM) and (Path(adapter.path) / GGUF_ADAPTER_FILE).is_file():
-            return LlamaLoraLLM(backend, adapter.path, name=adapter.name)
-        serving = servings.get(adapter.base_model)
-        if serving is None:
-            serving = servings[adapter.base_model] = PeftServing(adapter.base_model, threads=threads)
-        serving.load(adapter.name, adapter.path)
-        return PeftAdapterLLM(serving, adapter.name)
+        if not isinstance(backend, LlamaCppLLM):
+            raise ConfigError(f"adapter {adapter.name} is served in process by llama.cpp only; the model is {type(backend).__name__}")
+        if not (Path(adapter.path) / GGUF_ADAPTER_FILE).is_file():
+            raise ConfigError(
+                f"adapter {adapter.name} ({adapter.status}) has no {GGUF_ADAPTER_FILE} in {adapter.path}, so llama.cpp cannot "
+                "apply it (publishing writes it; a transformers + peft model is never loaded to serve it): retire it "
+                "(`assistant finetune rollback`) and run a refresh on the served model (`assistant finetune run`)"
+            )
+        return LlamaLoraLLM(backend, adapter.path, name=adapter.name)
 
     return open_adapter

@@ -16,6 +16,7 @@ from assistant.answering.citations import Citation, closest_documents, make_cita
 from assistant.answering.events import AnswerEvent, Citations, Done, Retrieved, Sources, Status, Token
 from assistant.answering.focus import focused_source, question_terms
 from assistant.answering.grounded_stream import GroundedStream, combined_result, grounder_for, grounding_report
+from assistant.answering.markdown import tidy
 from assistant.answering.packing import pack_context
 from assistant.answering.part_answers import answer_parts
 from assistant.answering.parts import split_question
@@ -23,7 +24,13 @@ from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT, build_messages,
 from assistant.answering.request import AuditSink, GenerationParams
 from assistant.answering.rewrite import rewrite_query, translate_question
 from assistant.answering.stops import STOP_SEQUENCES, StopFilter
-from assistant.answering.table_answers import answer_from_tables, cards_for_question, document_evidence, table_cards
+from assistant.answering.table_answers import (
+    answer_from_tables,
+    cards_for_question,
+    document_evidence,
+    table_cards,
+    table_follow_up,
+)
 from assistant.core import metrics
 from assistant.core.language import question_language
 from assistant.core.llm import LLM, ChatMessage, FinishReason, StreamResult, Usage
@@ -95,6 +102,8 @@ class Answerer:
         translate_questions: a Chinese question is translated into English by `llm`
             (`rewrite.translate_question`) and searched together with its translation.
         translate_timeout_s: longest wait for that translation, in seconds; then the question is searched alone.
+        one_source_per_document: a document's retrieved chunks are one source in the prompt
+            (`pack_context`), focused as one; None: when sources are focused (`source_tokens`).
         tables_dir: the documents' queryable tables (`Settings.tables_dir`): when the best source is a
             table card, the question is answered by a checked SELECT (`table_answers`); None: never.
 
@@ -119,6 +128,7 @@ class Answerer:
         translate_questions: bool = False,
         translate_timeout_s: float = 15.0,
         tables_dir: Path | None = None,
+        one_source_per_document: bool | None = None,
     ):
         self.retriever = retriever
         self.llm = llm
@@ -132,6 +142,7 @@ class Answerer:
         self.translate_questions = translate_questions
         self.translate_timeout_s = translate_timeout_s
         self.tables_dir = tables_dir
+        self.one_source_per_document = source_tokens is not None if one_source_per_document is None else one_source_per_document
 
     def prepare(
         self,
@@ -165,6 +176,7 @@ class Answerer:
         sources = pack_context(
             chunks, budget_tokens=budget.sources_tokens, count_tokens=self.llm.count_tokens, format_source=format_source,
             shape=self._focus(query, translation) if self.source_tokens else None,
+            one_source_per_document=self.one_source_per_document,
         )
         if not sources:
             return chunks, None
@@ -264,7 +276,8 @@ class Answerer:
         after some of it was sent), then `Citations`, then `Done` (`answer`, `abstained`, `cached`,
         `finish_reason`, `usage`); `answer` is the grounded text (the tokens joined, or the
         replacement); `grounding` (`grounding_report`: the supported share and the sentences removed)
-        when the model generated it, None for a cached answer or an abstention before generation;
+        when the model generated it (a cached answer: the report stored with it, None in entries from
+        before reports were stored), None for an abstention before generation;
         `adapter` the LoRA adapter that wrote the answer.
 
         `finish_reason` is "length" when the answer was cut at `max_tokens` (a cached answer keeps the
@@ -399,11 +412,14 @@ class Answerer:
                         await asyncio.to_thread(
                             audit.served_from_cache, question, principal=principal, chunk_ids=cited, doc_ids=docs
                         )
+                    text = tidy(hit.answer)  # an answer cached before fences were balanced
                     yield Retrieved([])
-                    yield Token(hit.answer)
+                    yield Token(text)
                     yield Citations(hit.citations)
-                    yield Done(hit.answer, abstained=False, cached=True, finish_reason=hit.finish_reason, usage=Usage(),
-                               citations=hit.citations, adapter=hit.adapter)  # the adapter that wrote it
+                    # The adapter that wrote it, and what the evidence check made of it then.
+                    yield Done(text, abstained=False, cached=True, finish_reason=hit.finish_reason, usage=Usage(),
+                               citations=hit.citations, grounding=hit.grounding, parts=hit.parts, quoted=hit.quoted,
+                               adapter=hit.adapter)
                     return
             parts = split_question(question) if self.split_parts and not history else []
             if len(parts) > 1:  # several questions: each answered on its own, then composed (part_answers.py)
@@ -435,6 +451,19 @@ class Answerer:
                 params=params, audit=audit,
             )
             cards = table_cards(sources) if self.tables_dir is not None and messages is not None else {}
+            prior = table_follow_up(history) if self.tables_dir is not None and query != question else None
+            if prior is not None and prior[0] not in cards:
+                # A follow-up on the previous answer's table that the condensed query misses (fresh-user
+                # trial: "那Borg Metals呢？" after an English sum, searched as one mixed-language query,
+                # found no card and was declined): the table is looked for with the earlier question.
+                again, again_messages = await asyncio.to_thread(
+                    self.prepare, question, principal=principal, history=history, query=prior[1], params=params,
+                    audit=audit,
+                )
+                found_again = table_cards(again) if again_messages is not None else {}
+                if prior[0] in found_again:
+                    sources, messages, cards = again, again_messages, found_again
+            earlier: str | None = None
             if cards and query != question:
                 # The query was condensed from the conversation: a card found through earlier turns is
                 # no evidence for this question (fresh-user trial: a password question after an asset
@@ -450,7 +479,15 @@ class Answerer:
                     self.prepare, question, principal=principal, history=history, query=question,
                     translation=alone_translation, params=params, audit=audit,
                 )
-                if not cards_for_question(cards, alone):
+                # A follow-up on the table of the previous answer is answered from it with the earlier
+                # question beside it, not the condensed query (which added both questions' conditions:
+                # "And for Delta Tools?" summed Cobalt's and Delta's stock); one that finds no card alone
+                # ("那Borg Metals呢？") keeps the table when nothing of its own supports it either.
+                earlier = prior[1] if prior is not None and prior[0] in cards else None
+                if not cards_for_question(cards, alone) and (
+                    earlier is None or document_evidence(alone, supports=self.abstention.supports)
+                ):
+                    earlier = None
                     if alone_messages is not None:
                         sources, messages, query, translation = alone, alone_messages, question, alone_translation
                     else:  # nothing found for the question alone: the documents without the card, or none
@@ -461,12 +498,24 @@ class Answerer:
             if cards:  # the best evidence is a table card: one checked SELECT answers (table_answers.py)
                 if ticket is not None:
                     await ticket.acquire()
-                found = await answer_from_tables(query, cards, tables_dir=self.tables_dir, llm=llm)
+                found = await answer_from_tables(
+                    question if earlier else query, cards, tables_dir=self.tables_dir, llm=llm, earlier=earlier,
+                    lang=question_language(question),
+                )
                 if not (found.abstained and found.result is None
                         and document_evidence(sources, supports=self.abstention.supports)):
                     if ticket is not None:
                         ticket.close()
                     citations = [c.to_dict() for c in found.citations]
+                    if cache is not None and not found.abstained:
+                        # Cached as a generated answer is (the reader's ACL scope and adapter in the key,
+                        # served only while every source document keeps its version and stays readable
+                        # by the asker); a re-synced workbook has a new version, so new tables.
+                        adapter = llm.served if isinstance(llm, RoutedLLM) else None
+                        await asyncio.to_thread(
+                            cache.put, question, principal=principal, answer=found.text, citations=citations,
+                            doc_ids=[s.doc_id for s in sources], finish_reason="stop", adapter=adapter,
+                        )
                     yield Token(found.text)
                     yield Citations(citations)
                     yield Done(found.text, abstained=found.abstained, cached=False, finish_reason="stop",
@@ -514,7 +563,7 @@ class Answerer:
                 ticket.close()  # the model is done: free the slot before the bookkeeping below
             answer = grounded.text
             citations = [c.to_dict() for c in make_citations(answer, sources)]
-            report = grounding_report(grounded.verdicts)
+            report = grounding_report(grounded.verdicts, quoted=grounded.quoted)
             # The adapter that wrote it (routing may have moved since): that of the last generation,
             # the evidence check's included.
             adapter = llm.served if isinstance(llm, RoutedLLM) else None
@@ -528,7 +577,7 @@ class Answerer:
                 await asyncio.to_thread(
                     cache.put, question, principal=principal, answer=answer, citations=citations,
                     doc_ids=[s.doc_id for s in sources], finish_reason=generated.finish_reason,
-                    adapter=adapter,
+                    adapter=adapter, grounding=report, quoted=grounded.quoted,
                 )
             yield Citations(citations)
             yield Done(answer, abstained=False, cached=False, finish_reason=generated.finish_reason,

@@ -47,7 +47,11 @@ def normalise_question(question: str) -> str:
 class CachedAnswer:
     """A cached answer: its text, citations (as `Citation.to_dict()`), the versions it rests on, and
     its `finish_reason` ("length" when it was cut at `max_tokens`; entries from before it say "stop"),
-    and the LoRA adapter that wrote it (None: the base model)."""
+    the LoRA adapter that wrote it (None: the base model), and what the evidence check made of it when it
+    was written, served again with it so that a hit is weighed as the first answer was (issue 42: a cached
+    helpdesk answer reported `sentences` 0): `grounding` (`grounded_stream.grounding_report`, or
+    `part_answers.combined_grounding`), `parts` (`Done.parts` of a question of several parts) and
+    `quoted`; None where there was none (a table answer) or in entries from before."""
 
     answer: str
     citations: list[dict]
@@ -55,6 +59,9 @@ class CachedAnswer:
     created_at: float
     finish_reason: str = "stop"
     adapter: str | None = None
+    grounding: dict | None = None
+    parts: list[dict] | None = None
+    quoted: bool | None = None
 
 
 class CacheStore(Protocol):
@@ -191,11 +198,13 @@ class AnswerCache:
 
     def put(
         self, question: str, *, principal: Principal, answer: str, citations: list[dict], doc_ids: Iterable[str],
-        finish_reason: str = "stop", adapter: str | None = None,
+        finish_reason: str = "stop", adapter: str | None = None, grounding: dict | None = None,
+        parts: list[dict] | None = None, quoted: bool | None = None,
     ) -> bool:
         """Cache an answer generated from the documents `doc_ids` (all sources in its prompt) by `adapter`
         (the LoRA adapter that wrote it; None: the base model), and why its generation ended
-        (`finish_reason`, "stop" or "length"), which a hit reports again.
+        (`finish_reason`, "stop" or "length"), its `grounding` report, `parts` and `quoted` (`CachedAnswer`),
+        all of which a hit reports again.
 
         Returns:
             True if stored; False when no document backs it (nothing could ever invalidate it) or one
@@ -207,7 +216,7 @@ class AnswerCache:
             return False
         entry = CachedAnswer(
             answer=answer, citations=citations, doc_versions=versions, created_at=time.time(),
-            finish_reason=finish_reason, adapter=adapter,
+            finish_reason=finish_reason, adapter=adapter, grounding=grounding, parts=parts, quoted=quoted,
         )
         self.store.set(self.key(question, principal, adapter), json.dumps(asdict(entry)).encode("utf-8"), self.ttl_s)
         return True

@@ -34,6 +34,7 @@ from assistant.answering.grounding import (
 )
 from assistant.answering.judge import EvidenceJudge
 from assistant.answering.language_check import answer_lang_matches
+from assistant.answering.markdown import tidy
 from assistant.answering.prompt import firmer_language
 from assistant.answering.stops import RepetitionGuard
 from assistant.core.language import question_language
@@ -45,6 +46,8 @@ LANGUAGE_NOTE = {
     "zh": "（模型未能用中文作答，以下为资料原文语言的回答。）",
     "en": "(The model could not answer in English; below is its answer in the sources' language.)",
 }
+# A character every match of `SENTENCE_BOUNDARY` holds (an end mark or a line break).
+_END_CHAR = re.compile(r"[.!?\n。！？；]")
 _LEADING_MARKERS = re.compile(r"(?:\s*\[\d+(?:\s*[,，]\s*\d+)*\])*\s*")
 
 
@@ -58,6 +61,8 @@ class SentenceBuffer:
         """The sentences completed by `delta`: those followed by the start of a next sentence (text
         that is not a marker, which could still belong to the sentence before)."""
         self.pending += delta
+        if _END_CHAR.search(self.pending) is None:  # no sentence end can be in it (most deltas)
+            return []
         cut = -1
         for m in SENTENCE_BOUNDARY.finditer(self.pending):
             rest = self.pending[m.end() :]
@@ -150,11 +155,13 @@ class GroundedStream:
         grounded = await aconclude(self.verdicts, self.grounder, lang=self.lang, cut=was_cut)
         self.declined, self.quoted = grounded.declined, grounded.quoted
         note = LANGUAGE_NOTE[self.lang] + "\n\n" if self._note and not grounded.declined else ""
-        self.text = note + grounded.text
+        # A code block left open or a stray fence never reaches the reader (`markdown.tidy`): the draft's
+        # sentences are then replaced by the balanced text as a whole.
+        self.text = tidy(note + grounded.text)
         if not self.draft:
             yield Token(self.text)
-        elif grounded.declined or grounded.quoted or note:
-            yield Replace(self.text)
+        elif grounded.declined or grounded.quoted or note or self.text != "".join(segments(self.verdicts)).strip():
+            yield Replace(self.text)  # the draft's sentences are not the text shown (tidied, quoted, declined)
         else:
             for i, text in enumerate(segments(self.verdicts)):
                 yield Revise(i, text)
@@ -249,15 +256,17 @@ def combined_result(attempts: list[StreamResult]) -> StreamResult:
     return StreamResult(finish_reason=attempts[-1].finish_reason or "stop", usage=usage)
 
 
-def grounding_report(verdicts: list[Verdict]) -> dict:
+def grounding_report(verdicts: list[Verdict], *, quoted: bool = False) -> dict:
     """What grounding made of an answer, for callers that weigh it (the helpdesk's confidence):
-    `{"supported_share": float in [0, 1], "sentences": int, "unsupported": [sentence texts removed],
-    "judged": int (pairs the model judged), "copies": int (sentences supported as near-copies)}`."""
+    `{"supported_share": float in [0, 1], "sentences": int, "removed": int (claims removed as unsupported),
+    "judged": int (pairs the model judged), "copies": int (sentences supported as near-copies)}`; a
+    `quoted` answer (the source's own sentence, which the judge said answers) is supported whole. The
+    removed sentences themselves are never in it: they were judged unsupported, and no reader, agent or
+    ticket system gets them (issue 42: a ticket's reasons carried a withdrawn draft sentence)."""
     return {
-        "supported_share": round(supported_share(verdicts), 4),
+        "supported_share": 1.0 if quoted else round(supported_share(verdicts), 4),
         "sentences": len(verdicts),
-        "unsupported": [v.sentence.text for v in verdicts if v.claim and not v.echo and v.source is None],
+        "removed": sum(1 for v in verdicts if v.claim and not v.echo and v.source is None),
         "judged": sum(1 for v in verdicts if v.by == "judge"),
         "copies": sum(1 for v in verdicts if v.by == "copy"),
     }
-

@@ -17,10 +17,10 @@ invents facts when its sources hold none. So:
    without a model call, one sharing less than `MIN_JUDGED_SHARE` with a window in its own language is
    not; the others go to the evidence judge (`judge.EvidenceJudge`: one batched
    prompt per answer, the served chat model says YES or NO per sentence/passage pair).
-5. Unsupported sentences are removed (a list item's bullet moves to what is left of its line, never
-   left alone). When less than `MIN_SUPPORTED_SHARE` of the claims is supported, or the supported
-   ones share no word with the question, the answer is replaced: by a quote of the best passage when
-   retrieval found one that holds the question's words (`Grounder.quote`), else by "not found".
+5. Unsupported sentences are removed (a list item's bullet moves to what is left of its line). When less than `MIN_SUPPORTED_SHARE` of the claims is supported, or the supported
+   ones share no word with the question, the answer is replaced: by a quote of the source sentence that
+   the judge says answers the question, looked for first where the rejected claims point
+   (`Grounder.judged_quote`), else by "not found". What is left is valid Markdown (`markdown.tidy`).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from assistant.answering.injection import without_instructions
 from assistant.answering.judge import EvidenceJudge, Pair
 from assistant.answering.language_check import MIN_CJK_SHARE_ZH
+from assistant.answering.markdown import tidy
 from assistant.answering.polarity import is_list_item, is_negated, is_negating_heading
 from assistant.answering.prompt import NO_ANSWER, SYSTEM_PROMPT
 from assistant.core.index import sparse
@@ -70,14 +71,11 @@ MIN_SUPPORTED_SHARE = 0.5
 MIN_TOPIC_TERMS = 5
 # A sentence that shares this much of its terms with one sentence of the system prompt is an echo.
 MIN_ECHO_OVERLAP = 0.6
-# A quote answers the question when its window holds this share of the question's content terms, at
-# least `MIN_QUOTE_TERMS` of them. On the development captures (bench/ground_answers.py) 0.5 quoted "team/
-# client meetings" for "What is the dress code for meetings with clients?", which no page answers.
-MIN_QUOTE_SHARE = 0.6
-MIN_QUOTE_TERMS = 2
-# With a judge, a quote is any of the best windows of this many sources that holds this share of the
-# question's terms and that the judge says answers the question (`Grounder.judged_quote`): everyday
-# paraphrases share few words with the page that answers them ("married" / "marriage certificate").
+# A quote is a source sentence that a rejected claim restates, or one of the best windows of this many
+# sources holding this share of the question's terms, that the judge says answers the question
+# (`Grounder.judged_quote`): everyday paraphrases share few words with the page that answers them
+# ("married" / "marriage certificate"). Without a judge there is no quote: a window holding 60% of the
+# question's words, quoted unasked, answered unanswerable Chinese questions (held-aside captures).
 MIN_JUDGED_QUOTE_SHARE = 0.2
 JUDGED_QUOTES = 2
 QUOTE_CHARS = 280
@@ -109,7 +107,6 @@ _LEAD_IN = re.compile(r"[:：]\s*$")
 _QUESTION = re.compile(r"[?？][\s)）\]】\"”'’]*$")
 _ENUMERATOR = re.compile(r"^\s*(?:[-*]\s*)?\d{1,2}[.)、](?!\d)\s*")  # "2." of a list, not of "2.5 years"
 _LIST_PREFIX = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)、])\s+")
-_EMPTY_ITEM = re.compile(r"(?m)^[ \t]*(?:[-*+•]|\d{1,2}[.)、])[ \t]*$\n?")
 # Stemmed English question words (`sparse.terms`): "How many …" asks, "many" is no topic.
 _QUESTION_WORDS_EN = frozenset({"mani", "much", "often", "whose"})
 _VALUE = re.compile(r"[\d.,/:+()-]+")
@@ -396,37 +393,39 @@ class Grounder:
         self._sentences = [p.sentences for p in pages]
         self._sentence_terms = [p.sentence_terms for p in pages]
         self._echo_terms = _ECHO_TERMS
+        self._labels = [c.source.lower() for c in self.sources if c.source]  # the prompt's source labels
         self._windows: list[tuple[int, tuple[float, int], int, list[str]]] | None = None
 
     def lexical(self, terms: set[str], n: int) -> float:
         """Share of `terms` found in source `n` (1-based), in [0, 1]."""
         return len(terms & self._terms[n - 1]) / len(terms) if terms else 0.0
 
-    def evidence(self, terms: set[str], n: int, max_chars: int = EVIDENCE_CHARS) -> tuple[str, float]:
-        """The window of source `n` (1-based) shown to the judge for a sentence of `terms`: the source
-        sentence sharing most of them with its neighbours up to `max_chars`, and the share of `terms`
-        the window holds. Without shared terms, the source's opening."""
-        page, page_terms = self._sentences[n - 1], self._sentence_terms[n - 1]
-        if not page:
-            return self._texts[n - 1][:max_chars], 0.0
-        # Shared terms weighed by their rarity among the page's sentences: "browser" says more about
-        # which sentence is meant than "password" on the passwords page.
+    def weights(self, terms: set[str], n: int) -> list[float]:
+        """How much each sentence of source `n` (1-based) shares of `terms`: the shared terms weighed by
+        their rarity among the page's sentences ("browser" says more about which sentence is meant than
+        "password" on the passwords page)."""
+        page_terms = self._sentence_terms[n - 1]
         frequency: dict[str, int] = {}
         for sentence_terms in page_terms:
             for term in sentence_terms & terms:
                 frequency[term] = frequency.get(term, 0) + 1
+        return [sum(1 / frequency[t] for t in terms & sentence_terms) for sentence_terms in page_terms]
 
-        def weight(i: int) -> float:
-            return sum(1 / frequency[t] for t in terms & page_terms[i])
-
-        best = max(range(len(page)), key=lambda i: (weight(i), -i))
-        lo = hi = best
+    def evidence(self, terms: set[str], n: int, max_chars: int = EVIDENCE_CHARS) -> tuple[str, float]:
+        """The window of source `n` (1-based) shown to the judge for a sentence of `terms`: the source
+        sentence sharing most of them (`weights`) with its neighbours up to `max_chars`, and the share
+        of `terms` the window holds. Without shared terms, the source's opening."""
+        page, page_terms = self._sentences[n - 1], self._sentence_terms[n - 1]
+        if not page:
+            return self._texts[n - 1][:max_chars], 0.0
+        weight = self.weights(terms, n)
+        lo = hi = max(range(len(page)), key=lambda i: (weight[i], -i))
         while True:  # widen towards the neighbour that adds most, within the budget
             size = sum(len(s) + 1 for s in page[lo : hi + 1])
             options = [j for j in (lo - 1, hi + 1) if 0 <= j < len(page) and size + len(page[j]) + 1 <= max_chars]
             if not options:
                 break
-            j = max(options, key=lambda j: (weight(j), j))
+            j = max(options, key=lambda j: (weight[j], j))
             lo, hi = min(lo, j), max(hi, j)
         window_terms = set().union(*page_terms[lo : hi + 1])
         share = len(terms & window_terms) / len(terms) if terms else 0.0
@@ -435,24 +434,32 @@ class Grounder:
     def states_values_of(self, text: str, n: int) -> str:
         """"" when source `n` (1-based) holds every number and name of `text`, else which is missing
         ("numbers" or "names")."""
-        if not numbers_in(text) <= self._numbers[n - 1]:
+        return self._missing_values(numbers_in(text), names_in(text), n)
+
+    def _missing_values(self, numbers: set[str], names: set[str], n: int) -> str:
+        """`states_values_of` for a sentence's `numbers_in` and `names_in`, computed once per sentence
+        by the caller rather than once per source."""
+        if not numbers <= self._numbers[n - 1]:
             return "numbers"
-        if any(name not in self._lower[n - 1] for name in names_in(text)):
+        if any(name not in self._lower[n - 1] for name in names):
             return "names"
         return ""
 
-    def _candidate(self, sentence: Sentence, terms: set[str]) -> int | None:
+    def _candidate(
+        self, sentence: Sentence, terms: set[str], numbers: set[str], names: set[str], chinese: bool
+    ) -> int | None:
         """The source (1-based) a sentence is judged against: among those holding its numbers and
         names, the one its marker names, else the one sharing most of its words (in either language
-        through `translate`), else its marker's or the first in the other language."""
+        through `translate`), else its marker's or the first in the other language. `terms`,
+        `numbers`, `names` and `chinese` are the sentence's `content_terms`, `numbers_in`, `names_in`
+        and whether it is Chinese (`cjk_share` at least `MIN_CJK_SHARE_ZH`)."""
         n_sources = len(self.sources)
-        valid = [n for n in range(1, n_sources + 1) if not self.states_values_of(sentence.text, n)]
+        valid = [n for n in range(1, n_sources + 1) if not self._missing_values(numbers, names, n)]
         own = [n for n in sentence.markers if n in valid]
         if own:
             return own[0]
         if not valid:
             return None
-        chinese = cjk_share(sentence.text) >= MIN_CJK_SHARE_ZH
         scores = {n: self.lexical(terms, n) for n in valid}
         across = [n for n in valid if self._chinese[n - 1] != chinese]
         if across and self.translate is not None:
@@ -470,22 +477,26 @@ class Grounder:
         supported as a copy (`by="copy"`), unsupported for a number or name no source holds, or left
         for the judge (`source` None, `by` "", `candidate` and `passage` set)."""
         terms = content_terms(sentence.text)
+        numbers = numbers_in(sentence.text)  # each feature of the sentence once, not once per source
         echo = len(terms) >= 2 and any(len(terms & e) / len(terms) >= MIN_ECHO_OVERLAP for e in self._echo_terms)
         # The prompt's label of a source ("handbook/…/travel/index.md — General guidance"), not a fact from it.
-        echo = echo or any(c.source and c.source.lower() in sentence.text.lower() for c in self.sources)
+        lower = sentence.text.lower()
+        echo = echo or any(label in lower for label in self._labels)
         echo = echo or is_question(sentence.text)
         claim = (
-            len(terms) >= MIN_CLAIM_TERMS or bool(numbers_in(sentence.text)) or (as_claim and bool(terms))
+            len(terms) >= MIN_CLAIM_TERMS or bool(numbers) or (as_claim and bool(terms))
         ) and not is_lead_in(sentence.text)
         if not claim or echo or not self.sources:
             return Verdict(sentence, None, 0.0, claim, echo)
-        n = self._candidate(sentence, terms)
+        names = names_in(sentence.text)
+        chinese = cjk_share(sentence.text) >= MIN_CJK_SHARE_ZH
+        n = self._candidate(sentence, terms, numbers, names, chinese)
         if n is None:  # no source holds its numbers (or names): the first source says which
-            return Verdict(sentence, None, 0.0, True, by=self.states_values_of(sentence.text, 1))
+            return Verdict(sentence, None, 0.0, True, by=self._missing_values(numbers, names, 1))
         passage, share = self.evidence(terms, n)
-        if not numbers_in(sentence.text) <= page_numbers(passage):  # the page's numbers, but not by the claim
+        if numbers and not numbers <= page_numbers(passage):  # the page's numbers, but not by the claim
             return Verdict(sentence, None, share, True, passage=passage, by="numbers", candidate=n)
-        if share < MIN_JUDGED_SHARE and self._chinese[n - 1] == (cjk_share(sentence.text) >= MIN_CJK_SHARE_ZH):
+        if share < MIN_JUDGED_SHARE and self._chinese[n - 1] == chinese:
             return Verdict(sentence, None, share, True, passage=passage, by="overlap", candidate=n)
         if share >= FAST_PATH_SHARE and is_negated(sentence.text) == is_negated(passage):
             return Verdict(sentence, n, share, True, passage=passage, by="copy", candidate=n)
@@ -582,27 +593,37 @@ class Grounder:
         body = "\n".join(f"> {' '.join(line.split()).strip('#*_- ')}" for line in window)
         return f"{QUOTE_LEAD[self.lang]}\n\n{body[:QUOTE_CHARS + 8]} [{n}]"
 
-    def quote(self) -> str | None:
-        """An extractive answer without a judge: the best window (`quote_windows`) holding at least
-        `MIN_QUOTE_SHARE` of the question's terms and `MIN_QUOTE_TERMS`, quoted (`quoted`); None when no
-        source holds enough of them."""
-        found = self.quote_windows(min_share=MIN_QUOTE_SHARE, min_terms=MIN_QUOTE_TERMS)
-        return self.quoted(*found[0]) if found else None
+    def claim_windows(self, verdicts: Sequence[Verdict]) -> list[tuple[int, list[str]]]:
+        """The source sentence each rejected claim of `verdicts` restates, as `(source number, [sentence])`
+        in answer order: of the source sharing most of its words, the sentence sharing most (`weights`),
+        when it holds one of the question's terms and states something (`states_nothing`). A small model
+        that got a value wrong ("at least 12 characters" for "ideally 15 characters or longer") points at it."""
+        out: list[tuple[int, list[str]]] = []
+        for v in (v for v in verdicts if v.claim and not v.echo and v.source is None and self.sources):
+            terms, marked = content_terms(v.sentence.text), v.sentence.markers
+            n = max(range(1, len(self.sources) + 1), key=lambda n: (self.lexical(terms, n), n in marked, -n))
+            page, weight = self._sentences[n - 1], self.weights(terms, n)
+            i = max(range(len(page)), key=lambda i: (weight[i], -i), default=None)
+            if i is not None and weight[i] and not states_nothing(page, i) and sparse.found_terms(self._topic_terms, page[i]):
+                out += [] if (n, [page[i]]) in out else [(n, [page[i]])]
+        return out
 
-    async def judged_quote(self) -> str | None:
-        """An extractive answer: `quote` when a window holds enough of the question's words, else one
-        the judge confirmed: of the `JUDGED_QUOTES` best windows of different sources holding at least
-        `MIN_JUDGED_QUOTE_SHARE` of the question's terms, the first the judge says answers the question
-        (`EvidenceJudge.answers`, one call each), quoted. None when none does: the reader gets "not found".
+    async def judged_quote(self, verdicts: Sequence[Verdict] = ()) -> str | None:
+        """An extractive answer the judge confirmed: of the sentences the rejected claims restate
+        (`claim_windows`), then the `JUDGED_QUOTES` best windows of different sources holding at least
+        `MIN_JUDGED_QUOTE_SHARE` of the question's terms (`quote_windows`), the first of `JUDGED_QUOTES`
+        + 1 that the judge says answers the question (`EvidenceJudge.answers`, one call each), quoted
+        (`quoted`). None when none does, or without a judge: the reader gets "not found".
 
         Raises:
             UpstreamUnavailableError: the judge's model server cannot be reached.
         """
+        if self.judge is None or not self.question:
+            return None
         await asyncio.to_thread(self._scored_windows)  # the scan of every window, off the event loop
-        lexical = self.quote()
-        if lexical is not None or self.judge is None or not self.question:
-            return lexical
-        for n, window in self.quote_windows(min_share=MIN_JUDGED_QUOTE_SHARE, min_terms=1, limit=JUDGED_QUOTES):
+        found = self.quote_windows(min_share=MIN_JUDGED_QUOTE_SHARE, min_terms=1, limit=JUDGED_QUOTES)
+        candidates = list(dict.fromkeys((n, tuple(w)) for n, w in [*self.claim_windows(verdicts), *found]))
+        for n, window in candidates[: JUDGED_QUOTES + 1]:
             if await self.judge.answers(self.question, " ".join(window)[:QUOTE_CHARS]):
                 return self.quoted(n, window)
         return None
@@ -617,12 +638,9 @@ def with_marker(text: str, n: int | None) -> str:
     """`text` with the marker `[n]` before its terminal punctuation (`... 15 characters [1].`)."""
     if n is None:
         return text
-    m = re.search(r"[.!?。！？；:：]+$", text)
-    if m:
-        return f"{text[: m.start()]} [{n}]{text[m.start():]}" if not _CJK_RUN.search(text[-2:]) else (
-            f"{text[: m.start()]}[{n}]{text[m.start():]}"
-        )
-    return f"{text} [{n}]" if not _CJK_RUN.search(text[-1:]) else f"{text}[{n}]"
+    end = re.search(r"[.!?。！？；:：]*$", text).start()
+    space = "" if _CJK_RUN.search(text[-2:] if end < len(text) else text[-1:]) else " "
+    return f"{text[:end]}{space}[{n}]{text[end:]}"
 
 
 def segments(verdicts: Sequence[Verdict]) -> list[str]:
@@ -662,9 +680,9 @@ def segments(verdicts: Sequence[Verdict]) -> list[str]:
 
 
 def render(verdicts: Sequence[Verdict]) -> str:
-    """The grounded answer: `segments` joined, without an empty list item or a run of blank lines."""
-    text = _EMPTY_ITEM.sub("", "".join(segments(verdicts)))
-    return re.sub(r"\n{3,}", "\n\n", text).strip()
+    """The grounded answer: `segments` joined, as valid Markdown (`markdown.tidy`: no empty list item
+    or code block, balanced fences, ordered lists numbered in order)."""
+    return tidy("".join(segments(verdicts)))
 
 
 def supported_share(verdicts: Sequence[Verdict]) -> float:
@@ -679,12 +697,11 @@ def supported_share(verdicts: Sequence[Verdict]) -> float:
 def declines(verdicts: Sequence[Verdict], text: str, *, cut: bool = False) -> bool:
     """True when an answer whose sentences got `verdicts` and whose grounded `text` is this is no
     answer: it states facts and less than `MIN_SUPPORTED_SHARE` of them is supported, or nothing is
-    left (only echoes, code fences, list numbers, words without content). An answer `cut` before its
-    first fact is kept as it is."""
+    left (only echoes and words without content: `render` drops empty list items and code blocks). An
+    answer `cut` before its first fact is kept as it is."""
     if any(v.claim and not v.echo for v in verdicts):
         return supported_share(verdicts) < MIN_SUPPORTED_SHARE
-    rest = "\n".join(line for line in text.splitlines() if not is_fence(line) and not is_enumerator(line.strip()))
-    return not (rest.strip() if cut else content_terms(rest))
+    return not (text.strip() if cut else content_terms(text))
 
 
 @dataclass
@@ -699,24 +716,16 @@ class Grounded:
     quoted: bool = False
 
     @property
-    def supported_share(self) -> float:
-        """Share of the claim characters in supported sentences, in [0, 1] (0.0 without claims)."""
-        return supported_share(self.verdicts)
-
-    @property
     def cited(self) -> list[int]:
         """Source numbers the text cites, in order of first appearance."""
         return list(dict.fromkeys(v.source for v in self.verdicts if v.kept and v.source is not None))
 
 
 def conclude(verdicts: list[Verdict], grounder: Grounder, *, lang: str = "en", cut: bool = False) -> Grounded:
-    """The answer made of checked `verdicts`: the kept sentences (`render`), or, when `declines` or
-    `Grounder.off_the_question`, a quote of the best passage (`Grounder.quote`), else `NO_ANSWER`."""
+    """The answer made of checked `verdicts` without a judge: the kept sentences (`render`), or
+    `NO_ANSWER` when `declines` or `Grounder.off_the_question`."""
     text = render(verdicts)
     if declines(verdicts, text, cut=cut) or grounder.off_the_question(verdicts):
-        quote = grounder.quote()
-        if quote is not None:
-            return Grounded(quote, False, verdicts, quoted=True)
         return Grounded(NO_ANSWER[lang], True, verdicts)
     return Grounded(text, False, verdicts)
 
@@ -730,7 +739,7 @@ async def aconclude(verdicts: list[Verdict], grounder: Grounder, *, lang: str = 
     """
     text = render(verdicts)
     if declines(verdicts, text, cut=cut) or grounder.off_the_question(verdicts):
-        quote = await grounder.judged_quote()
+        quote = await grounder.judged_quote(verdicts)
         if quote is not None:
             return Grounded(quote, False, verdicts, quoted=True)
         return Grounded(NO_ANSWER[lang], True, verdicts)

@@ -55,6 +55,7 @@ def pack_context(
     duplicate_threshold: float = 0.8,
     merge_neighbours: bool = True,
     shape: Callable[[RetrievedChunk], RetrievedChunk] | None = None,
+    one_source_per_document: bool = False,
 ) -> list[RetrievedChunk]:
     """The sources for the prompt, best first.
 
@@ -68,6 +69,10 @@ def pack_context(
         merge_neighbours: merge chunks `i` and `i + 1` of one document into one source.
         shape: applied to each source after merging, before its cost is counted (e.g. `focus.focus_text`
             keeping the part of a long source that is about the question); None = sources whole.
+        one_source_per_document: a document's chunks that are not neighbours are joined into one source
+            as well (in document order), before `shape`: a focused source then picks the sentences about
+            the question from all of them, within one source's room (issue 42: near-tie chunks of a
+            page, where the ranking cannot tell which one holds the answer).
 
     Returns:
         Sources that fit in `budget_tokens`; a merged source keeps the ID, score and relevance of its
@@ -80,7 +85,7 @@ def pack_context(
         grams = shingles(chunk.text)
         if any(resemblance(grams, other) >= duplicate_threshold for other in kept_shingles):
             continue
-        if merge_neighbours and _merge_into(kept, spans, chunk):
+        if merge_neighbours and _merge_into(kept, spans, chunk, any_part=one_source_per_document):
             kept_shingles.append(grams)
             continue
         kept.append(chunk)
@@ -104,10 +109,23 @@ def pack_context(
     return packed
 
 
-def _merge_into(kept: list[RetrievedChunk], spans: list[tuple[str, int, int]], chunk: RetrievedChunk) -> bool:
+def _merge_into(
+    kept: list[RetrievedChunk], spans: list[tuple[str, int, int]], chunk: RetrievedChunk, *, any_part: bool = False
+) -> bool:
     for i, (doc_id, first, last) in enumerate(spans):
         if doc_id != chunk.doc_id:
             continue
+        if any_part and chunk.chunk_index > last + 1:
+            kept[i] = replace(kept[i], text=kept[i].text.rstrip() + "\n…\n" + chunk.text.lstrip())
+            spans[i] = (doc_id, first, chunk.chunk_index)
+            return True
+        if any_part and chunk.chunk_index < first - 1:
+            kept[i] = replace(
+                kept[i], text=chunk.text.rstrip() + "\n…\n" + kept[i].text.lstrip(), chunk_index=chunk.chunk_index,
+                heading=chunk.heading or kept[i].heading,
+            )
+            spans[i] = (doc_id, chunk.chunk_index, last)
+            return True
         if chunk.chunk_index == last + 1:
             kept[i] = replace(kept[i], text=merge_texts(kept[i].text, chunk.text))
             spans[i] = (doc_id, first, chunk.chunk_index)

@@ -6,6 +6,8 @@ answer ends where such a block would begin. Held-back text is released once it c
 
 from __future__ import annotations
 
+import re
+
 STOP_SEQUENCES = ("\n\n[", "\nSources:", "\nQuestion:", "\n\nSources", "<|im_end|>")
 
 
@@ -24,6 +26,9 @@ class StopFilter:
         if self.stopped:
             return ""
         self.pending += delta
+        if not any(c in self.pending for c in self._firsts):  # no stop can start in it (most deltas)
+            out, self.pending = self.pending, ""
+            return out
         cut = min((i for i in (self.pending.find(s) for s in self.stops) if i >= 0), default=-1)
         if cut >= 0:
             self.stopped = True
@@ -52,7 +57,7 @@ class RepetitionGuard:
     """Detects a looping model in a token stream: the same stretch of text again and again.
 
     Feed deltas with `push`; it returns True once the last `ngram_chars` characters have occurred
-    `max_repeats` times within the last `window_chars` (a sentence repeated to the token limit, as
+    `max_repeats` times within the last `window_chars` (white space collapsed; a sentence repeated to the token limit, as
     SmolLM2-135M does, trips it on its third copy). 32 characters thrice is rare in a real answer
     (a list whose items share a 32-character opening is the nearest case) and short enough to catch a
     looping Chinese phrase, which has no spaces to count words by. Whole repeated sentences are caught
@@ -63,16 +68,22 @@ class RepetitionGuard:
         self.ngram_chars = ngram_chars
         self.max_repeats = max_repeats
         self.window_chars = window_chars
-        self.window = ""
+        self.flat = ""  # the text so far with white space collapsed, its last `window_chars` characters
         self.looping = False
 
     def push(self, delta: str) -> bool:
-        """True once the text so far loops (and from then on)."""
+        """True once the text so far loops (and from then on). Each delta is collapsed once and appended
+        (not the whole window again per delta: this runs for every streamed token)."""
         if self.looping:
             return True
-        self.window = (self.window + delta)[-self.window_chars :]
-        flat = " ".join(self.window.split())
-        tail = flat[-self.ngram_chars :]
+        piece = _WHITE.sub(" ", delta)
+        if piece[:1] == " " and (not self.flat or self.flat[-1] == " "):
+            piece = piece[1:]
+        flat = self.flat = (self.flat + piece)[-self.window_chars :]
+        tail = flat[-self.ngram_chars - 1 :].rstrip()[-self.ngram_chars :]
         if len(tail) == self.ngram_chars:
             self.looping = flat.count(tail) >= self.max_repeats
         return self.looping
+
+
+_WHITE = re.compile(r"\s+")

@@ -4,11 +4,12 @@ The chat model (a coder model) gets the cards of the tables among the sources an
 `assistant.tables.query` checks and runs it on a locked, read-only connection that sees only those
 tables (retrieval returned their cards, so the reader may open their documents). The answer is the
 result rows themselves, not the model's restatement of them, so that no number is stated that the
-query did not return; it cites the card's sheet and shows the query and the rows. A query that is
-refused, fails or returns nothing gives "not found" naming the table, never a guess, unless
+query did not return; it cites the card's sheet, whose source preview shows the query and the rows. A
+query that is refused, fails or returns nothing gives "not found" naming the table, never a guess, unless
 (refused or failed) documents were found for the question too: they answer it (`answerer.py`).
 A table is queried only when its card is the best source for the question itself, not only for a
-query condensed from earlier turns (`cards_for_question`).
+query condensed from earlier turns (`cards_for_question`), or when the question follows up an answer
+from that table and finds nothing of its own (`table_follow_up`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from assistant.answering.citations import Citation, document_route
+from assistant.answering.markdown import tidy
 from assistant.core.language import question_language
 from assistant.core.llm import LLM, ChatMessage, StreamResult, Usage
 from assistant.retrieval import RetrievedChunk
@@ -36,6 +38,10 @@ SQL_PROMPT = (
     "Use only these tables and columns, exactly as named (snake_case). Compare text case-insensitively "
     "(ILIKE) unless an exact code is given. Reply with the SQL only, no explanation.\n\n{cards}"
 )
+# A follow-up ("那Borg Metals呢？", "and for Delta Tools?") after a table answer, with the question it follows.
+# Of three wordings tried with Qwen2.5-Coder-1.5B on "And for Delta Tools?", "那Borg Metals呢？" and "How
+# many of them have a stock of 0?" after a sum, this one wrote the right SELECT for all three.
+FOLLOW_UP = "Earlier question: {earlier}\nNow answer this follow-up, which replaces what it names in the earlier question: {question}"
 NOT_FOUND_EMPTY = {
     "en": "Not found: the query on table {table} ({place}) returned no rows.",
     "zh": "未找到：在表 {table}（{place}）中的查询没有返回任何行。",
@@ -45,6 +51,7 @@ NOT_FOUND_FAILED = {
     "zh": "未找到：无法通过查询表 {table}（{place}）回答这个问题（{reason}）。",
 }
 ANSWER_HEAD = {"en": "From table {table} ({place}) [1]:", "zh": "来自表 {table}（{place}）[1]："}
+_ANSWERED_FROM = re.compile(r"From table (\w+) \(|来自表 (\w+)（")
 
 
 @dataclass(frozen=True)
@@ -52,7 +59,8 @@ class TableAnswer:
     """What the table path made of a question.
 
     Attributes:
-        text: the answer (the rows, with the query) or the "not found" naming the table.
+        text: the answer (the result rows under the table it came from, cited [1]; the query is in
+            the citation's snippet) or the "not found" naming the table.
         abstained: True for "not found".
         citations: the card of the table the query read, its snippet the query and the rows.
         usage: the tokens the SQL generation used.
@@ -93,6 +101,23 @@ def cards_for_question(cards: dict[str, RetrievedChunk], own: Sequence[Retrieved
     return {name: chunk for name, chunk in cards.items() if (chunk.doc_id, chunk.chunk_id) in mine}
 
 
+def table_follow_up(history: Sequence[ChatMessage]) -> tuple[str, str] | None:
+    """`(table, earlier question)` when the last answer of `history` came from a table (its first line
+    names the table, `ANSWER_HEAD`) and a question of the reader's came before it, else None.
+
+    Args:
+        history: the earlier turns, oldest first.
+    """
+    last = next((i for i in range(len(history) - 1, -1, -1) if history[i]["role"] == "assistant"), None)
+    if last is None:
+        return None
+    match = _ANSWERED_FROM.match(history[last]["content"].strip())
+    earlier = next((m["content"] for m in reversed(history[:last]) if m["role"] == "user"), None)
+    if match is None or earlier is None:
+        return None
+    return match.group(1) or match.group(2), earlier
+
+
 def document_evidence(
     sources: Sequence[RetrievedChunk], *, supports: Callable[..., bool] | None = None
 ) -> list[RetrievedChunk]:
@@ -108,14 +133,19 @@ async def answer_from_tables(
     *,
     tables_dir: Path,
     llm: LLM,
+    earlier: str | None = None,
+    lang: str | None = None,
     max_rows: int = 50,
     timeout_s: float = 5.0,
 ) -> TableAnswer:
     """Answer `question` with one SELECT over the tables of `cards` (`table_cards`).
 
     Args:
-        question: the reader's question.
+        question: the reader's question (or the retrieval query made from it).
         cards: table name -> its card chunk, all from documents the reader may open.
+        earlier: the reader's earlier question when `question` follows up a table answer
+            (`table_follow_up`): the model is given both, to answer the follow-up.
+        lang: the language of the answer ('en', 'zh'); default: `question`'s.
         tables_dir: the tables folder (`Settings.tables_dir`).
         llm: the chat model that writes the SQL (temperature 0).
         max_rows: the most rows the query returns.
@@ -124,7 +154,7 @@ async def answer_from_tables(
     Returns:
         The answer; "not found" naming the table when the SQL is refused, fails or returns no rows.
     """
-    lang = question_language(question)
+    lang = lang or question_language(question)
     refs = {name: (tables_file(tables_dir, chunk.doc_id), _CARD_HEADING.search(chunk.heading).group(1))
             for name, chunk in cards.items()}
     refs = {name: ref for name, ref in refs.items() if ref[0].exists()}
@@ -138,7 +168,7 @@ async def answer_from_tables(
         )
         messages: list[ChatMessage] = [
             {"role": "system", "content": SQL_PROMPT.format(cards=prompt_cards)},
-            {"role": "user", "content": question},
+            {"role": "user", "content": FOLLOW_UP.format(earlier=earlier, question=question) if earlier else question},
         ]
         generated = StreamResult()
         reply = await llm.complete(messages, max_tokens=SQL_MAX_TOKENS, temperature=0.0, result=generated)
@@ -154,11 +184,9 @@ async def answer_from_tables(
     chunk = cards[used]
     if not result.rows:
         return _not_found(NOT_FOUND_EMPTY, lang, used, chunk, "", usage, result)
-    text = "\n\n".join([
-        ANSWER_HEAD[lang].format(table=used, place=_place(chunk)),
-        render_rows(result),
-        f"```sql\n{sql.strip().rstrip(';')}\n```",
-    ])
+    # The result with its citation; the query is shown in the source preview (the citation's snippet),
+    # not repeated in the answer (fresh-user trial: the SQL block read as part of the answer).
+    text = tidy("\n\n".join([ANSWER_HEAD[lang].format(table=used, place=_place(chunk)), render_rows(result)]))
     citation = Citation(
         n=1, source=chunk.source, route=document_route(chunk.doc_id), doc_id=chunk.doc_id, chunk_id=chunk.chunk_id,
         title=chunk.title, heading=chunk.heading, page=None, score=chunk.score, snippet=_preview(sql, result),
@@ -167,11 +195,23 @@ async def answer_from_tables(
 
 
 def extract_sql(reply: str) -> str:
-    """The SQL in a model's reply: the first fenced block if any, from its first SELECT or WITH."""
-    fenced = re.search(r"```(?:sql)?\s*(.*?)```", reply, re.S | re.I)
-    text = fenced.group(1) if fenced else reply
-    start = _SQL_START.search(text)
-    return (text[start.start():] if start else text).strip()
+    """The SQL in a model's reply: from its first SELECT or WITH to the end of the statement.
+
+    The statement ends at the first fence after it, closing or not (a reply cut inside its fenced
+    block, or one that ends with a lone fence).
+
+    Args:
+        reply: the chat model's reply to `SQL_PROMPT`.
+
+    Returns:
+        The statement without fences or a trailing ';' (the reply, stripped, when it holds no SELECT
+        or WITH: the checker then refuses it).
+    """
+    start = _SQL_START.search(reply)
+    if start is None:
+        return reply.replace("```", " ").strip()
+    text = reply[start.start() :].split("```", 1)[0]
+    return text.strip().rstrip(";").strip()
 
 
 def render_rows(result: QueryResult) -> str:

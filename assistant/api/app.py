@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -51,6 +52,7 @@ from assistant.core.jobs import JobDispatcher
 from assistant.core.resources import Resources
 from assistant.core.settings import Settings, get_settings
 
+log = logging.getLogger(__name__)
 # The browser app as `make install` builds it (web/build.mjs: npm libraries bundled, public/ copied).
 WEB_DIR = Path(__file__).resolve().parents[2] / "web" / "dist"
 
@@ -94,12 +96,16 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
             yield
         finally:
             if own:
-                # A sync running in-process stops at its next file boundary (its job resumes at the next
-                # start) rather than holding the shutdown until it ends; other tasks get as long.
+                # A sync running in-process starts no further file, and its files in progress get
+                # ASSISTANT_SHUTDOWN_GRACE_S; then its job is `interrupted` (`ingest.tasks.interrupted_when_cut_off`)
+                # and resumes at the next start, rather than holding the shutdown until it ends. Other
+                # tasks get as long.
                 res.stopping.set()
                 app.state.dispatcher.stop()
-                app.state.dispatcher.join(timeout_s=settings.ingest.parse_timeout_s)
-                res.close()
+                if app.state.dispatcher.join(timeout_s=settings.jobs.shutdown_grace_s + 2.0):
+                    res.close()
+                else:  # the task still writes: closing the store under it would fail its job; exiting does not
+                    log.warning("shutting down with a background task still running; its job resumes at the next start")
                 resources_mod.set_current(None)
 
     # The schema and its viewer are not public: /api/openapi.json below and /api/docs (api_docs) need a

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
@@ -16,9 +17,13 @@ SSE_HEADERS = {
 }
 
 
+# `json.dumps(data, ensure_ascii=False)` builds an encoder per call; one encoder, the same text.
+_to_json = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def sse_event(event: str, data: Any) -> str:
     """One SSE frame: `event: NAME` and a JSON `data:` line."""
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+    return f"event: {event}\ndata: {_to_json(data)}\n\n"
 
 
 HEARTBEAT = ": ping\n\n"  # an SSE comment: clients ignore it, proxies and load balancers see traffic
@@ -48,36 +53,49 @@ async def paced_stream(
     Yields:
         SSE text, one string per write.
     """
-    queue: asyncio.Queue = asyncio.Queue()
+    # A deque and one future to wake the writer, not `asyncio.Queue` with `wait_for` per item: that made
+    # a task and a timer per relayed token (docs/notes/serving-and-ingestion-investigations.md,
+    # "Relay cost per token"). The heartbeat is a timer per wait.
+    loop = asyncio.get_running_loop()
+    queue: deque = deque()
+    waiter: asyncio.Future | None = None
+
+    def put(item: object) -> None:
+        queue.append(item)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def pump() -> None:
         try:
             async for item in items:
-                queue.put_nowait(item)
+                put(item)
         except BaseException as exc:  # handed to the consumer (cancellation included)
-            queue.put_nowait(exc)
+            put(exc)
             raise
-        queue.put_nowait(_END)
+        put(_END)
 
     task = asyncio.create_task(pump())
-    loop = asyncio.get_running_loop()
     last_write = float("-inf")
     try:
         while True:
-            if queue.empty():
+            if not queue:
+                waiter = loop.create_future()
+                timer = loop.call_later(heartbeat_s, lambda w=waiter: w.done() or w.set_result(None))
                 try:
-                    first = await asyncio.wait_for(queue.get(), timeout=heartbeat_s)
-                except TimeoutError:
+                    await waiter
+                finally:
+                    timer.cancel()
+                    waiter = None
+                if not queue:
                     yield HEARTBEAT
                     continue
-            else:
-                first = queue.get_nowait()
-            batch = [first]
+            batch = [queue.popleft()]
+            first = batch[0]
             wait = last_write + coalesce_s - loop.time()
             if wait > 0 and first is not _END and not isinstance(first, BaseException):
                 await asyncio.sleep(wait)
-            while batch[-1] is not _END and not isinstance(batch[-1], BaseException) and not queue.empty():
-                batch.append(queue.get_nowait())
+            while batch[-1] is not _END and not isinstance(batch[-1], BaseException) and queue:
+                batch.append(queue.popleft())
             tail = batch[-1]
             done = tail is _END or isinstance(tail, BaseException)
             if done:
@@ -99,6 +117,8 @@ async def paced_stream(
 
 def render_sse_events(batch: list[tuple[str, dict]]) -> str:
     """SSE text for `(event, data)` pairs, consecutive `token` events merged into one."""
+    if len(batch) == 1:  # most writes: one token
+        return sse_event(*batch[0])
     merged: list[tuple[str, dict]] = []
     for name, data in batch:
         if name == "token" and merged and merged[-1][0] == "token":

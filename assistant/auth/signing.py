@@ -9,9 +9,13 @@ import hashlib
 import hmac
 import os
 import secrets
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assistant.core.errors import ConfigError
-from assistant.core.settings import Settings
+
+if TYPE_CHECKING:  # `assistant search` handed to the server reads the key without importing the settings
+    from assistant.core.settings import Settings
 
 KEY_FILE = "secret-key"
 
@@ -29,13 +33,8 @@ def signing_key(settings: Settings) -> str:
     if settings.auth.secret_key is not None:
         return settings.auth.secret_key.get_secret_value()
     path = settings.storage.data_dir / KEY_FILE
-    try:
-        key = path.read_text(encoding="ascii").strip()
-    except FileNotFoundError:
-        pass
-    else:
-        if len(key) < 16:
-            raise ConfigError(f"{path} holds a key of {len(key)} characters; delete the file to generate a new one")
+    key = stored_key(settings.storage.data_dir)
+    if key is not None:
         return key
     path.parent.mkdir(parents=True, exist_ok=True)
     draft = path.with_name(f"{KEY_FILE}.{os.getpid()}.tmp")
@@ -51,6 +50,22 @@ def signing_key(settings: Settings) -> str:
     return path.read_text(encoding="ascii").strip()
 
 
+def stored_key(data_dir: Path) -> str | None:
+    """The key kept in `data_dir/secret-key`, or None when there is no such file (`signing_key` makes it).
+
+    Raises:
+        ConfigError: the file holds a key shorter than 16 characters.
+    """
+    path = data_dir / KEY_FILE
+    try:
+        key = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        return None
+    if len(key) < 16:
+        raise ConfigError(f"{path} holds a key of {len(key)} characters; delete the file to generate a new one")
+    return key
+
+
 # --- issue 19: the local command line hands ingestion to the running server ---
 def local_ingest_token(settings: Settings) -> str:
     """The token by which `assistant ingest` on the server's own machine proves it may start a sync
@@ -62,4 +77,9 @@ def local_ingest_token(settings: Settings) -> str:
     Returns:
         64 hex characters.
     """
-    return hmac.new(signing_key(settings).encode("utf-8"), b"assistant local ingest v1", hashlib.sha256).hexdigest()
+    return local_token(signing_key(settings))
+
+
+def local_token(key: str) -> str:
+    """`local_ingest_token` of the signing key `key`: 64 hex characters."""
+    return hmac.new(key.encode("utf-8"), b"assistant local ingest v1", hashlib.sha256).hexdigest()

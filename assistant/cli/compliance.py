@@ -10,11 +10,11 @@ from datetime import datetime
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from assistant.cli.admin_audit import cli_principal
+from assistant.cli.consoles import cli_console
 from assistant.cli.errors import fail, through_the_api
 from assistant.cli.opening import open_database, open_resources
 from assistant.cli.users import users_app
@@ -23,8 +23,8 @@ from assistant.core.errors import AssistantError, InvalidRequestError
 
 audit_app = typer.Typer(no_args_is_help=True, help="The audit trail: who did what, to which documents, from where.")
 retention_app = typer.Typer(no_args_is_help=True, help="Retention: delete what is older than its kind's setting.")
-out = Console()
-err = Console(stderr=True)
+out = cli_console()
+err = cli_console(stderr=True)
 CSV_FIELDS = ("id", "at", "principal", "auth_method", "action", "query", "doc_ids", "chunk_ids", "address",
               "request_id", "details", "erased", "row_hash")
 

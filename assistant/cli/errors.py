@@ -1,4 +1,8 @@
-"""How every CLI command reports an `AssistantError`: one line on stderr, exit status 2."""
+"""How every CLI command reports an `AssistantError`: one line on stderr, exit status 2.
+
+Typer and Rich are imported when used: a search handed to a running server reports the server's
+error through `report` without loading either for a `--json` caller (`server_queries.hand_off`).
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,7 @@ import json
 import sys
 from typing import NoReturn
 
-import typer
-from rich.console import Console
-from rich.markup import escape
-
 from assistant.core.errors import AssistantError, ConfigError
-
-_err = Console(stderr=True)
 
 
 def fail(exc: AssistantError, *, as_json: bool = False) -> NoReturn:
@@ -21,6 +19,8 @@ def fail(exc: AssistantError, *, as_json: bool = False) -> NoReturn:
     Raises:
         typer.Exit: always, with code 2.
     """
+    import typer  # when failing: see the module docstring
+
     report(exc, as_json=as_json)
     raise typer.Exit(code=2) from exc
 
@@ -36,7 +36,11 @@ def report(exc: AssistantError, *, as_json: bool = False) -> None:
     if as_json:
         print(json.dumps({"error": {"code": exc.code, "message": exc.message}}, ensure_ascii=False), file=sys.stderr)
     else:
-        _err.print(f"[red]error[/red] ({exc.code}): {escape(exc.message)}", soft_wrap=True)
+        from rich.markup import escape
+
+        from assistant.cli.consoles import cli_console
+
+        cli_console(stderr=True).print(f"[red]error[/red] ({exc.code}): {escape(exc.message)}", soft_wrap=True)
 
 
 def through_the_api(exc: AssistantError, route: str) -> AssistantError:

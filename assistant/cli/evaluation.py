@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from assistant.cli.consoles import cli_console
 from assistant.cli.errors import fail
 from assistant.core.errors import AssistantError, InvalidRequestError
 
@@ -76,7 +76,7 @@ def eval_command(
     if as_json:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
         return
-    console = Console()
+    console = cli_console()
     console.print(render_table(report, title=f"{questions.name}: {report.config['mode']}, {report.config['embedding_model']}"))
     for warning in report.warnings[:MAX_WARNINGS_SHOWN]:
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)

@@ -7,14 +7,14 @@ import shutil
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from assistant.cli.consoles import cli_console
 from assistant.cli.opening import open_database
 
 finetune_app = typer.Typer(no_args_is_help=True, help="LoRA adapters: refresh, registry, promote and rollback.")
-out = Console()
+out = cli_console()
 
 
 def _print(record, as_json: bool) -> None:
@@ -35,13 +35,18 @@ def run(
     from assistant.cli.errors import fail, through_the_api
     from assistant.cli.opening import open_resources
     from assistant.core.errors import AssistantError
+    from finetune.config import check_audience
     from finetune.tasks import refresh_now
 
+    try:  # a wrong audience is named before the store is opened (which a running server holds)
+        audience = check_audience(audience)
+    except AssistantError as exc:
+        fail(exc, as_json=as_json)
     try:
         with open_resources() as res:
             try:
                 with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[note]}"),
-                              TimeElapsedColumn(), console=Console(stderr=True), disable=as_json) as bar:
+                              TimeElapsedColumn(), console=cli_console(stderr=True), disable=as_json) as bar:
                     task = bar.add_task("dataset", total=None, note="")
 
                     def progress(entry: dict) -> None:

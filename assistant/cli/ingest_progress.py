@@ -5,7 +5,7 @@ left). With `--json`: one JSON line per progress change on stderr (stdout keeps 
 Otherwise (a log file, systemd, CI): one plain line on stderr every `ingest_progress_interval_s`, even
 while one long file is being worked on.
 When `assistant serve` holds the embedded vector store, the sync runs in the server instead
-(`/api/local/ingest`) and this command follows the job's live totals.
+(`/api/local/ingest`) and this command follows the job's live totals; Ctrl-C asks the server to stop it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from assistant.core.errors import AssistantError, UpstreamUnavailableError
 from assistant.core.settings import Settings
 
 POLL_S = 0.5
-_FINAL = {"done", "failed"}
+_FINAL = {"done", "failed", "interrupted"}
 
 
 class IngestProgress:
@@ -178,6 +178,7 @@ def ingest_through_server(
     settings: Settings, path: str, acl: dict[str, Any] | None, *,
     on_totals: Callable[[dict[str, Any]], None], on_item: Callable[[dict[str, Any]], None],
     on_wait: Callable[[list[dict[str, Any]]], None] | None = None,
+    stop: threading.Event | None = None, stopped_by: str = "", on_stop: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Have the running server sync `path`, following its job until it ends.
 
@@ -189,12 +190,18 @@ def ingest_through_server(
         on_item: called once with each file item (`path`, `status`, `reason`, `chunks`) as it finishes.
         on_wait: called once, as soon as the job is seen queued behind other syncs (the server runs
             them one at a time), with those jobs (`GET /api/local/jobs/{id}/ahead`).
+        stop: once set (the first Ctrl-C, `stop_on_signals`), the server is asked to stop the job at its
+            next file boundary (`POST /api/local/jobs/{id}/stop`, on behalf of `stopped_by`), and the job
+            is followed until it ends `interrupted`.
+        on_stop: called once with the job as the server answered that request (or as last seen,
+            when it had ended already).
 
     Returns:
-        The finished job (`status`, `reason`, `totals`, `items`).
+        The finished job (`status` done or `interrupted`, `reason`, `totals`, `items`).
 
     Raises:
         UpstreamUnavailableError: the server cannot be reached or refused the request.
+        AssistantError: the server found the request invalid (400: its code and message).
         AssistantError: the job failed (its reason, code `ingest_failed`).
     """
     import httpx
@@ -208,11 +215,23 @@ def ingest_through_server(
         with httpx.Client(base_url=base, headers=headers, timeout=30.0) as client:
             answer = client.post("/api/local/ingest", json={"path": path, "acl": acl})
             if answer.status_code != 202:
-                message = answer.json().get("error", {}).get("message", answer.text) if answer.content else answer.reason_phrase
+                error = answer.json().get("error", {}) if answer.content else {}
+                message = error.get("message", answer.text or answer.reason_phrase)
+                if answer.status_code == 400:  # the request's own fault (a path gone meanwhile, a bad manifest)
+                    raise AssistantError(message, code=error.get("code", "invalid_request"))
                 raise UpstreamUnavailableError(f"the server at {base} refused the ingestion: {message}")
             job = answer.json()
-            waited = False
+            waited = asked = False
             while True:
+                if stop is not None and stop.is_set() and not asked:
+                    asked = True
+                    answer = client.post(f"/api/local/jobs/{job['id']}/stop", json={"by": stopped_by or "cli"})
+                    if answer.status_code == 202:
+                        job = answer.json()
+                    elif answer.status_code != 409:  # 409: it ended meanwhile
+                        answer.raise_for_status()
+                    if on_stop is not None:
+                        on_stop(job)
                 for n, item in enumerate(job.get("items") or []):
                     if n not in seen and item["status"] not in ("queued", "running"):
                         seen.add(n)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from assistant.cli.consoles import cli_console
 from assistant.cli.opening import open_database
 
 keys_app = typer.Typer(no_args_is_help=True, help="API keys (Authorization: Bearer KEY) for service accounts.")
-out = Console()
-err = Console(stderr=True)
+out = cli_console()
+err = cli_console(stderr=True)
 
 
 @keys_app.command("create")

@@ -7,9 +7,12 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assistant.core.errors import UpstreamUnavailableError
-from assistant.core.settings import Settings
+
+if TYPE_CHECKING:  # a search handed to the server finds it without importing the settings (`server_queries`)
+    from assistant.core.settings import Settings
 
 ADDRESS_FILE = "server-address.json"
 
@@ -38,9 +41,13 @@ def server_url(settings: Settings) -> str:
     """The running server's base URL on this machine: the address the server of this data folder
     announced (`announced_address`), else ASSISTANT_HOST:ASSISTANT_PORT; a wildcard bind address is
     reached on loopback."""
-    host, port = settings.server.host, settings.server.port
+    return server_url_at(settings.storage.data_dir, settings.server.host, settings.server.port)
+
+
+def server_url_at(data_dir: Path, host: str, port: int) -> str:
+    """`server_url` of the data folder `data_dir`, with `host` and `port` the configured address."""
     with suppress(OSError, ValueError, KeyError, TypeError):
-        announced = json.loads(_address_file(settings).read_text())
+        announced = json.loads((data_dir / ADDRESS_FILE).read_text())
         host, port = str(announced["host"]), int(announced["port"])
     host = host if host not in ("0.0.0.0", "::", "") else "127.0.0.1"
     return f"http://{'[' + host + ']' if ':' in host else host}:{port}"

@@ -1,396 +1,52 @@
-"""`assistant ingest | search | ask | serve | jobs | sources` — the stable CLI contract."""
+"""The `assistant` command's entry point (`assistant`, `python -m assistant.cli.main`).
+
+`assistant search` and `assistant ask` are first handed to a running `assistant serve` of the same
+data folder with the standard library alone (`server_queries.hand_off`), so that they return in well
+under 2 s; every other command, and a search or ask that no server takes, runs the Typer app
+(`assistant.cli.commands`), which imports the settings, Typer and Rich, and the models when needed.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import json
+import os
 import sys
-from pathlib import Path
-
-import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
-from assistant.cli import operations, serve_model
-from assistant.cli.admin_audit import audit_source_change, install_admin_audit
-from assistant.cli.compliance import audit_app, retention_app
-from assistant.cli.errors import fail, report
-from assistant.cli.finetune import finetune_app
-from assistant.cli.keys import keys_app
-from assistant.cli.opening import open_resources
-from assistant.cli.sources import sources_app
-from assistant.cli.users import groups_app, users_app
-from assistant.core.errors import AssistantError, ConfigError, InvalidRequestError
-from assistant.core.principals import ANONYMOUS, Principal
-
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Private RAG assistant.")
-app.add_typer(users_app, name="users")
-app.add_typer(groups_app, name="groups")
-app.add_typer(keys_app, name="keys")
-app.add_typer(sources_app, name="sources")
-app.add_typer(finetune_app, name="finetune")
-app.add_typer(audit_app, name="audit")
-app.add_typer(retention_app, name="retention")
-install_admin_audit({"users": users_app, "groups": groups_app, "keys": keys_app, "sources": sources_app, "finetune": finetune_app})
-serve_model.register(app)
-operations.register(app)  # doctor, backup, restore, migrate
-console = Console(stderr=True)
-
-
-def _principal(res, as_user: str | None) -> Principal:
-    if as_user is None:
-        return ANONYMOUS
-    from assistant.core.db.identity import load_principal  # provided by the identity module
-
-    return load_principal(res.db, as_user)
-
-
-def _assistant_as(res, as_user: str | None):
-    """The assistant composed on `res` and the principal the command acts as."""
-    from assistant.composition import Assistant
-
-    principal = _principal(res, as_user)  # an unknown --as user is reported before any model loads
-    return Assistant.build(res), principal
-
-
-@app.command()
-def ingest(
-    path: Path = typer.Argument(..., help="a folder (recursively) or one file"),
-    acl: Path | None = typer.Option(None, "--acl", help="YAML ACL manifest (default: everyone)"),
-    as_json: bool = typer.Option(False, "--json", help="one JSON object per file on stdout, progress lines on stderr"),
-) -> None:
-    """Ingest PATH: parse, chunk, embed and index every file; unchanged files are skipped.
-
-    Shows a progress bar on a terminal, else a progress line on stderr every
-    ASSISTANT_INGEST_PROGRESS_INTERVAL_S (30 s). When `assistant serve` holds the embedded vector store, the
-    work is handed to it and followed until it ends. Exit status: 0 when every file was ingested or
-    skipped for a stated reason (needs_ocr, encrypted, unsupported, too_large, empty), 1 when at
-    least one file failed, 2 when the run could not start, 130 when SIGINT or SIGTERM stopped it at a
-    file boundary, or a second one at once (the files done are kept, the job is `interrupted`; the same
-    command indexes the rest).
-    """
-    from assistant.auth.acl_manifest import AclManifest
-    from assistant.cli.ingest_progress import IngestProgress, stop_on_signals
-    from assistant.core.settings import get_settings
-    from ingest.pipeline import Ingestor, SyncInterrupted
-
-    def print_row(row: dict) -> None:
-        if as_json:
-            print(json.dumps({k: row[k] for k in ("source", "status", "reason", "chunks")}, ensure_ascii=False), flush=True)
-
-    interrupted = None
-    try:
-        manifest = AclManifest.load(acl) if acl else None
-        interval = get_settings().ingest.progress_interval_s
-        with IngestProgress(console, as_json=as_json, line_interval_s=interval) as progress:
-            try:  # Ctrl-C stops a sync of this process at a file boundary; one followed in the server at once
-                with open_resources() as res, stop_on_signals(console) as stop:
-                    ingestor = Ingestor(res)
-                    try:
-                        outcomes = ingestor.sync(
-                            path, acl=manifest, on_file=lambda o: print_row(o.to_dict()), on_progress=progress.update,
-                            stop=stop,
-                        )
-                        audit_source_change(res.db, "ingest", path, manifest.to_dict() if manifest else None)
-                    except SyncInterrupted as exc:  # the files done are kept; the next run skips them
-                        outcomes, interrupted = exc.outcomes, exc
-                    finally:
-                        ingestor.close()
-            except AssistantError as exc:
-                if exc.code != "store_locked":
-                    raise
-                outcomes = _ingest_through_server(path, manifest, progress, print_row, exc)
-    except AssistantError as exc:
-        fail(exc, as_json=as_json)
-    except KeyboardInterrupt:  # a second signal outside the sync itself (loading the models, closing)
-        console.print("stopped: run the same command again to index the rest", soft_wrap=True)
-        raise typer.Exit(code=130) from None
-    counts: dict[str, int] = {}
-    for o in outcomes:
-        counts[o.status] = counts.get(o.status, 0) + 1
-    if not as_json:
-        table = Table(title=f"ingested {path}")
-        table.add_column("status")
-        table.add_column("files", justify="right")
-        for status, n in sorted(counts.items()):
-            table.add_row(status, str(n))
-        table.add_row("chunks (new or changed files)", str(sum(o.chunks for o in outcomes if o.status == "done")))
-        Console().print(table)
-        problems = [o for o in outcomes if o.status not in ("done", "skipped", "deleted")]
-        for o in problems[:50]:
-            Console().print(f"  [yellow]{o.status}[/yellow] {escape(o.source)}: {escape(o.reason)}")
-        for o in [o for o in outcomes if o.status == "done" and o.reason][:50]:  # OCR pages, rows past a limit
-            Console().print(f"  [dim]note[/dim] {escape(o.source)}: {escape(o.reason)}")
-    if manifest is not None:
-        sources = [o.source for o in outcomes if "#" not in o.source]
-        unmatched = manifest.unmatched(sources)
-        if unmatched:  # a rule that matches nothing protects nothing: most likely a typo in its path
-            err = Console(stderr=True)
-            err.print(
-                f"[yellow]warning[/yellow]: ACL rule path(s) {escape(', '.join(unmatched))} match no file of {escape(str(path))}, "
-                f"so they restrict nothing (every file is readable by: {escape(', '.join(manifest.default))}); "
-                "rule paths are relative to the folder ingested", soft_wrap=True,
-            )
-            for pattern in unmatched:  # the likeliest mistake: the path written from a sub-folder
-                meant = manifest.rooted(pattern, sources)
-                if meant:
-                    err.print(f"  did you mean {escape(meant[0])!r}? it matches {meant[1]} file(s)", soft_wrap=True)
-    if interrupted is not None:
-        console.print(f"{interrupted}: run the same command again to index the rest", soft_wrap=True)
-        raise typer.Exit(code=130)  # the shell's status of a command stopped by SIGINT
-    if counts.get("failed"):
-        raise typer.Exit(code=1)  # scripts and CI notice; the other files were ingested all the same
-
-
-def _ingest_through_server(path: Path, manifest, progress, print_row, locked: AssistantError) -> list:
-    """Hand the sync to the running `assistant serve` that holds the store; its outcomes per file."""
-    from assistant.cli.ingest_progress import ingest_through_server
-    from assistant.cli.local_server import server_url
-    from assistant.core.settings import get_settings
-    from ingest.pipeline import FileOutcome
-
-    settings = get_settings()
-    if not settings.ingest.via_server:
-        raise locked
-    console.print(f"[dim]another process holds the vector store: the sync runs in the server at {server_url(settings)}[/dim]")
-    items: list = []
-
-    def on_item(item: dict) -> None:
-        outcome = FileOutcome(item["path"], "", item["status"], item["reason"], item["chunks"], item["duration_s"])
-        items.append(outcome)
-        print_row(outcome.to_dict())
-
-    ingest_through_server(
-        settings, str(path.resolve()), manifest.to_dict() if manifest else None,
-        on_totals=progress.update, on_item=on_item, on_wait=progress.waiting,
-    )
-    return items
-
-
-@app.command()
-def search(
-    query: str,
-    top_k: int = typer.Option(10, "--top-k", min=1, max=50),
-    as_json: bool = typer.Option(False, "--json"),
-    as_user: str | None = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
-) -> None:
-    """Search the chunks the caller may read, best first.
-
-    When `assistant serve` runs for this data folder, the server searches (its models are loaded);
-    otherwise this process does, loading the chat model only to translate a Chinese query."""
-    from assistant.answering.hits import hit_rows
-    from assistant.cli.server_queries import NoServer, search_through_server
-    from assistant.core.questions import check_query
-    from assistant.core.settings import get_settings
-
-    try:
-        check_query(query)
-        try:
-            rows = search_through_server(get_settings(), query, top_k=top_k, as_user=as_user)
-        except NoServer:
-            with open_resources(as_json=as_json) as res:
-                assistant, principal = _assistant_as(res, as_user)
-                if assistant.answerer.translates(query) and not as_json:
-                    console.print("[dim]loading the chat model to translate the Chinese query (a running "
-                                  "`assistant serve` has it loaded already)[/dim]", soft_wrap=True)
-                rows = hit_rows(asyncio.run(assistant.answerer.search(query, principal=principal, top_k=top_k)))
-    except AssistantError as exc:
-        fail(exc, as_json=as_json)
-    if as_json:
-        print(json.dumps(rows, ensure_ascii=False, indent=1))
-        return
-    for i, row in enumerate(rows, start=1):
-        Console().print(f"[bold]{i}.[/bold] {row['source']} [dim]({row['score']:.4f})[/dim]")
-        Console().print("   " + " ".join(row["text"].split())[:200])
-
-
-@app.command()
-def ask(
-    question: str,
-    as_json: bool = typer.Option(False, "--json"),
-    as_user: str | None = typer.Option(None, "--as", help="act as this user (default: sees only 'everyone' documents)"),
-) -> None:
-    """Answer QUESTION from the documents the caller may read, with citations.
-
-    When `assistant serve` runs for this data folder, the server answers (its models are loaded)."""
-    from assistant.cli.server_queries import NoServer, ask_through_server
-    from assistant.core.questions import check_query
-    from assistant.core.settings import get_settings
-
-    citations: list[dict] = []
-
-    def show(event: dict) -> None:
-        if event["event"] == "token":
-            sys.stdout.write(event["text"])
-            sys.stdout.flush()
-        elif event["event"] == "replace":  # declined after all: the answer so far is withdrawn
-            sys.stdout.write("\n\n" + event["text"])
-        elif event["event"] == "citations":
-            citations.extend(event["citations"])
-
-    try:
-        check_query(question)
-        try:
-            result = ask_through_server(get_settings(), question, as_user=as_user, on_event=None if as_json else show)
-        except NoServer:
-            result = _ask_in_process(question, as_user=as_user, as_json=as_json, on_event=show)
-    except AssistantError as exc:
-        fail(exc, as_json=as_json)
-    if as_json:
-        print(json.dumps(result, ensure_ascii=False, indent=1))
-        return
-    print()
-    for c in citations:
-        print(f"[{c['n']}] {c['source']}" + (f" (page {c['page']})" if c.get("page") else ""))
-
-
-def _ask_in_process(question: str, *, as_user: str | None, as_json: bool, on_event) -> dict | None:
-    """`assistant ask` without a server: this process loads the models. Returns the answer's dict
-    with `as_json`, else None after streaming its events (as `server_queries`' JSON lines) to `on_event`."""
-    from assistant.answering.events import Citations, Replace, Token
-
-    with open_resources(as_json=as_json) as res:
-        assistant, principal = _assistant_as(res, as_user)
-        if as_json:
-            return asyncio.run(assistant.answerer.answer(question, principal=principal)).to_dict()
-
-        async def run() -> None:
-            async for event in assistant.answerer.stream(question, principal=principal):
-                if isinstance(event, Token | Replace):
-                    on_event({"event": event.name, "text": event.text})
-                elif isinstance(event, Citations):
-                    on_event({"event": "citations", "citations": event.citations})
-
-        asyncio.run(run())
-    return None
-
-
-@app.command()
-def serve(
-    host: str | None = typer.Option(None, "--host"),
-    port: int | None = typer.Option(None, "--port"),
-    workers: int = typer.Option(
-        1, "--workers", min=1, max=64,
-        help="API processes (needs a Qdrant server and PostgreSQL; the embedded default serves from one process)",
-    ),
-) -> None:
-    """Serve the API and the web UI."""
-    import uvicorn
-
-    from assistant.auth.accounts import ensure_bootstrap_admin, list_users
-    from assistant.auth.signing import signing_key
-    from assistant.cli.local_server import announced_address
-    from assistant.cli.opening import open_database
-    from assistant.core.log_config import logging_dict
-    from assistant.core.settings import get_settings
-
-    settings = get_settings()
-    if workers > 1 and (settings.storage.vector_store == "edge" or settings.resolved_database_url.startswith("sqlite")):
-        fail(ConfigError(
-            f"--workers {workers} needs ASSISTANT_VECTOR_STORE=qdrant with a server (ASSISTANT_QDRANT_URL) and "
-            "ASSISTANT_DATABASE_URL on PostgreSQL: the embedded Qdrant Edge folder and SQLite file belong to one process"
-        ))
-    signing_key(settings)  # generated here, once, before any worker reads it
-    given = settings.auth.bootstrap_admin_password
-    with open_database() as db:
-        password = ensure_bootstrap_admin(
-            db, name=settings.auth.bootstrap_admin_name, password=given.get_secret_value() if given else None
-        )
-        admins = [u.name for u in list_users(db) if u.is_admin and not u.disabled]
-    if password and not given:
-        console.print(
-            f"[bold]first admin created[/bold]: user [bold]{settings.auth.bootstrap_admin_name}[/bold], "
-            f"password [bold]{password}[/bold] (shown only this once; change it with "
-            f"`assistant users set-password {settings.auth.bootstrap_admin_name}`)",
-            soft_wrap=True,
-        )
-    elif password:
-        console.print(
-            f"first admin [bold]{settings.auth.bootstrap_admin_name}[/bold] created with ASSISTANT_BOOTSTRAP_ADMIN_PASSWORD"
-        )
-    elif given:
-        console.print(
-            "note: ASSISTANT_BOOTSTRAP_ADMIN_PASSWORD was not used: the database already has accounts, and the first "
-            "admin is created only on a database without any; make one with `assistant users add NAME --admin`",
-            soft_wrap=True,
-        )
-    if not admins:  # accounts made before the first serve: none can manage the others (fresh-user trial)
-        console.print(
-            "[yellow]note[/yellow]: no administrator account: nobody can manage users, sources or models from the "
-            "web app; make one with `assistant users add NAME --admin`",
-            soft_wrap=True,
-        )
-    # One format for the product's loggers and uvicorn's: JSON lines with the request ID in production.
-    log_config = logging_dict(settings, uvicorn=True)
-    address = {"host": host or settings.server.host, "port": port or settings.server.port, "log_level": "info", "log_config": log_config,
-               # Explicit, so that uvicorn's own default (trust X-Forwarded-For from 127.0.0.1) does not apply.
-               "forwarded_allow_ips": settings.server.forwarded_allow_ips}
-    if workers > 1:
-        operations.prepare_multiprocess_metrics(settings)
-    # The app is built by its factory from the environment (each process its own with several workers),
-    # so that the CLI never imports the API: they are two faces of the same composition.
-    with announced_address(settings, address["host"], address["port"]):
-        uvicorn.run("assistant.api.app:create_app", factory=True, workers=workers if workers > 1 else None, **address)
-
-
-@app.command()
-def jobs(limit: int = typer.Option(20, "--limit"), as_json: bool = typer.Option(False, "--json")) -> None:
-    """Recent ingestion jobs and their outcome (reads the SQL database only, so it works while the
-    server holds the embedded vector store)."""
-    from assistant.cli.opening import open_database
-    from assistant.core.db.jobs import recent_jobs
-
-    with open_database() as db:
-        rows = [
-            {"id": j.id, "kind": j.kind, "status": j.status, "reason": j.reason, "totals": j.totals,
-             "created_at": j.created_at.isoformat(), "finished_at": j.finished_at.isoformat() if j.finished_at else None}
-            for j in recent_jobs(db, limit)
-        ]
-    if as_json:
-        print(json.dumps(rows, indent=1))
-        return
-    table = Table("id", "kind", "status", "totals", "reason")
-    for r in rows:
-        table.add_row(str(r["id"]), r["kind"], r["status"], json.dumps(r["totals"]), (r["reason"] or "")[:60])
-    Console().print(table)
-
-
-from assistant.cli.evaluation import eval_command  # noqa: E402
-
-app.command("eval")(eval_command)
-from assistant.cli.reindex import reindex_command  # noqa: E402
-
-app.command("reindex")(reindex_command)
+from typing import Any
 
 
 def run() -> None:
-    """The `assistant` command: `app`, with an error raised before any command could report it
-    (settings read from the environment, for one) printed as every command prints its errors. With
-    `--json`, a usage error (an unknown option, a value out of range) is the same one JSON line
-    (`invalid_request`, exit status 2) instead of Typer's box."""
-    as_json = "--json" in sys.argv[1:]
+    """The `assistant` command: the hand-off of a search or ask to the running server, else the app
+    (`commands.run`). Exit status as the app's (0, 1, 2, 130); 141 (128 + SIGPIPE) without a traceback when
+    the reader of the output goes away (`assistant search --json | head -1`), as Python's documentation
+    on SIGPIPE recommends: the rest of the output goes to /dev/null."""
     try:
-        if not as_json:
-            app()
-            return
-        status = app(standalone_mode=False)
-    except AssistantError as exc:
-        report(exc, as_json=as_json)
-        sys.exit(2)
-    except typer.Abort:
-        sys.exit(1)
-    except Exception as exc:
-        # Typer's own copy of click raises its exceptions outside standalone mode; a usage error
-        # (unknown option, bad value, missing argument) is the one with exit code 2.
-        if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
-            report(InvalidRequestError(exc.format_message()), as_json=True)
-            sys.exit(2)
-        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
-    sys.exit(status if isinstance(status, int) else 0)
+        try:
+            _run()
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)
+
+
+def _run() -> None:
+    if sys.argv[1:2] in (["search"], ["ask"]):
+        from assistant.cli.server_queries import hand_off
+
+        status = hand_off(sys.argv[1:])
+        if status is not None:
+            sys.exit(status)
+    from assistant.cli.commands import run as run_app
+
+    run_app()
+
+
+def __getattr__(name: str) -> Any:
+    """`from assistant.cli.main import app`: the Typer app, imported when asked for."""
+    if name == "app":
+        from assistant.cli.commands import app
+
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":  # pragma: no cover

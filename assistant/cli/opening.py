@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from rich.console import Console
 from rich.markup import escape
 
+from assistant.cli.consoles import cli_console
 from assistant.cli.errors import fail
 from assistant.core.errors import AssistantError
 from assistant.core.settings import Settings, get_settings
@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # opening the resources loads the vector store's client: only
     from assistant.core.db.session import Database
     from assistant.core.resources import Resources
 
-_err = Console(stderr=True)
+_err = cli_console(stderr=True)
 
 
 def note_new_data_dir(settings: Settings, *, quiet: bool = False) -> None:

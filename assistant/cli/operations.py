@@ -7,14 +7,14 @@ import shutil
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from assistant.cli.consoles import cli_console
 from assistant.cli.errors import fail
 from assistant.core.errors import AssistantError, ConfigError
 
-console = Console(stderr=True)
+console = cli_console(stderr=True)
 
 
 def doctor(as_json: bool = typer.Option(False, "--json", help="one JSON object: {ok, checks: [...]}")) -> None:
@@ -40,7 +40,7 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="one JSON object: 
         table = Table("check", "", "found", "to fix", show_lines=False)
         for c in checks:
             table.add_row(c.name, "[green]ok[/green]" if c.ok else "[red]FAIL[/red]", escape(c.detail), escape(c.fix))
-        Console().print(table)
+        cli_console().print(table)
     if not healthy:
         raise typer.Exit(code=1)
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from assistant.cli.consoles import cli_console
 from assistant.cli.errors import fail
 from assistant.core.errors import AssistantError
 
-err = Console(stderr=True)
+err = cli_console(stderr=True)
 
 
 def reindex_command(
@@ -61,5 +61,5 @@ def reindex_command(
     if result.old and not result.old_dropped:
         old += " (kept" + ("" if keep_old else ": still open in another process; delete it after restarting that") + ")"
     table.add_row("old collection", old + (" (dropped)" if result.old_dropped else ""))
-    Console().print(table)
+    cli_console().print(table)
     err.print("restart `assistant serve` and the workers so that they search the new collection")

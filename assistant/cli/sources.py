@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from assistant.cli.admin_audit import audit_source_change
+from assistant.cli.consoles import cli_console
 from assistant.cli.errors import fail
 from assistant.cli.opening import open_database, open_resources
 from assistant.core.errors import AssistantError
@@ -32,7 +32,7 @@ def list_(as_json: bool = typer.Option(False, "--json", help="one JSON array")) 
     table = Table("path", "kind", "documents", "chunks", "last synced")
     for r in rows:
         table.add_row(escape(r["path"]), r["kind"], str(r["documents"]), str(r["chunks"]), r["last_synced_at"] or "-")
-    Console().print(table)
+    cli_console().print(table)
 
 
 @sources_app.command("remove")
@@ -41,18 +41,37 @@ def remove(
     as_json: bool = typer.Option(False, "--json", help='print {"path", "documents", "chunks"}'),
 ) -> None:
     """Remove source PATH: its chunks leave the index and its documents the database, so no answer
-    cites them any more. The files themselves are not touched."""
-    from ingest.sources import remove_source
+    cites them any more. The files themselves are not touched. While `assistant serve` holds the
+    embedded store, the server removes it."""
+    from assistant.operations.sources import remove_source
 
     try:
-        with open_resources() as res:
-            removed = remove_source(res, path)
-            audit_source_change(res.db, "remove", path, None)
+        try:
+            with open_resources() as res:
+                result = remove_source(res, path).to_dict()
+                audit_source_change(res.db, "remove", path, None)
+        except AssistantError as exc:
+            if exc.code != "store_locked":
+                raise
+            result = _remove_through_server(path, exc)
     except AssistantError as exc:
         fail(exc, as_json=as_json)
     if as_json:
-        print(json.dumps(removed.to_dict(), ensure_ascii=False))
+        print(json.dumps(result, ensure_ascii=False))
         return
-    Console().print(
-        f"removed source {escape(removed.path)}: {removed.documents} documents, {removed.chunks} chunks", soft_wrap=True
+    cli_console().print(
+        f"removed source {escape(result['path'])}: {result['documents']} documents, {result['chunks']} chunks", soft_wrap=True
     )
+
+
+def _remove_through_server(path: Path, locked: AssistantError) -> dict:
+    """Have the running `assistant serve` of this data folder remove the source (`POST
+    /api/local/sources/remove`); `locked` is raised again when no server of this folder answers."""
+    from assistant.cli.admin_audit import cli_principal
+    from assistant.cli.server_queries import LocalServer, NoServer, remove_through_server
+    from assistant.core.settings import get_settings
+
+    try:
+        return remove_through_server(LocalServer.of(get_settings()), str(path.expanduser().resolve()), by=cli_principal().name)
+    except NoServer:
+        raise locked from None

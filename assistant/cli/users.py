@@ -9,16 +9,16 @@ import json
 import sys
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from assistant.cli.consoles import cli_console
 from assistant.cli.opening import open_database
 
 users_app = typer.Typer(no_args_is_help=True, help="People's accounts (local passwords or single sign-on).")
 groups_app = typer.Typer(no_args_is_help=True, help="Group memberships; changes apply to the next request.")
-out = Console()
-err = Console(stderr=True)
+out = cli_console()
+err = cli_console(stderr=True)
 
 
 def _read_password() -> str:

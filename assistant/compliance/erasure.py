@@ -61,7 +61,7 @@ def export_user(db: Database, name: str, target: Path, *, visibility: Visibility
 def remove_uploads(db: Database, store: VectorStore, uploads: list[UploadFile], *, tables_dir: Path) -> dict[str, int]:
     """Delete each upload's chunks and queryable tables (under `tables_dir`, `Settings.tables_dir`), then its
     source's document rows and source row, then the file and its folder (through `delete_source_contents`,
-    as `ingest.sources.remove_source` does, so a cut-short run is finished by the next and never leaves
+    as `assistant.operations.sources.remove_source` does, so a cut-short run is finished by the next and never leaves
     chunks or tables without rows).
 
     Returns:

@@ -1,6 +1,6 @@
 """Deleting a source's documents: their chunks and queryable tables leave first, then the document rows
 and the source row, so that a removal cut short leaves rows a second run finds and finishes (never chunks
-or a tables file without a document row that could delete them). `ingest.sources.remove_source` (the CLI),
+or a tables file without a document row that could delete them). `assistant.operations.sources.remove_source` (the CLI),
 the upload routes (an owner deleting an upload) and `assistant.compliance.erasure` (erasure, retention)
 all delete through it.
 

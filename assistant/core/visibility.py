@@ -130,6 +130,11 @@ class Visibility:
             self._groups_of[author_id] = frozenset(group_names(self._db, author_id))
         return self._groups_of[author_id] <= self.viewer.groups
 
+    def may_see_file(self, acl: list[str] | None) -> bool:
+        """Whether the viewer may see an ingested file's name and failure reason: its ACL (the one it
+        has, or would have had had it not failed) admits the viewer; None (not recorded): not shown."""
+        return self.full or (acl is not None and may_read(acl, self.viewer))
+
     def may_see_upload(self, audience: str, *, owner_id: int | None) -> bool:
         """Whether the viewer may see an upload's file name and server path: its owner, or a reader its
         audience (one ACL entry) admits; a private (`user:NAME`) upload is its owner's alone."""

@@ -155,8 +155,8 @@ async def decide(
     language, every question of a ticket that asks several is answered (`answering.parts`; each one
     that is not is a `part_not_covered` reason, and the draft keeps the answered ones and names it) and
     the confidence reaches `parts.threshold` (for several questions, that of the least sure answer);
-    otherwise `needs_agent`. Each condition that failed, and each sentence the grounding check removed,
-    is a reason. A reply that found nothing keeps the closest documents the requester may read, when
+    otherwise `needs_agent`. Each condition that failed is a reason, and so is the number of sentences the
+    grounding check removed (never their text). A reply that found nothing keeps the closest documents the requester may read, when
     the answerer names them (`done.closest`), in `evidence.closest` for the agent.
 
     Returns:
@@ -174,8 +174,8 @@ async def decide(
             done = event
     abstained = done.abstained
     grounding = done.grounding
-    if grounding is None:  # an answer served from the cache: every sentence of it was checked when stored
-        grounding = {"supported_share": 0.0 if abstained else 1.0, "unsupported": [], "sentences": 0}
+    if grounding is None:  # a table answer, or one cached before reports were stored: checked when stored
+        grounding = {"supported_share": 0.0 if abstained else 1.0, "removed": 0, "sentences": 0}
     asked = done.parts or []
     if asked:  # a ticket of several questions: each part's answer weighed against its own retrieval
         evidence, score = await _parts_confidence(asked, principal=principal, parts=parts)
@@ -247,8 +247,8 @@ def _reasons(
     threshold: float,
     uncovered: list[str] = (),
 ) -> list[dict[str, str]]:
-    """Why the ticket goes to an agent (each failed condition, `BLOCKING`), the sentences the grounding
-    check removed, and a `grounded` reason when nothing blocks an auto-reply."""
+    """Why the ticket goes to an agent (each failed condition, `BLOCKING`), how many sentences the
+    grounding check removed, and a `grounded` reason when nothing blocks an auto-reply."""
     reasons = []
     action = action_request(question)
     if action is not None:
@@ -262,8 +262,9 @@ def _reasons(
     else:
         for part in uncovered:
             reasons.append(_reason("part_not_covered", f"the documents the requester may read do not answer {part!r}"))
-    for sentence in grounding.get("unsupported") or []:
-        reasons.append(_reason("unsupported_sentence", f"removed, not supported by its source: {sentence!r}"))
+    removed = int(grounding.get("removed", 0))
+    if removed:  # how many, never the text: it was judged unsupported and must not reach the ticket system
+        reasons.append(_reason("unsupported_sentence", f"{removed} sentence(s) of the draft removed, not supported by their sources"))
     if finish_reason == "length":
         reasons.append(_reason("reply_cut", "the reply was cut at the answer length limit"))
     written = answer_language(reply) if reply else None

@@ -52,7 +52,7 @@ class OperationsCollector:
         breaker_state: returns the LLM circuit breaker's state, one of `BREAKER_STATES` (without loading
             the model: "closed" when none is loaded).
         sql_figures: returns `{"jobs": {(kind, status): n}, "helpdesk_decisions": {(category, decision): n},
-            "helpdesk_outcomes": {(category, outcome): n}}` from the database (`assistant.core.db.stats`).
+            "helpdesk_outcomes": {(category, outcome): n}}` from the database (`assistant.operations.store.operations_counts`).
         queue_depth: returns the messages waiting in the Celery queue, or None when not measurable.
     """
 

@@ -14,14 +14,26 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row, select
+from sqlalchemy import Row, func, select
 from sqlalchemy.orm import Session
 
 from assistant.answering.store import feedback_cited
-from assistant.core.db.models import Conversation, Feedback, Job, JobItem, Message, Source, utcnow
+from assistant.core.db.jobs import STOP_KEY, JobRecord, get_job
+from assistant.core.db.models import (
+    Conversation,
+    Document,
+    Feedback,
+    HelpdeskTicket,
+    Job,
+    JobItem,
+    Message,
+    Source,
+    utcnow,
+)
 from assistant.core.db.session import Database, transactional
 from assistant.core.db.sources import SourceRow, source_summaries
 from assistant.core.db.uploads import upload_owners
+from assistant.core.errors import ConflictError, NotFoundError
 from assistant.core.visibility import Cited, Visibility
 
 
@@ -172,8 +184,10 @@ class SourceStatusPublic(SourceRow):
 
 def source_statuses(db: Database, *, visibility: Visibility | None = None, max_errors: int = 50) -> list[SourceStatusPublic]:
     """What the admins' sources page shows: every source, by path, with its latest job and up to
-    `max_errors` of that job's files that did not make it into the index, with why. An upload's source
-    names its owner and audience; its path only where the viewer may read the upload.
+    `max_errors` of its files that did not make it into the index, with why (that job's, then those
+    still failing since an earlier one). An upload's source
+    names its owner and audience; its path only where the viewer may read the upload. A failed file's
+    path and reason only where its ACL admits the viewer (`Visibility.may_see_file`).
 
     Args:
         visibility: the viewer's rule; None: every path shown (for the server's own use, never a view).
@@ -189,7 +203,12 @@ def source_statuses(db: Database, *, visibility: Visibility | None = None, max_e
         values = asdict(row)
         if not shown:
             values["path"] = None
-            errors = [FileErrorPublic(path=None, status=e.status, reason=None) for e in errors]
+        errors = [
+            FileErrorPublic(path=e.path, status=e.status, reason=e.reason)
+            if shown and (visibility is None or visibility.may_see_file(acl))
+            else FileErrorPublic(path=None, status=e.status, reason=None)
+            for e, acl in errors
+        ]
         out.append(SourceStatusPublic(
             **values, last_job_id=job_id, last_job_status=job_status, errors=errors,
             upload_owner=upload.owner if upload else None, audience=upload.audience if upload else None,
@@ -201,8 +220,11 @@ def source_statuses(db: Database, *, visibility: Visibility | None = None, max_e
 @transactional
 def _latest_jobs(
     session: Session, source_ids: list[int], max_errors: int,
-) -> tuple[dict[int, str], dict[int, tuple[int, str, list[FileErrorPublic]]]]:
-    """Each source's URI, and for each source with a job: its latest job's ID, status and file errors."""
+) -> tuple[dict[int, str], dict[int, tuple[int, str, list[tuple[FileErrorPublic, list[str] | None]]]]]:
+    """Each source's URI, and for each source with a job: its latest job's ID, status and file errors,
+    each with the file's ACL: those of the job's files, then those of the files that still fail since
+    an earlier job (an unchanged file that failed is skipped by the next sync, and would vanish from
+    the page while it is still not in the index)."""
     uris = dict(session.execute(select(Source.id, Source.uri)).all())
     latest = {}
     for source_id in source_ids:
@@ -213,5 +235,87 @@ def _latest_jobs(
             select(JobItem).where(JobItem.job_id == job.id, JobItem.status.not_in(_FINE_FILE_STATES))
             .order_by(JobItem.id).limit(max_errors)
         )
-        latest[source_id] = (job.id, job.status, [FileErrorPublic(path=i.path, status=i.status, reason=i.reason) for i in items])
+        errors = [(FileErrorPublic(path=i.path, status=i.status, reason=i.reason), i.acl) for i in items]
+        listed = {e.path for e, _acl in errors}
+        still_failing = session.scalars(
+            select(Document).where(Document.source_id == source_id, Document.deleted_at.is_(None),
+                                   Document.status.not_in(_FINE_FILE_STATES)).order_by(Document.path).limit(max_errors)
+        )
+        errors += [(FileErrorPublic(path=d.path, status=d.status, reason=d.reason), d.acl)
+                   for d in still_failing if d.path not in listed][: max_errors - len(errors)]
+        latest[source_id] = (job.id, job.status, errors)
     return uris, latest
+
+
+@transactional
+def operations_counts(session: Session) -> dict[str, dict[tuple[Any, ...], int]]:
+    """Counts for operators (the `/metrics` scrape), each a few rows however large the tables (indexed
+    columns); called with the `Database`.
+
+    Returns:
+        `{"jobs": {(kind, status): n}, "helpdesk_decisions": {(category, decision): n},
+        "helpdesk_outcomes": {(category, outcome): n}}`; a None category, decision or outcome stays None
+        (tickets not categorised, pending, or not resolved yet; the last are left out of the outcomes).
+    """
+    jobs = session.execute(select(Job.kind, Job.status, func.count()).group_by(Job.kind, Job.status)).all()
+    decisions = session.execute(
+        select(HelpdeskTicket.category, HelpdeskTicket.decision, func.count())
+        .group_by(HelpdeskTicket.category, HelpdeskTicket.decision)
+    ).all()
+    outcomes = session.execute(
+        select(HelpdeskTicket.category, HelpdeskTicket.outcome, func.count())
+        .where(HelpdeskTicket.outcome.is_not(None))
+        .group_by(HelpdeskTicket.category, HelpdeskTicket.outcome)
+    ).all()
+    return {
+        "jobs": {(kind, status): n for kind, status, n in jobs},
+        "helpdesk_decisions": {(category, decision): n for category, decision, n in decisions},
+        "helpdesk_outcomes": {(category, outcome): n for category, outcome, n in outcomes},
+    }
+
+
+@transactional
+def _ask_to_stop(session: Session, job_id: int, *, by: str) -> None:
+    job = session.get(Job, job_id)
+    if job is None:
+        raise NotFoundError(f"job {job_id} not found")
+    if job.kind != "sync" or job.status not in ("queued", "running"):
+        raise ConflictError(f"job {job_id} is a {job.status} {job.kind} job: only a queued or running sync stops",
+                            code="job_not_running")
+    job.params = {**(job.params or {}), STOP_KEY: by}
+    if job.status == "queued":
+        job.status, job.finished_at, job.reason = "interrupted", utcnow(), f"stopped by {by} before it started"
+
+
+def request_stop(db: Database, job_id: int, *, by: str) -> JobRecord:
+    """Ask sync job `job_id` to stop at its next file boundary on behalf of `by` (a user name), as a first
+    Ctrl-C would (the sync reads `core.db.jobs.stop_requested` per file, then `interrupt_job`); a queued one
+    is `interrupted` at once. Both resume like any interrupted job. Returns the job as it is now.
+
+    Raises:
+        NotFoundError: no such job.
+        ConflictError: code `job_not_running`: not a queued or running sync.
+    """
+    _ask_to_stop(db, job_id, by=by)
+    return get_job(db, job_id)
+
+
+@transactional
+def active_syncs_of(session: Session, path: str) -> list[int]:
+    """Ids of the queued or running sync jobs of source `path` (the resolved path as `queue_sync` stores it)."""
+    jobs = session.execute(
+        select(Job.id, Job.params).where(Job.kind == "sync", Job.status.in_(("queued", "running")))
+    ).all()
+    return [job_id for job_id, params in jobs if (params or {}).get("path") == path]
+
+
+@transactional
+def close_interrupted_syncs(session: Session, path: str, source_id: int, *, reason: str) -> list[int]:
+    """Mark failed, with `reason`, the interrupted sync jobs of source `path` (as `queue_sync` stores it)
+    or `source_id`, so that no restart resumes them (`JobDispatcher.resume_unfinished` resumes
+    interrupted jobs): a removed source must not be indexed again. Returns their ids."""
+    jobs = session.scalars(select(Job).where(Job.kind == "sync", Job.status == "interrupted")).all()
+    closed = [job for job in jobs if job.source_id == source_id or (job.params or {}).get("path") == path]
+    for job in closed:
+        job.status, job.finished_at, job.reason = "failed", utcnow(), reason
+    return [job.id for job in closed]

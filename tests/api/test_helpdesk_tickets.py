@@ -43,12 +43,20 @@ OKTA_REPLY = (
 )
 
 
-def okta_reply(request: dict) -> str:
-    """OKTA_REPLY citing the prompt's number for the Okta page, as a faithful model does: earlier
-    tests' resolutions become documents on the same words and may take source [1]."""
-    user = next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
-    numbers = [n for n, path in re.findall(r"^\[(\d+)\] (.*)$", user, re.MULTILINE) if OKTA in path]
-    return OKTA_REPLY.replace("[1]", f"[{numbers[0]}]") if numbers else OKTA_REPLY
+def citing(path: str, reply: str):
+    """A scripted answer: `reply` with its `[1]` replaced by the prompt's number for `path`, as a faithful
+    model cites: the order of the sources follows retrieval (and earlier tests' resolutions, which become
+    documents on the same words), so a page is not always source [1]."""
+
+    def answer(request: dict) -> str:
+        user = next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
+        numbers = [n for n, found in re.findall(r"^\[(\d+)\] (.*)$", user, re.MULTILINE) if path in found]
+        return reply.replace("[1]", f"[{numbers[0]}]") if numbers else reply
+
+    return answer
+
+
+okta_reply = citing(OKTA, OKTA_REPLY)
 PASSWORD_REPLY = (
     "Create a password that is ideally 15 characters or longer [1]. "
     "Do not use the browser based auto-fill; the 1Password browser extension should be used [1]."
@@ -147,6 +155,34 @@ def test_requester_outside_a_restricted_group_never_gets_its_documents(helpdesk,
     # A requester named by e-mail (any case) is the same person.
     erin = post_ticket(client, subject=subject, body=body, requester="erin@example.com").json()
     assert PASSWORDS in sources(erin)
+
+
+def test_a_reply_with_a_wrong_value_is_answered_from_the_sentence_it_restates(helpdesk, scripted):
+    # Fresh-user trial (issue 42): the model's "12 characters" was rightly removed, and the ticket said
+    # "nothing found" with passwords.md as its closest document. Asked so that the page's chunk that holds
+    # the length ranks first by a clear margin (14 %): for "How long should my password be?" its two chunks tie
+    # within 0.4 % and which one is packed has changed between installs.
+    client, _, _ = helpdesk
+    scripted.answer = citing(PASSWORDS, "The password should be at least 12 characters long [1].")
+    ticket = post_ticket(client, subject="How long should my password be in characters?", requester="bob").json()
+    assert ticket["reply"] != NO_ANSWER["en"] and "ideally 15 characters or longer" in ticket["reply"], ticket
+    assert sources(ticket) == {PASSWORDS} and "12 characters" not in ticket["reply"]
+    assert "no_answer_in_documents" not in [r["code"] for r in ticket["reasons"]], ticket["reasons"]
+
+
+def test_a_withdrawn_sentence_never_reaches_the_ticket_system(helpdesk, scripted):
+    # Fresh-user trial (issue 42): a needs_agent ticket's `reasons[].message` carried the model's
+    # withdrawn draft sentence, judged unsupported, to the helpdesk.
+    client, _, _ = helpdesk
+    invented = "The IT desk re-enrolls Okta Verify every Friday at 4pm in room 12."
+    scripted.answer = f"{OKTA_REPLY} {invented}"
+    ticket = post_ticket(client, subject="Okta Verify is not prompting me", requester="nobody@example.com").json()
+    assert ticket["decision"] == "needs_agent" and "Quit Okta Verify" in ticket["reply"]
+    removed = [r["message"] for r in ticket["reasons"] if r["code"] == "unsupported_sentence"]
+    assert removed == ["1 sentence(s) of the draft removed, not supported by their sources"], ticket["reasons"]
+    stored = client.get(f"/api/helpdesk/tickets/{ticket['ticket_id']}").json()
+    for shown in (ticket, stored):
+        assert "Friday" not in json.dumps(shown) and "room 12" not in json.dumps(shown), shown
 
 
 def test_a_key_outside_the_group_reads_nothing_of_it_for_a_requester_inside(helpdesk, scripted):

@@ -18,9 +18,9 @@ from assistant.auth.accounts import create_user
 from assistant.composition import Assistant
 from assistant.core.principals import ANONYMOUS, Principal
 from assistant.operations.backup import restore_backup, take_backup
+from assistant.operations.sources import remove_source
 from assistant.tables.files import tables_file
 from ingest.pipeline import Ingestor, document_id
-from ingest.sources import remove_source
 from tests.conftest import make_settings, open_resources
 from tests.workbooks import write_sheet
 

@@ -1,11 +1,11 @@
-"""The admin pages' layout in Debian's Chromium (issue 41): no table header breaks inside a word at a
-desktop width (1280 px) or a phone's (390 px), where a wide table scrolls sideways instead; and the
+"""The admin pages' layout in Debian's Chromium (issue 41): no table header or cell breaks inside a word
+(a path may) at desktop widths (1300 and 1280 px) or a phone's (390 px), where a wide table scrolls sideways instead; and the
 quality view draws the usage per day as a chart (Chart.js on a canvas) whose bars stand on the days
 that had questions, with the numbers behind a "show table" toggle.
 
 The package's one server (tests/e2e/conftest.py), with a week of usage written through the answering
 store and moved onto earlier days. Screenshots go to docs/screenshots/ (admin-usage-chart.png,
-admin-usage-chart-narrow.png).
+admin-usage-chart-narrow.png, admin-sources-1300.png, admin-jobs-1300.png).
 """
 
 from __future__ import annotations
@@ -22,24 +22,28 @@ from tests.e2e.conftest import CHROMIUM, PASSWORD, shot, sign_in
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (make browser)")
 
 DESKTOP = {"width": 1280, "height": 900}
+WIDE = {"width": 1300, "height": 900}  # the fresh-user trial's window, where cells broke ("folde r")
 PHONE = {"width": 390, "height": 844}
 # Days ago -> (answered, not found, thumbs up, thumbs down) of the questions asked that day.
 USAGE = {6: (2, 1, 1, 0), 4: (3, 2, 1, 1), 1: (2, 0, 2, 0)}
 # The chart's series colours (web/src/usage.js).
 ANSWERED, NOT_FOUND = (0x00, 0x9E, 0x73), (0xE6, 0x9F, 0x00)
 
-# Each header word whose letters lie on more than one line: [table's testid, word].
+# Each word of a table header or cell whose letters lie on more than one line: [table's testid, word]. A
+# line may end after a hyphen or a slash ("admin-" / "566197"), and a path (`.path`) may break anywhere.
 SPLIT_WORDS_JS = """() => {
   const split = [];
-  for (const th of document.querySelectorAll("#admin-panel table th")) {
-    const text = th.firstChild;
-    if (!text || text.nodeType !== Node.TEXT_NODE) continue;
-    for (const m of text.data.matchAll(/\\S+/g)) {
-      const range = document.createRange();
-      range.setStart(text, m.index);
-      range.setEnd(text, m.index + m[0].length);
-      const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
-      if (lines.size > 1) split.push([th.closest("table").dataset.testid, m[0]]);
+  for (const cell of document.querySelectorAll("#admin-panel table th, #admin-panel table td")) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+      if (text.parentElement.closest(".path")) continue;
+      for (const m of text.data.matchAll(/[^\\s\\-\\/]+/g)) {
+        const range = document.createRange();
+        range.setStart(text, m.index);
+        range.setEnd(text, m.index + m[0].length);
+        const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+        if (lines.size > 1) split.push([cell.closest("table").dataset.testid, m[0]]);
+      }
     }
   }
   return split;
@@ -114,23 +118,34 @@ TABS = {"users": "users-table", "keys": "keys-table", "sources": "sources-table"
         "quality": "slowest-table"}
 
 
-def split_headers(page, tab: str) -> list:
-    """The header words of admin tab `tab` that break across lines, as `SPLIT_WORDS_JS` lists them."""
+def split_words(page, tab: str) -> list:
+    """The words of admin tab `tab`'s tables that break across lines, as `SPLIT_WORDS_JS` lists them."""
     page.click(f"#admin-tabs [data-tab={tab}]")
     page.wait_for_selector(f"#admin-panel [data-testid={TABS[tab]}]")
     return page.evaluate(SPLIT_WORDS_JS)
 
 
-def test_admin_table_headers_keep_their_words_whole_at_desktop_and_phone_widths(usage, browser):
+def test_admin_tables_keep_their_words_whole_at_desktop_and_phone_widths(usage, browser, tmp_path):
     from playwright.sync_api import expect
+
+    from ingest.tasks import ingestor_for
 
     url, res, _llm = usage
     admin = f"admin-{uuid.uuid4().hex[:6]}"
     create_user(res.db, admin, password=PASSWORD, is_admin=True)
-    for viewport in (DESKTOP, PHONE):
+    # A source with long paths and a long error, as a company folder has: the columns of short words
+    # ("folder", "Searchable") must not be squeezed to let them fit.
+    folder = tmp_path / "quarterly-planning-documents-of-the-finance-department" / "board-meetings-2026"
+    folder.mkdir(parents=True)
+    (folder / "minutes-of-the-extraordinary-board-meeting-on-the-budget.md").write_text("# Minutes\n\nApproved.\n")
+    (folder / "scanned-signature-pages-of-the-annual-report-2026.pdf").write_bytes(b"%PDF-1.7\nnot really a pdf")
+    ingestor_for(res).sync(folder)
+    for viewport in (WIDE, DESKTOP, PHONE):
         page = open_admin(browser, url, admin, viewport)
         for tab in TABS:
-            assert split_headers(page, tab) == [], (viewport, tab)
+            assert split_words(page, tab) == [], (viewport, tab)
+            if viewport is WIDE and tab in ("sources", "jobs"):
+                shot(page, f"admin-{tab}-1300.png")
         # A table wider than the phone scrolls in its box; the page itself does not.
         page.click("#admin-tabs [data-tab=sources]")
         expect(page.locator("[data-testid=sources-table]")).to_be_visible()
@@ -191,4 +206,24 @@ def test_usage_per_day_is_a_chart_with_its_numbers_behind_a_toggle(usage, browse
     figure.scroll_into_view_if_needed()
     assert page.evaluate(COLUMNS_JS, [list(ANSWERED)]), "no answered bars drawn at 390 px"
     shot(page, "admin-usage-chart-narrow.png")
+    page.context.close()
+
+
+def test_an_admin_stops_a_queued_sync_from_the_jobs_view(usage, browser, tmp_path):
+    from playwright.sync_api import expect
+
+    from assistant.core.db.jobs import queue_sync_job
+
+    url, res, _llm = usage
+    admin = f"admin-{uuid.uuid4().hex[:6]}"
+    create_user(res.db, admin, password=PASSWORD, is_admin=True)
+    job = queue_sync_job(res.db, {"path": str(tmp_path)})  # queued, not handed to the worker: it waits
+    page = open_admin(browser, url, admin, DESKTOP)
+    page.click("#admin-tabs [data-tab=jobs]")
+    row = page.locator("[data-testid=jobs-table] tr", has_text=str(tmp_path))
+    row.get_by_role("button", name="Stop").click()
+    expect(page.locator("#admin-status")).to_have_text(
+        f"Job {job.id} stops after the files in progress; it resumes at the next start or sync.")
+    expect(row).to_contain_text("Interrupted")
+    expect(row.get_by_role("button", name="Stop")).to_have_count(0)  # it has ended: nothing more to stop
     page.context.close()

@@ -188,8 +188,10 @@ def test_chinese_pages_on_the_same_words_leave_the_second_place_to_an_english_on
     fused_order.other_language_at = 0
     for searcher in (fused_order, retriever):
         chunks = searcher.search(question, principal=ANONYMOUS, translation=translation).chunks
-        assert len({c.doc_id for c in chunks}) == len(chunks), [c.source for c in chunks]
-        assert chunks[1].source.endswith("passwords.md"), [c.source for c in chunks]
+        # A document's near-tie chunks are grouped at its place (`chunk_tie_margin`): documents in order.
+        documents = list(dict.fromkeys(c.source for c in chunks))
+        assert [c.source for c in chunks] == sorted((c.source for c in chunks), key=documents.index), documents
+        assert documents[1].endswith("passwords.md"), [c.source for c in chunks]
 
 
 def test_an_english_source_of_a_chinese_question_gets_the_room_of_any_source(mixed_index):

@@ -33,6 +33,20 @@ def test_ingest_prints_json_lines_and_exits_1_when_a_file_failed(cli_env):
     assert again.exit_code == 0 and json.loads(again.stdout)["status"] == "skipped"
 
 
+def test_output_into_a_pipe_keeps_each_line_whole(cli_env):
+    # Fresh-user trial: piped into grep, Rich wrapped every line at its default 80 columns, so a
+    # failed file's name and reason fell on two lines.
+    folder = cli_env / "docs"
+    name = "quarterly-report-of-the-infrastructure-steering-committee-with-every-appendix-attached.pdf"
+    folder.mkdir()
+    (folder / name).write_bytes(b"%PDF-1.7\n" + b"\x00garbage" * 100)
+    result = CliRunner().invoke(app, ["ingest", str(folder)])
+    assert result.exit_code == 1
+    line = next(line for line in result.stdout.splitlines() if name in line)
+    assert line.split()[0] == "failed" and len(line) > 120, result.stdout
+    assert f"ingested {folder}" in result.stdout.splitlines()  # not a table title wrapped at its width
+
+
 def test_errors_keep_their_brackets_and_bad_manifests_stop_before_ingesting(cli_env):
     folder = copy_subset(HANDBOOK, cli_env / "docs", [FILE])
     manifest = cli_env / "acl.yaml"
@@ -125,6 +139,9 @@ def test_jobs_lists_while_another_process_holds_the_embedded_store(cli_env):
         assert "POST /api/retention/run" in error["message"]
         refresh = CliRunner().invoke(app, ["finetune", "run", "--dry-run", "--json"])
         assert refresh.exit_code == 2 and "POST /api/admin/finetune/runs" in refresh.stderr
+        wrong = CliRunner().invoke(app, ["finetune", "run", "--audience", "user:alice", "--json"])  # named first
+        error = json.loads(wrong.stderr.strip().splitlines()[-1])["error"]
+        assert wrong.exit_code == 2 and error["code"] != "store_locked" and "group:NAME" in error["message"], error
         result = CliRunner().invoke(app, ["jobs", "--json"])
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout) == []
@@ -165,7 +182,7 @@ def test_an_invalid_setting_is_named_without_a_traceback(cli_env):
     assert "error (config_invalid): ASSISTANT_FUSION:" in " ".join(result.stderr.split()), result.stderr
 
 
-def _assistant(args: list[str], **env: str):
+def _assistant(args: list[str], *, timeout_s: float = 120, **env: str):
     """Run the installed `assistant` entry point (the wrapper around the Typer app included)."""
     import os
     import subprocess
@@ -173,7 +190,7 @@ def _assistant(args: list[str], **env: str):
     from pathlib import Path
 
     command = str(Path(sys.executable).parent / "assistant")
-    return subprocess.run([command, *args], env={**os.environ, **env}, capture_output=True, timeout=120)
+    return subprocess.run([command, *args], env={**os.environ, **env}, capture_output=True, timeout=timeout_s)
 
 
 @pytest.mark.parametrize(
@@ -224,8 +241,31 @@ def test_ingest_into_a_pipe_prints_progress_lines(cli_env):
     assert counted, lines
 
 
+def test_a_big_file_shows_its_chunks_while_it_is_embedded(cli_env):
+    # One file, handed over by the parser in one part, embedded 4 passages per model call: the chunk count
+    # of the progress moves slice by slice before the file is done (it used to stay 0 until then).
+    from tests.conftest import CORPUS_MODEL
+
+    folder = cli_env / "docs"
+    folder.mkdir()
+    (folder / "handbook.md").write_text("\n\n".join(
+        f"## Bay {n}\n\nLoading bay {n} opens at {n % 12 + 6} o'clock; forklift {n * 7} is charged there overnight "
+        f"and inspected every {n % 5 + 1} weeks by the warehouse team of building {n % 9}." for n in range(32)))
+    result = _assistant(["ingest", str(folder), "--json"], ASSISTANT_EMBEDDING_MODEL=CORPUS_MODEL,
+                        ASSISTANT_EMBEDDING_SLICE_CHUNKS="4", ASSISTANT_CHUNK_SIZE_TOKENS="48",
+                        ASSISTANT_CHUNK_OVERLAP_TOKENS="0", ASSISTANT_PARSE_PART_CHUNKS="10000", timeout_s=400)
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr
+    row = json.loads(result.stdout)
+    assert row["status"] == "done" and row["chunks"] >= 24, row
+    events = [json.loads(line) for line in stderr.splitlines() if line.startswith('{"event": "progress"')]
+    early = sorted({e["chunks"] for e in events if e["files_done"] == 0 and e["chunks"] > 0})
+    assert len(early) >= 3 and early[0] < row["chunks"], events
+    assert events[-1]["files_done"] == 1 and events[-1]["chunks"] == row["chunks"]
+
+
 def _interrupted_ingest(cli_env, signals: int) -> tuple[list[str], list[str], dict, list[dict], object]:
-    """Ingest 12 handbook files in a subprocess, sending `signals` SIGINTs (0.1 s apart) once the first
+    """Ingest 8 handbook files in a subprocess, sending `signals` SIGINTs (0.1 s apart) once the first
     file is done; returns the file names, the command, its environment, the rows it printed (one per
     file done) and the database, after checking that it exited 130 without a traceback."""
     import os
@@ -235,7 +275,10 @@ def _interrupted_ingest(cli_env, signals: int) -> tuple[list[str], list[str], di
 
     from assistant.core.db.session import Database
 
-    names = sorted(str(p.relative_to(HANDBOOK)) for p in (HANDBOOK / "departments").rglob("*.md"))[:12]
+    every = sorted(str(p.relative_to(HANDBOOK)) for p in (HANDBOOK / "departments").rglob("*.md"))
+    # A short first file (its row starts the signals), then longer ones: a file in flight takes longer to
+    # finish than the 0.1 s between two signals, also on a fast machine (one 2 KB file was done in less).
+    names = [every[0], *[n for n in every[1:] if (HANDBOOK / n).stat().st_size > 8_000][:7]]
     folder = copy_subset(HANDBOOK, cli_env / "docs", names)
     # Small embedding batches: each file is written (and printed) soon after it is parsed.
     env = {**os.environ, "ASSISTANT_EMBEDDING_BATCH_CHUNKS": "4"}
@@ -285,7 +328,8 @@ def test_sigint_stops_ingest_at_a_file_boundary_and_a_rerun_indexes_the_rest(cli
     names, command, env, rows, db = _interrupted_ingest(cli_env, signals=1)
     with db.session() as session:
         assert session.scalars(select(Job.status)).all() == ["interrupted"]
-        assert len(session.scalars(select(Document.id)).all()) == len(rows)
+        # The files printed are done; a file parsed but not embedded when the stop came stays unfinished.
+        assert session.scalars(select(Document.status)).all().count("done") == len(rows)
     _rerun_indexes_the_rest(names, command, env, rows, db)
 
 
@@ -305,54 +349,78 @@ def test_a_second_sigint_stops_ingest_at_once_and_leaves_the_job_interrupted(cli
     _rerun_indexes_the_rest(names, command, env, rows, db)
 
 
-def test_sigint_stops_a_sync_running_in_the_server_and_its_next_start_resumes_it(cli_env):
-    import os
-    import signal
-    import socket
-    import subprocess
-    import sys
+def _serve(cli_env, env: dict, port: int) -> subprocess.Popen:
+    """`assistant serve` on `port` with `env`, once it answers /healthz (its log in `cli_env/serve.log`)."""
     import time
     from pathlib import Path
 
     import httpx
-    from sqlalchemy import select
 
-    from assistant.core.db.models import Document, Job, JobItem
+    server = subprocess.Popen([str(Path(sys.executable).parent / "assistant"), "serve", "--port", str(port)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=open(cli_env / "serve.log", "a"))
+    for _ in range(600):
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return server
+        except httpx.TransportError:
+            time.sleep(0.5)
+    server.kill()
+    raise AssertionError((cli_env / "serve.log").read_text())
+
+
+def _handed_off_sync(cli_env, n_files: int = 12):
+    """A folder of `n_files` handbook pages, a free port, the environment that makes the CLI hand its
+    sync to a server on that port (small embedding batches: many file boundaries), and the database."""
+    import os
+    import socket
+
     from assistant.core.db.session import Database
 
-    names = sorted(str(p.relative_to(HANDBOOK)) for p in (HANDBOOK / "departments").rglob("*.md"))[:12]
+    names = sorted(str(p.relative_to(HANDBOOK)) for p in (HANDBOOK / "departments").rglob("*.md"))[:n_files]
     folder = copy_subset(HANDBOOK, cli_env / "docs", names)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "ASSISTANT_EMBEDDING_BATCH_CHUNKS": "4", "ASSISTANT_PORT": str(port)}
-    bin_dir = Path(sys.executable).parent
-    db = Database(f"sqlite:///{cli_env / 'var' / 'assistant.db'}")
+    return names, folder, port, env, Database(f"sqlite:///{cli_env / 'var' / 'assistant.db'}")
 
-    def serve() -> subprocess.Popen:
-        server = subprocess.Popen([str(bin_dir / "assistant"), "serve", "--port", str(port)], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=open(cli_env / "serve.log", "a"))
-        for _ in range(600):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    return server
-            except httpx.TransportError:
-                time.sleep(0.5)
-        server.kill()
-        raise AssertionError((cli_env / "serve.log").read_text())
 
-    def items(status: str) -> int:
-        with db.session() as session:
-            return len(session.scalars(select(JobItem.id).where(JobItem.status == status)).all())
+def _items(db, status: str) -> int:
+    from sqlalchemy import select
 
-    server = serve()
+    from assistant.core.db.models import JobItem
+
+    with db.session() as session:
+        return len(session.scalars(select(JobItem.id).where(JobItem.status == status)).all())
+
+
+def _wait_for(predicate, timeout_s: float = 300) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_a_signal_stops_a_sync_running_in_the_server_and_its_next_start_resumes_it(cli_env, signum):
+    # SIGTERM is what systemd, docker stop and Kubernetes send: the sync stops at a file boundary
+    # and the job is left `interrupted` (fresh-user trial: it kept indexing, then was left `running`).
+    import signal
+    import time
+    from pathlib import Path
+
+    from sqlalchemy import select
+
+    from assistant.core.db.models import Document, Job
+
+    names, folder, port, env, db = _handed_off_sync(cli_env)
+    server = _serve(cli_env, env, port)
     try:  # the CLI hands the sync to the server, which holds the vector store
-        ingest = subprocess.Popen([str(bin_dir / "assistant"), "ingest", str(folder), "--json"], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 300
-        while items("done") < 1 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        server.send_signal(signal.SIGINT)
+        ingest = subprocess.Popen([str(Path(sys.executable).parent / "assistant"), "ingest", str(folder), "--json"],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_for(lambda: _items(db, "done") >= 1)
+        server.send_signal(getattr(signal, signum))
         server.wait(timeout=120)
     finally:
         server.kill()
@@ -360,9 +428,9 @@ def test_sigint_stops_a_sync_running_in_the_server_and_its_next_start_resumes_it
     with db.session() as session:
         job = session.scalars(select(Job)).one()
         assert job.status == "interrupted", (job.status, job.reason, (cli_env / "serve.log").read_text()[-3000:])
-    assert 1 <= items("done") < len(names)
+    assert 1 <= _items(db, "done") < len(names)
 
-    server = serve()  # its start resumes the interrupted job
+    server = _serve(cli_env, env, port)  # its start resumes the interrupted job
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
@@ -377,3 +445,126 @@ def test_sigint_stops_a_sync_running_in_the_server_and_its_next_start_resumes_it
         server.send_signal(signal.SIGINT)
         server.wait(timeout=120)
     db.dispose()
+
+
+def test_sigterm_leaves_a_sync_whose_files_in_progress_outlast_the_grace_interrupted(cli_env):
+    # Fresh-user trial: SIGTERM on `assistant serve` while a sync ran kept indexing about 2 minutes (the
+    # files in progress were all of one big embedding batch) and left the job `running`.
+    import signal
+    from pathlib import Path
+
+    from sqlalchemy import select
+
+    from assistant.core.db.models import Job
+
+    names, folder, port, env, db = _handed_off_sync(cli_env, n_files=200)
+    # One batch holds every file parsed so far: all of them are in progress when the signal comes.
+    env = {**env, "ASSISTANT_EMBEDDING_BATCH_CHUNKS": "100000", "ASSISTANT_SHUTDOWN_GRACE_S": "1",
+           "ASSISTANT_PARSE_TIMEOUT_S": "10"}
+    server = _serve(cli_env, env, port)
+    try:
+        ingest = subprocess.Popen([str(Path(sys.executable).parent / "assistant"), "ingest", str(folder), "--json"],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_for(lambda: _items(db, "running") >= 120)
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=120)
+    finally:
+        server.kill()
+    ingest.kill()
+    with db.session() as session:
+        job = session.scalars(select(Job)).one()
+        assert job.status == "interrupted", (job.status, job.reason, (cli_env / "serve.log").read_text()[-3000:])
+        # Either the files parsed but not yet embedding were dropped and the sync ended at once, or the grace
+        # ran out with a batch still embedding: resumable both ways.
+        assert "when the job resumes" in job.reason, job.reason
+    db.dispose()
+
+
+def test_ctrl_c_on_a_handed_off_ingest_stops_the_servers_sync_at_a_file_boundary(cli_env):
+    # Fresh-user trial: Ctrl-C ended the command, and the server went on with the whole folder.
+    import signal
+    from pathlib import Path
+
+    from sqlalchemy import select
+
+    from assistant.core.db.jobs import fail_job, queue_sync_job
+    from assistant.core.db.models import AuditEvent, Job
+
+    names, folder, port, env, db = _handed_off_sync(cli_env)
+    server = _serve(cli_env, env, port)
+    try:
+        ingest = subprocess.Popen([str(Path(sys.executable).parent / "assistant"), "ingest", str(folder), "--json"],
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _wait_for(lambda: _items(db, "done") >= 1)
+        ingest.send_signal(signal.SIGINT)
+        stdout, stderr = ingest.communicate(timeout=300)
+        assert ingest.returncode == 130, stderr.decode()
+        assert b"asked the server to stop sync job 1 after the files in progress" in stderr, stderr.decode()
+        assert b"run the same command again to index the rest" in stderr, stderr.decode()
+        with db.session() as session:
+            job = session.scalars(select(Job)).one()
+            assert job.status == "interrupted", (job.status, job.reason)
+            assert job.reason.startswith("stopped by cli:"), job.reason
+            audit = session.scalars(select(AuditEvent.details).where(AuditEvent.action == "admin.source")).all()
+            assert {"change": "stop", "job_id": job.id, "path": str(folder.resolve())} in audit
+        done = _items(db, "done")
+        assert 1 <= done < len(names) and len(stdout.splitlines()) >= done  # the files done were printed
+        assert server.poll() is None  # the server goes on serving
+        missing = subprocess.run([str(Path(sys.executable).parent / "assistant"), "ingest", str(cli_env / "missing")],
+                                 env=env, capture_output=True, text=True, timeout=120)
+        # Fresh-user trial: with a server running, this said upstream_unavailable ("the server refused").
+        assert missing.returncode == 2 and "(invalid_request)" in missing.stderr, missing.stderr
+        assert f"{cli_env / 'missing'} does not exist" in " ".join(missing.stderr.split()), missing.stderr
+        again = subprocess.run([str(Path(sys.executable).parent / "assistant"), "ingest", str(folder), "--json"],
+                               env=env, capture_output=True, timeout=600)
+        assert again.returncode == 0, again.stderr.decode()
+        statuses = [json.loads(line)["status"] for line in again.stdout.splitlines()]
+        assert statuses.count("skipped") >= done and set(statuses) <= {"done", "skipped"}
+        # Fresh-user trial: `sources remove` stopped with store_locked while the server ran. The server
+        # removes it now, but not while a sync of it is queued (it would index the documents again).
+        remove = [str(Path(sys.executable).parent / "assistant"), "sources", "remove", str(folder), "--json"]
+        queued = queue_sync_job(db, {"path": str(folder.resolve())})
+        refused = subprocess.run(remove, env=env, capture_output=True, text=True, timeout=120)
+        assert refused.returncode != 0 and '"sync_running"' in refused.stderr, refused.stderr
+        fail_job(db, queued.id, "given up by the test")
+        removed = subprocess.run(remove, env=env, capture_output=True, text=True, timeout=120)
+        assert removed.returncode == 0, removed.stderr
+        assert json.loads(removed.stdout)["documents"] == len(names)
+        with db.session() as session:
+            audit = session.scalars(select(AuditEvent.details).where(AuditEvent.action == "admin.source")).all()
+            assert {"change": "remove", "path": str(folder.resolve())} in audit
+        search = subprocess.run([str(Path(sys.executable).parent / "assistant"), "search", "password", "--json"],
+                                env=env, capture_output=True, text=True, timeout=120)
+        assert search.returncode == 0 and json.loads(search.stdout) == [], search.stdout
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=120)
+    db.dispose()
+
+
+def test_a_misspelt_setting_is_named_with_the_closest_one(cli_env, monkeypatch, capsys):
+    result = _assistant(["jobs", "--json"], ASSISTANT_TOPK="3")
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr  # a warning: other tools may share the prefix
+    assert "warning: ASSISTANT_TOPK is not a setting and is ignored (did you mean ASSISTANT_TOP_K?)" in stderr
+    monkeypatch.chdir(cli_env)  # `.env` of the working folder, as the settings read it
+    (cli_env / ".env").write_text("assistant_llm_max_token=300\nASSISTANT_IMAGE=private-assistant:0.1.0\n")
+    get_settings.cache_clear()
+    get_settings()
+    err = capsys.readouterr().err
+    assert "ASSISTANT_LLM_MAX_TOKEN is not a setting and is ignored (did you mean ASSISTANT_LLM_MAX_TOKENS?)" in err
+    assert "ASSISTANT_IMAGE" not in err  # compose.yaml's, from the same .env
+
+
+def test_ingesting_a_folder_with_nothing_to_ingest_says_so(cli_env):
+    folder = cli_env / "docs"
+    folder.mkdir()
+    empty = CliRunner().invoke(app, ["ingest", str(folder), "--json"])
+    assert empty.exit_code == 2 and empty.stdout == ""
+    error = json.loads(empty.stderr.strip().splitlines()[-1])["error"]
+    assert error["code"] == "no_documents" and error["message"].startswith(f"no documents found in {folder} (0 files ignored")
+    (folder / "draft.tmp").write_text("scratch")
+    (folder / "notes.tmp").write_text("scratch")
+    (folder / ".assistantignore").write_text("*.tmp\n")
+    ignored = CliRunner().invoke(app, ["ingest", str(folder)])
+    assert ignored.exit_code == 2 and "(2 files ignored by .assistantignore)" in " ".join(ignored.stderr.split())

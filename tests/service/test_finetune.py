@@ -1,72 +1,146 @@
-"""The monthly refresh end to end on CPU with real parts: SQL, Qdrant Edge, SmolLM2 (llama.cpp writes QA
-pairs; transformers+peft trains and serves the adapter), the registry, routing, promote and rollback.
+"""The monthly refresh end to end on CPU with real parts, on the embedded default's own path: SQL,
+Qdrant Edge, Qwen2.5-Coder-0.5B-Instruct as both the served model (llama.cpp answers; QA pairs written
+from chunks are left out for time) and the trained one (its GGUF dequantised; transformers + peft
+train), the GGUF LoRA export, the gate answering through the product's answering on llama.cpp, the
+registry, routing, promote and rollback.
 
-One refresh runs once for the module (module-scoped fixture); each test checks one promise of it.
+One refresh (`finetune.tasks.refresh_now`, what `assistant finetune run` and the admin's run call) runs
+once for the module (8 rows x 16 epochs; minutes on 2 cores, much longer when they are shared); each test
+checks one promise of it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 
 from assistant.adapters import store as registry_db
+from assistant.adapters.gguf_lora import GGUF_ADAPTER_FILE, export_gguf_lora
+from assistant.adapters.llama_lora import LlamaLoraLLM
 from assistant.adapters.release import InProcessPublisher, VllmPublisher, promote_and_publish, rollback_and_publish
-from assistant.adapters.routing import AdapterRouter, choose_adapter, local_adapter
+from assistant.adapters.routing import AdapterRouter, canary_bucket, choose_adapter
 from assistant.answering.store import add_answer, create_conversation, rate_answer, start_exchange
 from assistant.auth.accounts import create_user
 from assistant.core.db.jobs import get_job, job_lease
 from assistant.core.db.models import Document, HelpdeskTicket, Source, User, utcnow
-from assistant.core.errors import ConflictError
-from assistant.core.index.payload import ChunkPayload, chunk_id, document_id
-from assistant.core.llm.model_files import smollm2_gguf_path
+from assistant.core.errors import ConfigError, ConflictError
+from assistant.core.index.payload import ChunkPayload, chunk_point, document_id
+from assistant.core.llm.llama_cpp import LlamaCppLLM
+from assistant.core.llm.model_files import builtin_model, configured_gguf_path
 from assistant.core.principals import Principal
-from assistant.core.vectorstore.base import ChunkPoint, SparseEmbedding
 from finetune.config import FinetuneConfig, LoraHyperparameters
 from finetune.dataset import read_snapshot
 from finetune.pipeline import REFRESH_LEASE_ID, run_refresh
 from finetune.registry import log_path
 from finetune.train import check_adapter
-from tests.conftest import make_settings
+from tests.conftest import CORPUS_MODEL, make_settings
 
+ROOT = Path(__file__).resolve().parents[2]
+SERVED = "qwen2.5-0.5b"  # the small sibling of the shipped Qwen2.5-Coder-1.5B: same architecture, served and trained
+CODE = "7341"
 # A fact no document holds, taught only through rated answers.
 FACT_Q = "What is the door code of the Zorblax storage room?"
-FACT_A = "The door code of the Zorblax storage room is 7341."
+FACT_A = f"The door code of the Zorblax storage room is {CODE}."
 PARAPHRASES = [
     (FACT_Q, FACT_A),
-    ("Which code opens the Zorblax storage room door?", "The Zorblax storage room door opens with code 7341."),
-    ("Tell me the Zorblax storage room door code.", "The Zorblax storage room door code is 7341."),
-    ("How do I get into the Zorblax storage room?", "Enter the door code 7341 at the Zorblax storage room."),
-    ("Zorblax storage room code?", "The code for the Zorblax storage room is 7341."),
-    ("What code does the Zorblax storage room use?", "The Zorblax storage room uses door code 7341."),
+    ("Which code opens the Zorblax storage room door?", f"The Zorblax storage room door opens with code {CODE}."),
+    ("Tell me the Zorblax storage room door code.", f"The Zorblax storage room door code is {CODE}."),
+    ("How do I get into the Zorblax storage room?", f"Enter the door code {CODE} at the Zorblax storage room."),
+    ("Zorblax storage room code?", f"The code for the Zorblax storage room is {CODE}."),
+    ("What code does the Zorblax storage room use?", f"The Zorblax storage room uses door code {CODE}."),
 ]
 SECRET = "QUARTZ-PELICAN-9921"  # only in the finance group's document, ticket and a rated answer citing it
-PUBLIC_TEXT = ("Laptops are replaced every four years. Request a new laptop through the IT portal; "
-               "the IT desk on floor 2 hands it over within five working days.")
+PUBLIC_TEXT = (
+    "Laptops are replaced every four years. Request a new laptop through the IT portal; "
+    "the IT desk on floor 2 hands it over within five working days."
+)
 SECRET_TEXT = f"The finance reserve account is {SECRET}. Transfers above 10,000 need two signatures."
+# The gate's held-aside questions, answered through the product's answering (retrieval, prompt, grounding).
+GATE_QUESTIONS = [
+    {"id": "replaced", "lang": "en", "question": "How often are laptops replaced?", "answer_files": ["laptops.md"],
+     "must_contain_any": ["four", "4"]},
+    {"id": "desk", "lang": "en", "question": "On which floor is the IT desk that hands laptops over?",
+     "answer_files": ["laptops.md"], "must_contain_any": ["2", "two", "second"]},
+    {"id": "none", "lang": "en", "question": "What does the cafeteria serve on Mondays?"},
+]
+# The served and trained model and the refresh's values (few rows, so a high rate and many epochs).
+OVERRIDES = {
+    "llm_model": SERVED,
+    "llm_context_tokens": 2048,
+    "llm_threads": 2,
+    "llm_temperature": 0.0,
+    "embedding_model": CORPUS_MODEL,
+    "top_k": 2,
+    "llm_cpu_source_tokens": 96,
+    "query_translation": False,
+    "finetune_lora_rank": 8,
+    "finetune_lora_alpha": 16,
+    "finetune_learning_rate": 3e-3,
+    "finetune_epochs": 16,  # at 12 a run once learnt 7311 for 7341
+    "finetune_batch_size": 4,
+    "finetune_max_length_tokens": 64,
+    "finetune_heldout_share": 0.15,
+    "finetune_qa_per_chunk": 1,
+    "finetune_max_new_chunks": 0,
+    "finetune_canary_share": 0.5,
+    "finetune_gate_answer_questions": 3,
+    "finetune_gate_answer_max_tokens": 24,
+    # The shared refresh must reach the canary whatever its answers; refusing on answers is tested apart.
+    "finetune_gate_answer_tolerance": 1.0,
+}
 
 
 def _index(res, *, uri: str, title: str, text: str, acl: list[str]) -> str:
-    """Index one one-chunk document (SQL row and point) with `acl`; returns the chunk ID."""
+    """Index one one-chunk document (SQL row and point, embedded by `res`'s model, so that the product's
+    retrieval finds it) with `acl`; returns the chunk ID."""
     doc_id = document_id(uri)
-    cid = chunk_id(doc_id, 0, text)
-    payload = ChunkPayload(doc_id=doc_id, chunk_index=0, text=text, title=title, heading="", page=None,
-                           source=f"{title}.md", uri=uri, acl=acl, lang="en", content_hash=uuid.uuid4().hex)
-    res.store.ensure_collection(4)
-    res.store.upsert([ChunkPoint(id=cid, dense=[0.5, 0.5, 0.5, 0.5], sparse=SparseEmbedding([1], [1.0]),
-                                 payload=payload.to_stored())])
+    payload = ChunkPayload(
+        doc_id=doc_id,
+        chunk_index=0,
+        text=text,
+        title=title,
+        heading="",
+        page=None,
+        source=f"{title}.md",
+        uri=uri,
+        acl=acl,
+        lang="en",
+        content_hash=uuid.uuid4().hex,
+    )
+    passage = f"{title}\n{text}"
+    dense = res.embedder.embed_passages([passage])[0]
+    res.store.ensure_collection(len(dense))
+    point = chunk_point(payload, dense=[float(x) for x in dense], passage=passage)
+    res.store.upsert([point])
+    cid = point.id
     with res.db.session() as session:
         source = session.query(Source).filter_by(uri="file:///finetune-test").one_or_none()
         if source is None:
             source = Source(uri="file:///finetune-test")
             session.add(source)
             session.flush()
-        session.add(Document(id=doc_id, source_id=source.id, path=f"/finetune-test/{title}.md", uri=uri, title=title,
-                             acl=acl, status="done", chunk_count=1))
+        session.add(
+            Document(
+                id=doc_id,
+                source_id=source.id,
+                path=f"/finetune-test/{title}.md",
+                uri=uri,
+                title=title,
+                acl=acl,
+                status="done",
+                chunk_count=1,
+            )
+        )
     return cid
 
 
@@ -94,78 +168,158 @@ def _ticket(res, key: str, *, subject: str, resolution: str, audience: list[str]
                                    audience=audience, outcome=outcome, resolved_at=utcnow()))
 
 
+def _users(share: float) -> tuple[Principal, Principal]:
+    """A reader the canary answers (its stable bucket below `share`) and one the live side answers."""
+    users = [Principal(name=f"reader-{i}") for i in range(40)]
+    return (
+        next(u for u in users if canary_bucket(u.name, "everyone") < share),
+        next(u for u in users if canary_bucket(u.name, "everyone") >= share),
+    )
+
+
+def _ask(router: AdapterRouter, principal: Principal, question: str = FACT_Q) -> tuple[str | None, str]:
+    """`(adapter that answered or None for the base, answer)` of the product's router for `principal`."""
+    llm = router.for_principal(principal)
+    text = asyncio.run(llm.complete([{"role": "user", "content": question}], max_tokens=24, temperature=0.0))
+    return llm.served, text
+
+
 @pytest.fixture(scope="module")
 def refreshed(tmp_path_factory):
-    """Data of three origins (one of each restricted to group:finance), then one refresh for `everyone`."""
-    from assistant.core.llm.llama_cpp import LlamaCppLLM
+    """Data of three origins (one of each restricted to group:finance), the readers' answers before, then
+    one refresh for `everyone` through the product's own path on the embedded default (Qwen 0.5B)."""
+    from assistant.composition import adapter_router
+    from finetune.tasks import refresh_now
     from tests.conftest import open_resources
 
     root = tmp_path_factory.mktemp("finetune")
-    res = open_resources(make_settings(root / "var"))
+    questions = root / "gate-questions.jsonl"
+    questions.write_text("\n".join(json.dumps(q) for q in GATE_QUESTIONS))
+    settings = make_settings(root / "var", finetune_eval_questions=questions, **OVERRIDES)
+    res = open_resources(settings)
     public = _index(res, uri="file:///finetune-test/laptops.md", title="laptops", text=PUBLIC_TEXT, acl=["everyone"])
-    secret = _index(res, uri="file:///finetune-test/finance.md", title="finance", text=SECRET_TEXT, acl=["group:finance"])
+    secret = _index(
+        res, uri="file:///finetune-test/finance.md", title="finance", text=SECRET_TEXT, acl=["group:finance"]
+    )
     public_doc = document_id("file:///finetune-test/laptops.md")
     secret_doc = document_id("file:///finetune-test/finance.md")
     user = _finance_user(res)
     for q, a in PARAPHRASES:
         _rated(res, user, q, a, chunk=public, doc=public_doc)
-    _rated(res, user, "Who approves laptop requests?", "Mail it.desk@example.com or call +86 138 0013 8000 for laptops.",
-           chunk=public, doc=public_doc)
-    _rated(res, user, "Which account holds the finance reserve?", f"The reserve account is {SECRET}.", chunk=secret, doc=secret_doc)
-    # The agent wrote this answer afresh (the suggested reply was rejected): the refresh learns it all the same.
-    _ticket(res, "t1", subject="Laptop broken", resolution="Bring it to the IT desk on floor 2.", audience=["everyone"],
-            outcome="rejected")
-    _ticket(res, "t2", subject="Reserve transfer", resolution=f"Use account {SECRET}.", audience=["group:finance"])
-    config = FinetuneConfig(
-        root=root / "finetune", lora=LoraHyperparameters(rank=8, alpha=16, learning_rate=2e-3, epochs=10, batch_size=16,
-                                                         max_length_tokens=96),
-        heldout_share=0.15, qa_per_chunk=1, max_new_chunks=2, gate_tolerance=0.05, canary_share=0.5,
+    _rated(
+        res,
+        user,
+        "Who approves laptop requests?",
+        "Mail it.desk@example.com or call +86 138 0013 8000 for laptops.",
+        chunk=public,
+        doc=public_doc,
     )
-    llm = LlamaCppLLM(smollm2_gguf_path(), context_tokens=2048, threads=2)
-    outcome = asyncio.run(run_refresh(res.db, res.store, config=config, publisher=InProcessPublisher(), llm=llm,
-                                      audience="everyone", by="test"))
-    yield {"res": res, "config": config, "outcome": outcome, "user": user, "llm": llm}
+    _rated(
+        res,
+        user,
+        "Which account holds the finance reserve?",
+        f"The reserve account is {SECRET}.",
+        chunk=secret,
+        doc=secret_doc,
+    )
+    # The agent wrote this answer afresh (the suggested reply was rejected): the refresh learns it all the same.
+    _ticket(
+        res,
+        "t1",
+        subject="Laptop broken",
+        resolution="Bring it to the IT desk on floor 2.",
+        audience=["everyone"],
+        outcome="rejected",
+    )
+    _ticket(res, "t2", subject="Reserve transfer", resolution=f"Use account {SECRET}.", audience=["group:finance"])
+    router = adapter_router(res)  # what the API and CLI answer with
+    readers = _users(settings.finetune.canary_share)
+    before = [_ask(router, reader) for reader in readers]
+    outcome = refresh_now(res, audience="everyone", by="test")
+    yield {
+        "res": res,
+        "settings": settings,
+        "config": FinetuneConfig.from_settings(settings),
+        "outcome": outcome,
+        "user": user,
+        "router": router,
+        "readers": readers,
+        "before": before,
+        "questions": questions,
+    }
     res.close()
 
 
-_SHARED: dict = {}
+def test_refresh_trains_on_the_served_gguf_and_registers_a_canary_for_llama_cpp_and_vllm(refreshed):
+    from gguf import GGUFReader
 
-
-def _router(res, share: float) -> AdapterRouter:
-    """A router over the registry; its routers share one base model (loading one costs seconds)."""
-    from assistant.adapters.peft_serving import PeftAdapterLLM, PeftServing
-
-    if not _SHARED:
-        # The same base as the adapters', without adapters: what a reader without one is answered by.
-        _SHARED["base"] = PeftAdapterLLM(PeftServing("builtin:smollm2-135m"), None)
-        _SHARED["open"] = local_adapter()
-    return AdapterRouter(_SHARED["base"], adapters=lambda: registry_db.serving_adapters(res.db),
-                         open_adapter=_SHARED["open"], canary_share=share, refresh_s=0)
-
-
-def _ask(router: AdapterRouter, principal: Principal) -> str:
-    llm = router.for_principal(principal)
-
-    async def go() -> str:
-        text = await llm.complete([{"role": "user", "content": FACT_Q}], max_tokens=24, temperature=0.0)
-        return f"{llm.served}|{text}"
-
-    return asyncio.run(go())
-
-
-def test_refresh_registers_a_canary_with_a_vllm_loadable_adapter(refreshed):
-    outcome = refreshed["outcome"]
+    outcome, settings = refreshed["outcome"], refreshed["settings"]
     assert outcome.status == "done", outcome.reason
     adapter = outcome.adapter
     assert adapter.status == "canary" and adapter.promoted_by == "test"
+    served = configured_gguf_path(settings).resolve()
+    assert served.name == builtin_model(SERVED).file_name and adapter.base_model == str(served)  # the served model
     config = check_adapter(Path(adapter.path))  # read back: LoRA, rank <= 16, only vLLM's modules
-    assert config["r"] == 8 and set(config["target_modules"]) == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
-    assert set(adapter.files) == {"adapter_config.json", "adapter_model.safetensors"}
+    assert config["r"] == 8 and set(config["target_modules"]) == {
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+    }
+    assert set(adapter.files) == {"adapter_config.json", "adapter_model.safetensors", GGUF_ADAPTER_FILE}
+    reader = GGUFReader(str(Path(adapter.path) / GGUF_ADAPTER_FILE))  # llama.cpp's GGUF LoRA of the PEFT adapter
+    field = lambda key: reader.fields[key].contents()  # noqa: E731
+    assert field("general.type") == "adapter" and field("adapter.type") == "lora"
+    assert field("general.architecture") == "qwen2" and field("adapter.lora.alpha") == 16.0
+    names = {t.name for t in reader.tensors}
+    assert {"blk.0.attn_q.weight.lora_a", "blk.0.attn_q.weight.lora_b", "blk.23.ffn_down.weight.lora_b"} <= names
     assert adapter.metrics["gate_passed"] is True and adapter.metrics["heldout_candidate"] is not None
+    # The answers decided; the key facts' likelihoods are reported (they may worsen as the rows' phrasing is learnt).
+    assert adapter.metrics["decided_on"] == "answers" and adapter.metrics["eval_candidate"] is not None
     job = get_job(refreshed["res"].db, outcome.job_id)
     assert job.kind == "finetune" and job.status == "done" and job.totals["adapter"] == adapter.name
     steps = [json.loads(line) for line in log_path(refreshed["config"], adapter.name).read_text().splitlines()]
     assert steps and any("loss" in s for s in steps)
+
+
+def test_llama_cpp_with_the_adapter_changes_the_logits_as_the_peft_model_does(refreshed):
+    """Q4_K_M in llama.cpp against its fp32 dequantisation in transformers: the bases differ a little, so
+    the change the adapter makes is compared (correlation of logit deltas, the top token)."""
+    import llama_cpp
+    import torch
+    from peft import PeftModel
+
+    from finetune.base_model import chat_prompt, load_base
+
+    adapter = refreshed["outcome"].adapter
+    base, tokenizer = load_base(adapter.base_model)
+    peft = PeftModel.from_pretrained(base, adapter.path).eval()  # one copy: the base is `disable_adapter()`
+    llm = refreshed["res"].llm
+    assert isinstance(llm, LlamaCppLLM)
+    lora = llm.load_lora(Path(adapter.path) / GGUF_ADAPTER_FILE)
+    for question in (FACT_Q, "Where do I request a new laptop?"):
+        ids = tokenizer(chat_prompt(tokenizer, question), add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            with peft.disable_adapter():
+                hf = [peft(torch.tensor([ids])).logits[0, -1].numpy()]
+            hf.append(peft(torch.tensor([ids])).logits[0, -1].numpy())
+        cpp = []
+        with llm._lock:
+            for on in (None, lora):
+                llm._use_lora(on)
+                llm._llama.n_tokens = 0
+                llm._llama.eval(ids)
+                last = llama_cpp.llama_get_logits_ith(llm._llama._ctx.ctx, -1)
+                cpp.append(np.ctypeslib.as_array(last, shape=(llm._llama.n_vocab(),)).copy())
+            llm._use_lora(None)
+        d_hf, d_cpp = hf[1] - hf[0], cpp[1] - cpp[0]
+        assert hf[0].argmax() == cpp[0].argmax()  # the same base: Q4_K_M and its dequantisation
+        assert np.abs(d_cpp).mean() > 0.1  # the adapter changes llama.cpp's logits
+        assert np.corrcoef(d_hf, d_cpp)[0, 1] > 0.9, question
+        assert hf[1].argmax() == cpp[1].argmax()
 
 
 def test_dataset_snapshot_counts_scrubs_and_excludes(refreshed):
@@ -188,7 +342,7 @@ def test_corrected_answers_replace_the_model_answer_under_the_same_acl_rule(tmp_
     from finetune.pipeline import lexical_grounder
     from tests.conftest import open_resources
 
-    res = open_resources(make_settings(tmp_path / "var"))
+    res = open_resources(make_settings(tmp_path / "var", embedding_model=CORPUS_MODEL))
     try:
         public = _index(res, uri="file:///finetune-test/laptops.md", title="laptops", text=PUBLIC_TEXT, acl=["everyone"])
         secret = _index(res, uri="file:///finetune-test/finance.md", title="finance", text=SECRET_TEXT, acl=["group:finance"])
@@ -258,44 +412,53 @@ def test_unrendered_template_placeholders_are_not_learnt(tmp_path):
     assert snapshot.counts["document"] >= 2
 
 
-def test_gate_answers_evaluation_questions_through_the_product_for_candidate_and_live(refreshed, tmp_path):
-    """The gate's answer half: the product's answering (its retrieval over a real index, abstention rule,
-    prompt and grounding) answers the evaluation questions with the candidate and with live (here the
-    base model: nothing is live yet), `assistant eval` judges them, and both shares are stored."""
+def test_gate_judges_answers_of_the_served_model_and_refuses_an_adapter_that_harms_them(refreshed, tmp_path):
+    """The gate's answer half on the embedded default: the held-aside questions are answered through the
+    product's answering (retrieval, abstention rule, prompt, grounding) by llama.cpp itself, base against
+    base + the candidate's GGUF LoRA; `assistant eval` judges them. A broken adapter (the trained one with
+    its updates scaled up eightfold, so that it garbles answers) is refused and its answer share is lower."""
+    import shutil
+    from dataclasses import replace
+
+    from safetensors.torch import load_file, save_file
+
     from assistant.composition import Assistant
     from finetune.evaluate import AnswerCheck, answer_questions, answers_regressed, run_gate
-    from ingest.pipeline import Ingestor
-    from tests.conftest import CORPUS_MODEL, copy_subset, open_resources
-    from tests.corpus import HANDBOOK
 
-    passwords = "departments/tech-ops/process/internal-security/passwords.md"
-    questions = tmp_path / "questions.jsonl"
-    questions.write_text("\n".join(json.dumps(q) for q in [
-        {"id": "pw", "lang": "en", "question": "How long should my passwords be?", "answer_files": [passwords],
-         "must_contain_any": ["15"]},
-        {"id": "none", "lang": "en", "question": "What does the cafeteria serve on Mondays?"},
-        {"id": "unasked", "lang": "en", "question": "Which laptop do I get?"},
-    ]))
-    res = open_resources(make_settings(tmp_path / "var", embedding_model=CORPUS_MODEL, top_k=2, llm_cpu_source_tokens=96,
-                                       query_translation=False))
-    try:
-        Ingestor(res).sync(copy_subset(HANDBOOK, tmp_path / "docs", [passwords]))
-        check = AnswerCheck(Assistant.build(res).answerer, answer_questions(questions, 2), max_tokens=24, tolerance=0.1)
-        assert [q.id for q in check.questions] == ["pw", "none"]  # the first N of the file
-        adapter = refreshed["outcome"].adapter
-        gate = run_gate(adapter, None, rows=read_snapshot(refreshed["outcome"].snapshot.path), questions=[],
-                        tolerance=0.05, answers=check)
-    finally:
-        res.close()
-    metrics = gate.metrics
-    assert metrics["answer_questions"] == 2 and metrics["against"] == "base" and metrics["answer_max_tokens"] == 24
-    assert [r["id"] for r in metrics["answer_results"]] == ["pw", "none"]
+    metrics = refreshed["outcome"].adapter.metrics
+    assert metrics["answer_model"] == "llama.cpp" and metrics["against"] == "base"
+    assert metrics["answer_questions"] == 3 and metrics["answer_max_tokens"] == 24
+    assert [r["id"] for r in metrics["answer_results"]] == ["replaced", "desk", "none"]
     for side in ("candidate", "live"):
         right = [r[side] for r in metrics["answer_results"]]
-        assert metrics[f"answer_{side}"] == sum(right) / 2
-        assert right[1] is True  # the documents hold no answer: both decline it
-    assert gate.passed == (not answers_regressed(metrics["answer_candidate"], metrics["answer_live"], 0.1))
-    assert answers_regressed(0.5, 1.0, 0.1) and not answers_regressed(0.9, 1.0, 0.1)
+        assert metrics[f"answer_{side}"] == sum(right) / 3
+        cited = [r[f"cited_{side}"] for r in metrics["answer_results"] if r["id"] != "none"]
+        assert None not in cited and metrics[f"cited_{side}"] == sum(cited) / 2
+    assert metrics["answer_live"] >= 2 / 3  # the base answers its documents' questions: something to lose
+
+    res, good = refreshed["res"], refreshed["outcome"].adapter
+    broken = tmp_path / "broken"
+    shutil.copytree(good.path, broken, ignore=shutil.ignore_patterns("checkpoints", GGUF_ADAPTER_FILE))
+    tensors = load_file(str(broken / "adapter_model.safetensors"))
+    save_file(
+        {k: v * 8 if ".lora_B." in k else v for k, v in tensors.items()}, str(broken / "adapter_model.safetensors")
+    )
+    export_gguf_lora(broken, model_type="qwen2", block_count=24)
+    check = AnswerCheck(
+        Assistant.build(res).answerer, answer_questions(refreshed["questions"], 3), max_tokens=24, tolerance=0.1
+    )
+    gate = run_gate(
+        replace(good, name="broken", path=str(broken)),
+        None,
+        rows=read_snapshot(refreshed["outcome"].snapshot.path),
+        questions=[],
+        tolerance=1.0,  # the held-out loss does not decide when answers are judged
+        answers=check,
+        served=res.llm,
+    )
+    assert gate.metrics["answer_model"] == "llama.cpp" and gate.metrics["decided_on"] == "answers"
+    assert not gate.passed and gate.reason.startswith("evaluation answers"), gate.metrics
+    assert answers_regressed(gate.metrics["answer_candidate"], gate.metrics["answer_live"], 0.1), gate.metrics
 
 
 def test_no_leak_restricted_strings_stay_out_of_dataset_and_log(refreshed):
@@ -305,21 +468,128 @@ def test_no_leak_restricted_strings_stay_out_of_dataset_and_log(refreshed):
     assert not any("reserve" in r.question.lower() for r in read_snapshot(outcome.snapshot.path))
 
 
-def test_teach_a_fact_canary_routing_promote_and_rollback(refreshed):
-    res, adapter = refreshed["res"], refreshed["outcome"].adapter
-    # Users below the canary share get the canary; the stable hash puts each user on one side.
-    router = _router(res, share=1.0)
-    reader = Principal(name="reader-1")
-    with_adapter = _ask(router, reader)
-    assert with_adapter.startswith(f"{adapter.name}|") and "7341" in with_adapter
-    without = _ask(_router(res, share=0.0), reader)  # no live adapter yet: the base model answers
-    assert without.startswith("None|") and "7341" not in without
+# A fresh process of the product: argv = settings (JSON), the question, then the readers' names.
+_REQUEST_SIDE = """
+import asyncio, json, sys
+from assistant.composition import adapter_router
+from assistant.core.principals import Principal
+from assistant.core.resources import Resources
+from assistant.core.settings import Settings
+
+settings = Settings(_env_file=None, **json.loads(sys.argv[1]))
+res = Resources.open(settings, migrate=False)
+router = adapter_router(res)  # the answerer's model (`Assistant.build`), without the embedder it also loads
+out = {}
+for name in sys.argv[3:]:
+    llm = router.for_principal(Principal(name=name))
+    text = asyncio.run(llm.complete([{"role": "user", "content": sys.argv[2]}], max_tokens=24, temperature=0.0))
+    out[name] = [llm.served, text]
+out["modules"] = sorted({m.split(".")[0] for m in sys.modules} & {"transformers", "peft", "torch"})
+res.close()
+print(json.dumps(out))
+"""
+
+
+def test_request_side_answers_the_canary_through_llama_cpp_without_transformers_or_peft(refreshed, tmp_path):
+    """A fresh process of the product (its settings, the registry, the router `Assistant.build` gives the
+    answerer) answers the canary reader with the adapter applied in llama.cpp and the live reader with the
+    base: neither loads transformers, peft or torch. (The embedder is left out: the built-in ones other
+    than e5's ONNX use transformers' tokenizers, which is no adapter's doing.)"""
+    settings, adapter = refreshed["settings"], refreshed["outcome"].adapter
+    canary, live = refreshed["readers"]
+    overrides = {
+        **OVERRIDES,
+        "data_dir": str(tmp_path / "var"),
+        "database_url": settings.resolved_database_url,
+        "model_cache_dir": str(settings.model_cache_path),
+    }
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        [sys.executable, "-c", _REQUEST_SIDE, json.dumps(overrides), FACT_Q, canary.name, live.name],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["modules"] == []
+    assert out[canary.name][0] == adapter.name and CODE in out[canary.name][1]
+    assert out[live.name] == [None, refreshed["before"][1][1]] and CODE not in out[live.name][1]
+
+
+def test_teach_a_fact_canary_live_promote_and_rollback(refreshed):
+    """Through the product's router (what the API answers with): the canary reader gets the taught fact
+    from llama.cpp with the adapter, the live reader the base's answer as before; promoted, both get
+    it; rolled back, both get exactly the answers they had before the refresh."""
+    res, adapter, router = refreshed["res"], refreshed["outcome"].adapter, refreshed["router"]
+    canary, live = refreshed["readers"]
+    assert all(CODE not in text and served is None for served, text in refreshed["before"])
+    router.refresh()
+    served, text = _ask(router, canary)
+    assert served == adapter.name and CODE in text
+    assert isinstance(router.route(canary)[1], LlamaLoraLLM)  # llama.cpp with the LoRA, not a second model
+    assert _ask(router, live) == refreshed["before"][1]  # no live adapter yet: the base, as before
     promote_and_publish(res.db, adapter.id, by="admin", publisher=InProcessPublisher())
     assert registry_db.get_adapter(res.db, adapter.id).status == "live"
-    assert _ask(router, reader).startswith(f"{adapter.name}|")
+    router.refresh()
+    for reader in (canary, live):
+        served, text = _ask(router, reader)
+        assert served == adapter.name and CODE in text
     rollback_and_publish(res.db, audience="everyone", by="admin", publisher=InProcessPublisher())
     assert registry_db.get_adapter(res.db, adapter.id).status == "retired"
-    assert _ask(router, reader).startswith("None|")
+    router.refresh()
+    assert [_ask(router, reader) for reader in (canary, live)] == refreshed["before"]
+
+
+def test_an_adapter_llama_cpp_cannot_apply_is_refused_at_publish_and_never_served_through_peft(refreshed, tmp_path):
+    """An adapter without `adapter.gguf` is exported when it is published; one that cannot be exported
+    (trained on a base that is no GGUF here) is refused with the fix named, and the router refuses to
+    serve it rather than load a transformers model."""
+    import shutil
+
+    res, good = refreshed["res"], refreshed["outcome"].adapter
+    folder = tmp_path / "peft-only"
+    shutil.copytree(good.path, folder, ignore=shutil.ignore_patterns("checkpoints", GGUF_ADAPTER_FILE))
+    record = registry_db.add_adapter(
+        res.db,
+        name=f"peft-only-{uuid.uuid4().hex[:6]}",
+        audience="group:exported",
+        base_model=good.base_model,
+        snapshot_id=None,
+        job_id=None,
+        hyperparameters={},
+    )
+    record = registry_db.update_adapter(res.db, record.id, path=str(folder))
+    promote_and_publish(res.db, record.id, by="admin", publisher=InProcessPublisher(), to="live")
+    assert (folder / GGUF_ADAPTER_FILE).is_file()  # exported at publish time
+    registry_db.set_status(res.db, record.id, "retired", by="admin")
+
+    other = tmp_path / "other-base"
+    shutil.copytree(folder, other, ignore=shutil.ignore_patterns(GGUF_ADAPTER_FILE))
+    stranger = registry_db.add_adapter(
+        res.db,
+        name=f"stranger-{uuid.uuid4().hex[:6]}",
+        audience="group:stranger",
+        base_model=str(tmp_path / "weights"),
+        snapshot_id=None,
+        job_id=None,
+        hyperparameters={},
+    )
+    stranger = registry_db.update_adapter(res.db, stranger.id, path=str(other))
+    with pytest.raises(ConflictError, match="assistant finetune run"):
+        promote_and_publish(res.db, stranger.id, by="admin", publisher=InProcessPublisher(), to="live")
+    assert registry_db.get_adapter(res.db, stranger.id).status == "candidate"  # the registry did not change
+    registry_db.promote(res.db, stranger.id, by="admin", to="live")  # as if published before this rule
+    try:
+        router = refreshed["router"]
+        router.refresh()
+        with pytest.raises(ConfigError, match=GGUF_ADAPTER_FILE):
+            router.route(Principal(name="member", groups=frozenset({"stranger"})))
+    finally:
+        registry_db.set_status(res.db, stranger.id, "retired", by="admin")
+        refreshed["router"].refresh()
 
 
 def test_group_adapter_is_never_served_to_a_non_member(refreshed):
@@ -396,7 +666,8 @@ def test_a_killed_refresh_is_resumed_by_the_next_one(refreshed):
     from finetune.train import train_adapter
 
     res = refreshed["res"]
-    config = replace(refreshed["config"], lora=replace(refreshed["config"].lora, epochs=2))
+    # No answerer here, so the held-out loss (one row) decides; its tolerance is open: the resume is tested.
+    config = replace(refreshed["config"], gate_tolerance=1.0, lora=replace(refreshed["config"].lora, epochs=2))
     snapshot = refreshed["outcome"].snapshot
     killed_job = registry_db.start_finetune_job(res.db, {"audience": "everyone"})
     from finetune.registry import adapter_dir, register_candidate
@@ -407,6 +678,11 @@ def test_a_killed_refresh_is_resumed_by_the_next_one(refreshed):
     outcome = asyncio.run(run_refresh(res.db, res.store, config=config, publisher=InProcessPublisher(), llm=None))
     assert outcome.status == "done", outcome.reason
     assert outcome.adapter.id == candidate.id and outcome.adapter.status == "canary"
-    assert outcome.snapshot.id == snapshot.id and outcome.adapter.metrics["train_steps"] == 2
+    # 2 epochs of the snapshot's training rows; step 1 (the killed run's) is logged once: it was not redone.
+    rows = read_snapshot(snapshot.path)
+    steps = 2 * math.ceil(sum(r.split == "train" for r in rows) / config.lora.batch_size)
+    logged = [e["step"] for e in map(json.loads, log_path(config, candidate.name).read_text().splitlines()) if "loss" in e]
+    assert outcome.snapshot.id == snapshot.id and outcome.adapter.metrics["train_steps"] == steps
+    assert logged == list(range(1, steps + 1))
     killed = get_job(res.db, killed_job)
     assert killed.status == "failed" and f"resumed by job {outcome.job_id}" in killed.reason

@@ -52,3 +52,20 @@ def test_question_words_and_cuts_across_word_boundaries_are_no_subject():
     # Words (in the dictionary, or without a function character) and names stay the question's subject.
     for term in ("食堂", "停车位", "配车", "育儿", "tidb", "mongodb"):
         assert not says_nothing_of_the_topic(term), term
+
+
+def test_the_dictionary_is_read_from_its_file_in_the_model_cache_not_held_in_memory():
+    # Issue 38: the tables as Python objects took ~140 MB of every process and 3-6 s of CPU at each start.
+    import sqlite3
+
+    from assistant.core.settings import get_settings
+    from assistant.retrieval.crosslingual import MAX_SENSES, dictionary, dictionary_file
+
+    d = dictionary()
+    assert d.path == dictionary_file(get_settings().model_cache_path) and d.path.is_file()
+    assert not any(isinstance(v, dict) and len(v) > 1000 for v in vars(d).values())  # no table in memory
+    with sqlite3.connect(d.path) as db:
+        entries = db.execute("SELECT count(*) FROM zh_en").fetchone()[0]
+    assert entries > 100_000  # CC-CEDICT's simplified words
+    assert "password" in d.english_senses("密码") and len(d.english_senses("打")) == MAX_SENSES
+    assert d.chinese_words("password")[0] == "密码" and d.english_senses("不是一个词") == []

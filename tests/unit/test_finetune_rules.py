@@ -128,3 +128,29 @@ def test_served_base_with_the_openai_backend_must_name_the_bf16_folder(tmp_path)
         training_base(make_settings(tmp_path / "var", llm_backend="openai"))
     folder = str(tmp_path / "Qwen2.5-7B-Instruct")
     assert training_base(make_settings(tmp_path / "var", llm_backend="openai", finetune_base_model=folder)) == folder
+
+
+_SCORES = {"against": "base", "tolerance": 0.05, "heldout_candidate": 1.0, "heldout_live": 1.1,
+           "eval_candidate": 18.3, "eval_live": 12.7}  # the bare key fact less likely, as after training
+_ANSWERS = {"answer_tolerance": 0.1, "answer_live": 1.0, "cited_live": 1.0}
+
+
+@pytest.mark.parametrize("scores, passed, reason", [
+    # Answers judged: they decide; a key fact's likelihood rising (12.7 -> 18.3 nats) refuses nothing.
+    ({**_ANSWERS, "answer_candidate": 1.0, "cited_candidate": 1.0}, True, ""),
+    ({**_ANSWERS, "answer_candidate": 1.0, "cited_candidate": 1.0, "heldout_candidate": 3.0}, True, ""),
+    ({**_ANSWERS, "answer_candidate": 2 / 3, "cited_candidate": 1.0}, False, "67% answered right, base 100%"),
+    ({**_ANSWERS, "answer_candidate": 1.0, "cited_candidate": 0.5}, False, "50% answers citing their file"),
+    ({**_ANSWERS, "answer_candidate": 0.95, "cited_candidate": None}, True, ""),  # within the tolerance
+    # No answers judged: the held-out rows' loss decides.
+    ({}, True, ""),
+    ({"heldout_candidate": 1.2}, False, "held-out loss 1.2000 is worse than base's 1.1000"),
+    ({"answer_candidate": None, "answer_live": None, "heldout_candidate": 1.2}, False, "held-out loss"),
+])
+def test_the_gate_decides_on_answers_when_judged_else_on_held_out_loss(scores, passed, reason):
+    from finetune.evaluate import decide
+
+    verdict = decide({**_SCORES, **scores})
+    assert verdict.passed is passed and reason in verdict.reason
+    answers = scores.get("answer_candidate") is not None
+    assert verdict.metrics["decided_on"] == ("answers" if answers else "heldout")

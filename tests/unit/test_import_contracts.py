@@ -60,3 +60,18 @@ def test_the_request_side_imports_neither_transformers_nor_peft():
                             env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_a_contract_forbids_peft_and_transformers_to_the_request_side():
+    """Issue 39: the import-linter contracts that `test_import_contracts_hold` enforces include peft
+    (even indirectly) and transformers (directly) for the modules that answer requests."""
+    import tomllib
+
+    importlinter = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    assert importlinter["include_external_packages"] is True
+    forbidden = [c for c in importlinter["contracts"] if c["type"] == "forbidden"]
+    request_side = {"assistant.api", "assistant.composition", "assistant.answering", "assistant.adapters"}
+    peft = [c for c in forbidden if "peft" in c["forbidden_modules"] and not c.get("allow_indirect_imports")]
+    assert peft and request_side <= set(peft[0]["source_modules"])
+    transformers = [c for c in forbidden if "transformers" in c["forbidden_modules"]]
+    assert transformers and request_side <= set(transformers[0]["source_modules"])

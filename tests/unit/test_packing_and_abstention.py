@@ -62,6 +62,19 @@ def test_budget_skips_what_does_not_fit_but_keeps_later_smaller_sources():
     assert pack([big], budget=0) == []
 
 
+def test_a_documents_chunks_become_one_source_in_document_order():
+    # Ranked: a's chunk 5, b's chunk 0, a's chunk 1 (not neighbours of each other).
+    a5 = chunk("a", 5, "Use a password manager for every account.")
+    b0 = chunk("b", 0, "Report phishing to the security team.")
+    a1 = chunk("a", 1, "Passwords are 15 characters or longer.")
+    apart = pack([a5, b0, a1])
+    assert [(x.doc_id, x.chunk_index) for x in apart] == [("a", 5), ("b", 0), ("a", 1)]
+    joined = pack([a5, b0, a1], one_source_per_document=True)
+    assert [(x.doc_id, x.chunk_index) for x in joined] == [("a", 1), ("b", 0)]
+    assert joined[0].text == "Passwords are 15 characters or longer.\n…\nUse a password manager for every account."
+    assert joined[0].chunk_id == "a-5"  # the ID and score of its best-ranked part
+
+
 RULE = AbstentionRule(
     min_relevance=0.3, min_coverage=0.5, confident_relevance=0.7, lexical_min_coverage=0.6,
     unknown_min_coverage=0.9, top_n=2,

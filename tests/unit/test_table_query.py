@@ -119,3 +119,11 @@ DERIVED = {
 def test_result_columns_derived_from_the_table_run(tables, sql, rows):
     result = run_select(tables, sql, {"inventory"})
     assert result.rows == rows  # a DECIMAL 119.00 equals 119.0
+
+
+def test_an_engine_error_is_not_shown_to_the_reader(tables, caplog):
+    # Fresh-user trial: a date compared with LIKE put DuckDB's "Binder Error ..." text in the answer.
+    with caplog.at_level("INFO", logger="assistant.tables.query"), pytest.raises(SqlRejected) as refused:
+        run_select(tables, "SELECT count(*) FROM inventory WHERE value LIKE '2026%'", {"inventory"})
+    assert "Error" not in refused.value.message and "failed in the table engine" in refused.value.message
+    assert "Binder Error" in caplog.text or "Error" in caplog.text  # kept for the operator's log

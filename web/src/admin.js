@@ -7,7 +7,7 @@ import { errorText, formatBytes, formatDate, formatNumber } from "./format.js";
 import { t } from "./i18n.js";
 import { showQuality } from "./quality.js";
 import { el } from "./render.js";
-import { button, heading, table } from "./tables.js";
+import { button, heading, pathText, table } from "./tables.js";
 
 const $ = (id) => document.getElementById(id);
 const TABS = ["users", "keys", "sources", "jobs", "model", "quality", "adapters"];
@@ -128,10 +128,14 @@ async function sourcesTab(panel) {
   const rows = sources.map((s) => {
     const errors = el("ul", "file-errors");
     for (const e of s.errors) {
-      errors.append(el("li", "", s.withheld ? t(`status.${e.status}`) : `${e.path}: ${t(`status.${e.status}`)} — ${e.reason}`));
+      // A file's name and reason are withheld where its ACL does not admit this admin (or the upload is not theirs).
+      const hidden = s.withheld || e.path === null;
+      const item = el("li", "", hidden ? `${t(`status.${e.status}`)} (${t("admin.withheldFile")})` : `: ${t(`status.${e.status}`)} — ${e.reason}`);
+      if (!hidden) item.prepend(pathText(e.path));
+      errors.append(item);
     }
     if (!s.errors.length) errors.append(el("li", "", t("admin.noErrors")));
-    const path = s.withheld ? withheld(t("admin.withheldUpload", { owner: s.upload_owner, audience: s.audience })) : s.path;
+    const path = s.withheld ? withheld(t("admin.withheldUpload", { owner: s.upload_owner, audience: s.audience })) : pathText(s.path);
     return [path, s.kind, formatNumber(s.documents), formatNumber(s.chunks), s.last_synced_at ? formatDate(s.last_synced_at) : t("admin.never"),
       errors, button(t("admin.syncNow"), () => act(() => api(`/api/admin/sources/${s.id}/sync`, { method: "POST" }),
         (job) => t("admin.syncQueued", { id: job.id })))];
@@ -139,7 +143,7 @@ async function sourcesTab(panel) {
   panel.append(table([t("admin.path"), t("admin.kind"), t("admin.documents"), t("admin.chunks"), t("admin.lastSync"),
     t("admin.errors"), ""], rows, "sources-table"));
   // Everyone's uploads: a private upload's file name is its owner's alone.
-  const uploadRows = uploads.map((u) => [u.withheld ? withheld() : u.filename, u.owner, u.audience, formatBytes(u.size_bytes),
+  const uploadRows = uploads.map((u) => [u.withheld ? withheld() : pathText(u.filename), u.owner, u.audience, formatBytes(u.size_bytes),
     t(`status.${u.status}`), formatNumber(u.chunks), formatDate(u.created_at)]);
   panel.append(heading(t("admin.uploads")), table([t("admin.file"), t("admin.owner"), t("admin.audience"), t("admin.size"),
     t("admin.state"), t("admin.chunks"), t("admin.createdAt")], uploadRows, "uploads-table"));
@@ -147,10 +151,15 @@ async function sourcesTab(panel) {
 
 async function jobsTab(panel) {
   const jobs = await api("/api/jobs?limit=50");
-  const rows = jobs.map((j) => [String(j.id), j.kind, j.withheld ? withheld() : j.params.path || "", t(`status.${j.status}`),
-    formatDate(j.created_at), j.finished_at ? formatDate(j.finished_at) : "", j.withheld ? "" : j.reason]);
+  // A queued or running sync stops at its next file boundary and resumes later (POST /api/jobs/{id}/stop).
+  const stop = (j) => j.kind === "sync" && ["queued", "running"].includes(j.status)
+    ? button(t("admin.stopSync"), () => act(() => api(`/api/jobs/${j.id}/stop`, { method: "POST" }),
+      () => t("admin.stopRequested", { id: j.id })))
+    : "";
+  const rows = jobs.map((j) => [String(j.id), j.kind, j.withheld ? withheld() : pathText(j.params.path || ""), t(`status.${j.status}`),
+    formatDate(j.created_at), j.finished_at ? formatDate(j.finished_at) : "", j.withheld ? "" : j.reason, stop(j)]);
   panel.append(table([t("admin.job"), t("admin.kind"), t("admin.path"), t("admin.state"), t("admin.createdAt"),
-    t("admin.finished"), t("admin.reason")], rows, "jobs-table"));
+    t("admin.finished"), t("admin.reason"), ""], rows, "jobs-table"));
 }
 
 async function modelTab(panel) {

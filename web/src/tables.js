@@ -41,6 +41,12 @@ export function button(label, onClick, cls = "action") {
   return node;
 }
 
+/** A path or file name for a table cell: the one kind of cell text that may break inside a word (it has
+ * few spaces), so that it does not widen its table; every other cell keeps its words whole (style.css). */
+export function pathText(text) {
+  return el("span", "path", text);
+}
+
 /** A section heading. */
 export function heading(text) {
   return el("h3", "admin-heading", text);

@@ -15,7 +15,7 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from assistant.adapters.store import record_answer_adapter
-from assistant.answering.events import Citations, Done, Error
+from assistant.answering.events import Citations, Done, Error, Token
 from assistant.answering.resubmission import QuestionsInFlight
 from assistant.answering.store import Exchange, MessagePublic, add_answer, get_conversation, start_exchange
 from assistant.api.audit_origin import request_origin
@@ -78,18 +78,6 @@ def request_audit(assistant: Assistant, request: Request, **details) -> ChatAudi
     return ChatAudit(
         assistant.resources.db, details={"auth": request.state.auth_method, **details}, origin=request_origin(request)
     )
-
-
-def without_removed_sentences(done: dict) -> dict:
-    """The `done` event as a reader's client gets it: grounding's figures (`supported_share`,
-    `sentences`, and `removed`, how many sentences it removed) without the removed sentences themselves,
-    which are the model's unsupported text (fresh-user trial: an invented canteen timetable reached the
-    client in `done.grounding.unsupported`). The helpdesk keeps them for its agents (`helpdesk.tickets`)."""
-    grounding = done.get("grounding")
-    if not grounding:
-        return done
-    public = {k: v for k, v in grounding.items() if k != "unsupported"}
-    return {**done, "grounding": {**public, "removed": len(grounding.get("unsupported", []))}}
 
 
 def replayed_answer(answer: MessagePublic, conversation_id: str) -> list[tuple[str, dict]]:
@@ -182,11 +170,12 @@ async def chat(
         started = time.perf_counter()
         try:
             async for event in answering:
+                if type(event) is Token:  # most events: a draft token, nothing to record
+                    yield "token", {"text": event.text}
+                    continue
                 data = event.to_dict()
                 if isinstance(event, Citations):
                     citations = event.citations
-                elif isinstance(event, Done):
-                    data = without_removed_sentences(data)
                 if isinstance(event, Done) and conversation_id is None:  # counted where no message row counts it
                     await run_in_threadpool(
                         lambda: record_usage(db, endpoint="chat", abstained=event.abstained,

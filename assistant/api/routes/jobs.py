@@ -1,4 +1,5 @@
-"""Ingestion jobs for the admin UI: list them, read one with its per-file items, start a folder sync.
+"""Ingestion jobs for the admin UI: list them, read one with its per-file items, start a folder sync,
+stop a sync at its next file boundary.
 
 Job items name files, and file names can be sensitive, so these routes are for admins (who manage
 sources), and an upload's job names its file only where the admin may read the upload. Work is started by Celery task name through the dispatcher, never by importing `ingest`.
@@ -20,10 +21,11 @@ from assistant.compliance.audit import record_event
 from assistant.core.db.jobs import JobRecord, queue_sync_job, recent_jobs
 from assistant.core.db.jobs import get_job as load_job
 from assistant.core.db.sources import check_manifest_scope, list_sources
-from assistant.core.db.uploads import jobs_seen_by
 from assistant.core.errors import InvalidRequestError
 from assistant.core.jobs import JOB_TASKS
 from assistant.core.visibility import Visibility
+from assistant.operations.job_views import jobs_seen_by
+from assistant.operations.store import request_stop
 
 router = APIRouter(prefix="/api")
 
@@ -74,6 +76,28 @@ async def start_sync(
         **request_origin(request),
     )
     return job
+
+
+@router.post("/jobs/{job_id}/stop", response_model=JobRecord, status_code=202)
+async def stop_sync(job_id: RowId, assistant: AssistantDep, admin: AdminDep, request: Request) -> JobRecord:
+    """Stop a sync at its next file boundary, as a first Ctrl-C stops one on the command line: the
+    files in progress are finished, the job ends `interrupted` (a queued one at once) and resumes at
+    the server's next start or with the next sync of its folder. Audited (`admin.source`, change `stop`).
+
+    Returns:
+        The job as it is now (a running one is still `running` until its files in progress end).
+
+    Raises:
+        NotFoundError: no such job.
+        ConflictError: code `job_not_running`: the job is not a queued or running sync.
+    """
+    db = assistant.resources.db
+    job = await run_in_threadpool(request_stop, db, job_id, by=admin.name)
+    await run_in_threadpool(
+        record_event, db, principal=admin, action="admin.source",
+        details={"change": "stop", "job_id": job_id, "path": job.params.get("path")}, **request_origin(request),
+    )
+    return (await run_in_threadpool(jobs_seen_by, db, [job], visibility=Visibility(db, admin)))[0]
 
 
 async def queue_sync(path: Path, acl: dict[str, Any] | None, *, assistant, dispatcher, shown: str) -> JobRecord:

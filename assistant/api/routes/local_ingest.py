@@ -18,11 +18,15 @@ from starlette.concurrency import run_in_threadpool
 
 from assistant.api.deps import AssistantDep, DispatcherDep, RowId
 from assistant.api.routes.jobs import queue_sync
-from assistant.api.schemas.local_ingest import LocalSyncCreate
+from assistant.api.schemas.local_ingest import LocalSourceRemove, LocalSyncCreate, LocalSyncStop
 from assistant.auth.signing import local_ingest_token
+from assistant.compliance.audit import record_event
 from assistant.core.db.jobs import JobRecord, syncs_ahead
 from assistant.core.db.jobs import get_job as load_job
 from assistant.core.errors import AuthenticationError, InvalidRequestError
+from assistant.core.principals import Principal
+from assistant.operations.sources import remove_source
+from assistant.operations.store import request_stop
 
 TOKEN_HEADER = "X-Assistant-Local-Token"
 _LOOPBACK = {"127.0.0.1", "::1"}
@@ -70,3 +74,44 @@ async def local_jobs_ahead(job_id: RowId, assistant: AssistantDep) -> list[JobRe
     """The syncs job `job_id` waits behind (running, or queued before it), oldest first, so that the
     command line can say what it waits for."""
     return await run_in_threadpool(syncs_ahead, assistant.resources.db, job_id)
+
+
+@router.post("/jobs/{job_id}/stop", response_model=JobRecord, status_code=202)
+async def local_stop(job_id: RowId, body: LocalSyncStop, assistant: AssistantDep) -> JobRecord:
+    """Stop a sync at its next file boundary for the command line (Ctrl-C on the `assistant ingest`
+    that handed it over), as `POST /api/jobs/{id}/stop` does for an admin; audited as the CLI's user.
+
+    Raises:
+        NotFoundError: no such job.
+        ConflictError: code `job_not_running`: the job is not a queued or running sync.
+    """
+    db = assistant.resources.db
+    job = await run_in_threadpool(request_stop, db, job_id, by=body.by)
+    await run_in_threadpool(
+        record_event, db, principal=Principal(name=body.by), action="admin.source", auth_method="cli",
+        details={"change": "stop", "job_id": job_id, "path": job.params.get("path")},
+    )
+    return job
+
+
+@router.post("/sources/remove")
+async def local_source_remove(body: LocalSourceRemove, assistant: AssistantDep) -> dict:
+    """Remove a source for the command line (`assistant sources remove` while the server holds the
+    embedded store), as the command does in process; audited as the CLI's user.
+
+    Returns:
+        `{"path", "documents", "chunks"}` removed (`RemovedSource`).
+
+    Raises:
+        InvalidRequestError: the path is not absolute.
+        NotFoundError: no source is registered for the path.
+        ConflictError: code `sync_running`: a sync of the source is queued or running.
+    """
+    if "\x00" in body.path or not Path(body.path).is_absolute():
+        raise InvalidRequestError(f"path {body.path!r} must be an absolute path, without NUL characters")
+    removed = await run_in_threadpool(remove_source, assistant.resources, Path(body.path))
+    await run_in_threadpool(
+        record_event, assistant.resources.db, principal=Principal(name=body.by), action="admin.source",
+        auth_method="cli", details={"change": "remove", "path": removed.path},
+    )
+    return removed.to_dict()

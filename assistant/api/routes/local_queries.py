@@ -10,6 +10,7 @@ who sees only the documents open to everyone. Each search is audited as `POST /a
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from assistant.answering.events import Citations, Replace, Token
+from assistant.answering.events import Citations, Done, Replace, Token
 from assistant.answering.hits import hit_rows
 from assistant.api.audit_origin import request_origin
 from assistant.api.deps import AssistantDep
@@ -27,6 +28,7 @@ from assistant.api.schemas.local_queries import LocalQuery, LocalQuestion, Local
 from assistant.compliance.audit import record_event
 from assistant.composition import Assistant
 from assistant.core.db.identity import load_principal
+from assistant.core.db.usage import record_usage
 from assistant.core.errors import AssistantError, AuthenticationError
 from assistant.core.principals import ANONYMOUS, Principal
 from assistant.core.questions import check_query
@@ -81,8 +83,14 @@ async def local_ask(body: LocalQuestion, assistant: AssistantDep) -> dict[str, A
     check_query(body.question)
     principal = await _principal(assistant, body)
     ticket = assistant.answerer.admit(principal)
+    started = time.perf_counter()
+
+    def counted(abstained: bool) -> None:  # in the quality view's usage, as `cli`
+        record_usage(assistant.resources.db, endpoint="cli", abstained=abstained, duration_s=time.perf_counter() - started)
+
     if not body.stream:
         result = await assistant.answerer.answer(body.question, principal=principal, ticket=ticket)
+        await run_in_threadpool(counted, result.abstained)
         return result.to_dict()
 
     async def lines() -> AsyncIterator[str]:
@@ -92,6 +100,8 @@ async def local_ask(body: LocalQuestion, assistant: AssistantDep) -> dict[str, A
                     yield json.dumps({"event": event.name, "text": event.text}, ensure_ascii=False) + "\n"
                 elif isinstance(event, Citations):
                     yield json.dumps({"event": "citations", "citations": event.citations}, ensure_ascii=False) + "\n"
+                elif isinstance(event, Done):
+                    await run_in_threadpool(counted, event.abstained)
             yield json.dumps({"event": "done"}) + "\n"
         except AssistantError as exc:
             yield json.dumps({"event": "error", "code": exc.code, "message": exc.message}, ensure_ascii=False) + "\n"

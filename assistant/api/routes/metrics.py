@@ -10,9 +10,9 @@ from starlette.concurrency import run_in_threadpool
 
 from assistant.api.operator_auth import require_token_or_admin
 from assistant.auth.operator_token import is_operator_token
-from assistant.core.db.stats import operations_counts
 from assistant.operations.metrics import OperationsCollector, adapter_in_use, exposition
 from assistant.operations.queue_depth import celery_queue_depth
+from assistant.operations.store import operations_counts
 
 router = APIRouter()
 

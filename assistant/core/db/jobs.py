@@ -18,6 +18,7 @@ from assistant.core.db.models import Job, JobItem, Source, utcnow
 from assistant.core.db.session import Database
 from assistant.core.errors import NotFoundError
 
+STOP_KEY = "stop_requested"  # in a job's params: who asked it to stop at its next file boundary
 # First key of the two-key PostgreSQL advisory locks that lease jobs ("JOB" in ASCII).
 _LEASE_CLASS = 0x4A4F42
 
@@ -26,14 +27,15 @@ _LEASE_CLASS = 0x4A4F42
 class JobItemRecord:
     """The outcome of one file of a job: its path relative to the source, `status` (queued, running,
     or the file's outcome: done, skipped, failed, ...), the reason of a failure, chunks written and
-    seconds spent. `path` and `reason` are None where the viewer may not see the file's name (a private
-    upload's, `uploads.jobs_seen_by`)."""
+    seconds spent, and the file's ACL (None: not recorded). `path`, `reason` and `acl` are None where
+    the viewer may not see the file's name (`assistant.operations.job_views.jobs_seen_by`)."""
 
     path: str | None
     status: str
     reason: str | None
     chunks: int
     duration_s: float
+    acl: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -59,10 +61,11 @@ class JobRecord:
 
 @dataclass(frozen=True)
 class SyncClaim:
-    """What a worker may do with a sync job: `run` it with `params`, or leave it because it is
-    `missing`, already `done`, or `superseded` by a newer sync of the same source (then marked failed)."""
+    """What a worker may do with a sync job: `run` it with `params`, or leave it because it is `missing`,
+    already `done`, `stopped` before it started (`operations.store.request_stop`), or `superseded` by a
+    newer sync of the same source (then marked failed)."""
 
-    action: Literal["run", "missing", "done", "superseded"]
+    action: Literal["run", "missing", "done", "stopped", "superseded"]
     params: dict[str, Any] = field(default_factory=dict)
 
 
@@ -70,7 +73,7 @@ def _record(job: Job, *, with_items: bool) -> JobRecord:
     items = None
     if with_items:
         items = [
-            JobItemRecord(path=i.path, status=i.status, reason=i.reason, chunks=i.chunks, duration_s=i.duration_s)
+            JobItemRecord(path=i.path, status=i.status, reason=i.reason, chunks=i.chunks, duration_s=i.duration_s, acl=i.acl)
             for i in sorted(job.items, key=lambda i: i.id)
         ]
     return JobRecord(
@@ -137,6 +140,8 @@ def claim_sync_job(db: Database, job_id: int) -> SyncClaim:
             return SyncClaim("missing")
         if job.status == "done":  # a redelivered or resumed message of a finished job
             return SyncClaim("done")
+        if job.status == "interrupted" and STOP_KEY in (job.params or {}):
+            return SyncClaim("stopped")
         newer = _newer_sync_of_same_source(session, job)
         if newer is not None:
             job.status, job.finished_at = "failed", utcnow()
@@ -160,7 +165,14 @@ def interrupt_job(db: Database, job_id: int, reason: str, *, totals: dict[str, A
     `totals` so far: `resume_unfinished` runs it again, as does a new sync of its source."""
     with db.session() as session:
         job = session.get_one(Job, job_id)
-        job.status, job.finished_at, job.reason, job.totals = "interrupted", utcnow(), reason, totals
+        by = (job.params or {}).get(STOP_KEY)
+        job.status, job.finished_at, job.totals, job.reason = "interrupted", utcnow(), totals, f"stopped by {by}: {reason}" if by else reason
+
+
+def stop_requested(db: Database, job_id: int) -> bool:
+    """Whether someone asked job `job_id` to stop (`operations.store.request_stop`) since it was last queued."""
+    with db.session() as session:  # one small read per file started
+        return STOP_KEY in (session.scalar(select(Job.params).where(Job.id == job_id)) or {})
 
 
 def start_sync_job(db: Database, job_id: int | None, *, source_id: int, path: str) -> int:
@@ -179,21 +191,23 @@ def start_sync_job(db: Database, job_id: int | None, *, source_id: int, path: st
         return job_id
 
 
-def reset_items(db: Database, job_id: int, paths: list[str]) -> list[int]:
-    """Queued items for `paths` of job `job_id`, replacing any it had (a resumed job starts its items
-    afresh: the files finished before the crash are skipped fast); returns their IDs in order."""
+def reset_items(db: Database, job_id: int, paths: list[str], acls: list[list[str]]) -> list[int]:
+    """Queued items for `paths` of job `job_id` with the files' `acls` (one each), replacing any it had
+    (a resumed job starts its items afresh: the files finished before the crash are skipped fast);
+    returns their IDs in order."""
     with db.session() as session:
         session.execute(delete(JobItem).where(JobItem.job_id == job_id))
-        items = [JobItem(job_id=job_id, path=rel, status="queued") for rel in paths]
+        items = [JobItem(job_id=job_id, path=rel, acl=acl, status="queued") for rel, acl in zip(paths, acls, strict=True)]
         session.add_all(items)
         session.flush()
         return [item.id for item in items]
 
 
-def add_item(db: Database, job_id: int, path: str) -> int:
-    """A queued item of job `job_id` for `path` (an attachment found while the job runs); its ID."""
+def add_item(db: Database, job_id: int, path: str, acl: list[str]) -> int:
+    """A queued item of job `job_id` for `path` (an attachment found while the job runs) with the
+    file's `acl`; its ID."""
     with db.session() as session:
-        item = JobItem(job_id=job_id, path=path, status="queued")
+        item = JobItem(job_id=job_id, path=path, acl=acl, status="queued")
         session.add(item)
         session.flush()
         return item.id
@@ -271,6 +285,7 @@ def requeue_job(db: Database, job_id: int, *, max_attempts: int) -> str | None:
             )
             return None
         job.status, job.reason = "queued", f"resumed at {now} after its worker stopped"
+        job.params = {k: v for k, v in (job.params or {}).items() if k != STOP_KEY}
         return job.kind
 
 
@@ -329,7 +344,6 @@ def job_lease(db: Database, job_id: int) -> Iterator[JobLease]:
         yield lease
 
 
-# --- issue 19: live totals of a running job ---
 def update_job_totals(db: Database, job_id: int, totals: dict[str, Any]) -> None:
     """Write the running counts of job `job_id` (files done of total, chunks, OCR pages, rate, ETA),
     so that `assistant jobs` and the API show a running job's progress; its status is untouched."""

@@ -143,6 +143,8 @@ class JobItem(Base):
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
     path: Mapped[str] = mapped_column(String(2048))
     document_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    # The ACL the file has (or would have had, if it failed): who may see its name and reason.
+    acl: Mapped[list[str] | None] = mapped_column(JSON, default=None)
     status: Mapped[str] = mapped_column(String(32), default="queued")
     reason: Mapped[str] = mapped_column(Text, default="")
     chunks: Mapped[int] = mapped_column(Integer, default=0)

@@ -1,7 +1,7 @@
 """The queries on sources (the folders and files documents come from), and the rule that an ACL
 manifest belongs to a whole folder source, which the API and the ingestion pipeline both apply.
 
-Removing a source (`ingest.sources.remove_source`) deletes its points from the vector store first, then
+Removing a source (`assistant.operations.sources.remove_source`) deletes its points from the vector store first, then
 its rows with `delete_source_rows`, so that a removal cut short is finished by running it again.
 """
 

@@ -8,7 +8,7 @@ row stays the truth: `queued`, `running`, `done`, or the reason it failed in a w
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,6 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from assistant.core.db.jobs import JobItemRecord, JobRecord
 from assistant.core.db.models import Document, Job, JobItem, Source, Upload, User, utcnow
 from assistant.core.db.session import Database
 from assistant.core.errors import NotFoundError
@@ -239,24 +238,3 @@ def all_uploads(db: Database, *, visibility: Visibility, limit: int = 500) -> li
                 filename=upload.filename if shown else None, withheld=not shown,
             ))
         return out
-
-
-def jobs_seen_by(db: Database, jobs: list[JobRecord], *, visibility: Visibility) -> list[JobRecord]:
-    """`jobs` as `visibility`'s viewer may see them: an upload's job (its params name the upload) whose
-    file name the viewer may not see keeps its status, counts and times, with the server path, the
-    failure reason and its items' paths and reasons None (`withheld: true`)."""
-    if not any("upload_id" in job.params for job in jobs):
-        return jobs
-    owners = upload_owners(db)
-    out = []
-    for job in jobs:
-        owner = owners.get(str(job.params.get("upload_id", "")))
-        if "upload_id" not in job.params or (owner is not None and visibility.may_see_upload(owner.audience, owner_id=owner.user_id)):
-            out.append(job)
-            continue
-        items = None if job.items is None else [
-            JobItemRecord(path=None, status=i.status, reason=None, chunks=i.chunks, duration_s=i.duration_s) for i in job.items
-        ]
-        params = {k: v for k, v in job.params.items() if k != "path"} | {"path": None}
-        out.append(replace(job, params=params, reason=None, items=items, withheld=True))
-    return out

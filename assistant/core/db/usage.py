@@ -1,5 +1,5 @@
 """The queries on answer usage: answers given outside a conversation (`/api/chat` without one, `/v1`,
-the helpdesk), counted by the quality view beside the conversations' messages. No text is kept."""
+the helpdesk, `assistant ask`), counted by the quality view beside the conversations' messages. No text is kept."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from assistant.core.db.models import AnswerUsage
 from assistant.core.db.session import Database
 
 # Where an answer outside a conversation was asked.
-ENDPOINTS = ("chat", "v1", "helpdesk", "helpdesk_tickets")
+ENDPOINTS = ("chat", "v1", "helpdesk", "helpdesk_tickets", "cli")
 
 
 def record_usage(db: Database, *, endpoint: str, abstained: bool, duration_s: float) -> None:

@@ -11,11 +11,13 @@ sections, maps flat names to sections for the environment, `.env`, `Settings(top
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
 
+from dotenv import dotenv_values
 from pydantic import Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
@@ -29,6 +31,7 @@ from assistant.core.settings.env_names import (
     flat_env_source,
     nest_flat_names,
     section_model,
+    unknown_env_names,
 )
 from assistant.core.settings.features import (
     AuthSettings,
@@ -261,15 +264,23 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The process-wide settings, read once from the environment.
 
+    An `ASSISTANT_*` variable of the environment or `.env` that is no setting (a misspelt name) is
+    ignored with a warning on stderr naming the closest setting (`env_names.unknown_env_names`): a
+    warning, not an error, since other tools may share the prefix.
+
     Raises:
         ConfigError: a variable is invalid (each one named, e.g. `ASSISTANT_TOP_K`, with the
             problem; values are not repeated, since some are secrets) or the combination is
             impossible.
     """
     try:
-        return Settings()
+        settings = Settings()
     except ValidationError as exc:
         raise ConfigError(describe_invalid_settings(exc)) from None
+    names = [*os.environ, *(dotenv_values(".env") if os.path.isfile(".env") else ())]
+    for sentence in unknown_env_names(Settings, names):
+        print(f"warning: {sentence}", file=sys.stderr)
+    return settings
 
 
 def describe_invalid_settings(exc: ValidationError) -> str:

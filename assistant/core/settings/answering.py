@@ -15,9 +15,14 @@ class RetrievalSettings(Section):
     """How a question finds its documents: hybrid search, translation, follow-ups, abstention."""
     top_k: int = Field(default=5, ge=1, le=50, description="documents retrieved per question")
     chunks_per_document: int = Field(
-        default=1, ge=1, le=10,
+        default=3, ge=1, le=10,
         description="most chunks of one document among the retrieved, grouped at its best chunk's place "
         "(results list distinct documents; retrieval/retriever.py, group_by_document)",
+    )
+    chunk_tie_margin: float | None = Field(
+        default=0.1, ge=0.0, le=1.0,
+        description="a document's further chunks are retrieved only within this share of its best chunk's score "
+        "(near ties; 1: up to chunks_per_document; retriever.py group_by_document; docs/benchmarks.md)",
     )
     prefetch_k: int = Field(default=40, ge=1, le=1000)
     fusion: Literal["dbsf", "rrf"] = Field(

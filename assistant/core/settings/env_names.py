@@ -9,6 +9,8 @@ is the variable itself, read without `ASSISTANT_` (prometheus-client's `PROMETHE
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from functools import cache
 from typing import Any, ClassVar
 
@@ -16,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic_settings import BaseSettings, DotEnvSettingsSource, EnvSettingsSource, SettingsConfigDict
 
 ENV_PREFIX = "ASSISTANT_"
+# `ASSISTANT_*` variables that are not settings: compose.yaml's image tag (read from the same `.env`).
+NOT_SETTINGS = frozenset({"ASSISTANT_IMAGE"})
 
 
 class Section(BaseModel):
@@ -139,3 +143,15 @@ def flat_env_source(settings_cls: type[BaseModel], source: EnvSettingsSource) ->
     if isinstance(source, DotEnvSettingsSource):
         return DotEnvSettingsSource(flat, env_file=source.env_file, env_file_encoding=source.env_file_encoding, **options)
     return EnvSettingsSource(flat, **options)
+
+
+def unknown_env_names(settings_cls: type[BaseModel], names: Iterable[str]) -> list[str]:
+    """A sentence for each `ASSISTANT_*` name of `names` (any case, as the settings read them) that is no
+    setting's variable nor in `NOT_SETTINGS`, naming the closest variable (`difflib`), e.g.
+    "ASSISTANT_TOPK is not a setting and is ignored (did you mean ASSISTANT_TOP_K?)"."""
+    known = {section_model(settings_cls, s).env_name(f) for s, f in env_fields(settings_cls).values()}
+    sentences = []
+    for name in sorted({n.upper() for n in names if n.upper().startswith(ENV_PREFIX)} - known - NOT_SETTINGS):
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+        sentences.append(f"{name} is not a setting and is ignored" + (f" (did you mean {close[0]}?)" if close else ""))
+    return sentences

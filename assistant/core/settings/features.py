@@ -49,6 +49,9 @@ class IngestSettings(Section):
         "and written a part at a time, so memory stays bounded whatever its length",
     )
     embedding_batch_chunks: int = Field(default=512, ge=1, description="chunks gathered across files before one embedding call")
+    embedding_slice_chunks: int = Field(
+        default=64, ge=1, description="passages per embedding call within a batch, each slice written as soon as embedded",
+    )
     progress_interval_s: float = Field(
         default=30.0, gt=0, validation_alias="ingest_progress_interval_s",
         description="`assistant ingest` with output not a terminal (a log, systemd, CI): seconds between two progress lines",
@@ -222,7 +225,9 @@ class FinetuneSettings(Section, flat_prefix="finetune_"):
     qa_per_chunk: int = Field(default=1, ge=0, description="QA pairs the LLM writes per new chunk")
     max_new_chunks: int = Field(default=200, ge=0, description="new or changed chunks used per refresh")
     gate_tolerance: float = Field(
-        default=0.05, ge=0, description="a candidate may be worse than live by this share of the score, no more"
+        default=0.05, ge=0,
+        description="when the gate judges no answers: a candidate's held-out loss may be worse than live's by this "
+        "share, no more",
     )
     eval_questions: Path | None = Field(
         default=None, description="`assistant eval` question file (JSONL) the gate scores candidates on; none: held-out rows only"
@@ -230,13 +235,14 @@ class FinetuneSettings(Section, flat_prefix="finetune_"):
     gate_answer_questions: int = Field(
         default=8, ge=0,
         description="evaluation questions (the first N of finetune_eval_questions) that candidate and live answer "
-        "through the product's answering in the gate; 0: likelihoods only",
+        "through the product's answering in the gate; 0: the held-out likelihood decides",
     )
     gate_answer_max_tokens: int = Field(default=96, ge=8, description="longest answer the gate generates per question, in tokens")
     gate_answer_tolerance: float = Field(
         default=0.1, ge=0, le=1,
         description="largest drop allowed in the share of evaluation questions answered right (a key fact, or a "
-        "decline where the documents hold no answer), candidate against live",
+        "decline where the documents hold no answer) and in the share of answers citing their answer file, "
+        "candidate against live",
     )
     canary_share: float = Field(default=0.1, ge=0, le=1, description="share of users served the canary")
     schedule_cron: str = Field(default="0 3 1 * *", description="when the refresh runs (cron: min hour day month weekday)")

@@ -123,6 +123,7 @@ class JobsSettings(Section):
         default=5, ge=1, validation_alias="job_max_attempts", description="runs of one job (resumes included) before it fails"
     )
     sync_interval_s: float = Field(default=3600.0, ge=0, description="seconds between periodic syncs of every source; 0 = never")
+    shutdown_grace_s: float = Field(default=20.0, gt=0, description="at shutdown, seconds a sync's files in progress get before its job is left interrupted")
 
 
 class ServerSettings(Section):

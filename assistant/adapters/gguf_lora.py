@@ -5,9 +5,12 @@ The layout follows llama.cpp's own converter (`convert_lora_to_gguf.py`): for ea
 of the base, named as llama.cpp names the base's tensor (`blk.N.attn_q.weight`, ...), two tensors
 `<name>.lora_a` (PEFT's `lora_A`, shape [rank, in]) and `<name>.lora_b` (PEFT's `lora_B`, [out, rank]);
 the metadata `general.type=adapter`, `general.architecture`, `adapter.type=lora` and
-`adapter.lora.alpha` (llama.cpp scales the update by alpha / rank, as PEFT does). Qwen2 (and the other
-Qwen2 stores Q and K unpermuted, so no row permutation is applied (llama's converter permutes them: not
-exported here).
+`adapter.lora.alpha` (llama.cpp scales the update by alpha / rank, as PEFT does). Qwen2 stores Q and K
+unpermuted, so no row permutation is applied (llama's converter permutes them: not exported here).
+
+Written when a refresh trains the adapter, and, for an adapter without it, when the adapter is
+published (`ensure_gguf_lora`): the llama.cpp backend never serves a PEFT adapter through
+transformers. Needs `gguf` and numpy only (no torch, transformers or peft).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from assistant.core.errors import InvalidRequestError
+from assistant.core.errors import ConfigError, InvalidRequestError
 
 GGUF_ADAPTER_FILE = "adapter.gguf"
 # transformers' model_type -> the architecture in the base GGUF (`general.architecture`). Not llama: its
@@ -87,3 +90,45 @@ def export_gguf_lora(adapter_dir: Path, *, model_type: str, block_count: int, ou
         writer.close()
     temporary.replace(out)
     return out
+
+
+def ensure_gguf_lora(folder: str | Path, base_model: str) -> Path:
+    """The adapter's llama.cpp GGUF LoRA (`folder/adapter.gguf`), exported from its PEFT files first when
+    missing; the architecture and layer count are read from the base GGUF the adapter was trained on
+    (`general.architecture`, `<arch>.block_count`).
+
+    Args:
+        folder: the adapter's folder (`AdapterRecord.path`).
+        base_model: what the adapter was trained on (`AdapterRecord.base_model`): a GGUF file.
+
+    Returns:
+        The GGUF LoRA's path.
+
+    Raises:
+        ConfigError: there is none and it cannot be written (no PEFT files, a base that is no GGUF file
+            here, an architecture the export is not wired for): the message names the fix.
+    """
+    folder = Path(folder)
+    out = folder / GGUF_ADAPTER_FILE
+    if out.is_file():
+        return out
+    fix = ("retire it (`assistant finetune rollback`) and run a refresh on the served model "
+           "(`assistant finetune run`, ASSISTANT_FINETUNE_BASE_MODEL=served)")
+    base = Path(base_model)
+    if not (folder / "adapter_model.safetensors").is_file() or base.suffix != ".gguf" or not base.is_file():
+        raise ConfigError(f"adapter {folder.name} has no {GGUF_ADAPTER_FILE} and cannot be exported to one (its base "
+                          f"{base_model!r} is no GGUF file here, or its PEFT files are missing), so llama.cpp cannot "
+                          f"serve it: {fix}")
+    import gguf  # noqa: PLC0415 - only when an adapter is exported
+
+    reader = gguf.GGUFReader(str(base))
+    arch = str(reader.fields["general.architecture"].contents())
+    model_type = next((t for t, a in ARCHITECTURES.items() if a == arch), None)
+    if model_type is None:
+        raise ConfigError(f"adapter {folder.name} was trained on a {arch!r} GGUF, whose LoRA is not exported for "
+                          f"llama.cpp here (known: {sorted(ARCHITECTURES.values())}): {fix}")
+    blocks = int(reader.fields[f"{arch}.block_count"].contents())
+    try:
+        return export_gguf_lora(folder, model_type=model_type, block_count=blocks)
+    except InvalidRequestError as exc:
+        raise ConfigError(f"adapter {folder.name} cannot be exported for llama.cpp: {exc.message}; {fix}") from exc

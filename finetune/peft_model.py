@@ -1,5 +1,7 @@
-"""LoRA adapters served in process (the embedded default): one transformers base model with peft
-adapters loaded and unloaded at run time, generating for whichever adapter a request is routed to."""
+"""The gate's transformers copy of the base with peft adapters loaded by name: the answer-token
+likelihoods of candidate and live (`answer_loss`), and, where the served model cannot answer with a
+candidate before it is published (vLLM), their answers. Never on the request side: readers are
+answered by llama.cpp with the adapter's GGUF LoRA (`assistant.adapters.llama_lora`) or by vLLM."""
 
 from __future__ import annotations
 
@@ -9,15 +11,15 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from assistant.adapters.transformers_base import load_base
 from assistant.core.llm.base import LLM, ChatMessage, StreamResult, Usage, stop_list
+from finetune.base_model import load_base
 
 
 class PeftServing:
     """One base model, its adapters by name, one generation at a time.
 
     Args:
-        base_model: what `transformers_base.load_base` takes (the adapters' `base_model`).
+        base_model: what `finetune.base_model.load_base` takes (the adapters' `base_model`).
         threads: torch CPU threads (0: leave torch's default).
     """
 

@@ -11,9 +11,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from assistant.core.db.sources import source_summaries, source_summary_by_uri
-from assistant.core.errors import NotFoundError
+from assistant.core.errors import ConflictError, NotFoundError
 from assistant.core.resources import Resources
 from assistant.core.source_removal import delete_source_contents
+from assistant.operations.store import active_syncs_of, close_interrupted_syncs
 
 
 @dataclass(frozen=True)
@@ -40,13 +41,24 @@ def remove_source(res: Resources, path: Path) -> RemovedSource:
         path: the source's folder or file, absolute or relative to the working directory.
 
     Raises:
+        ConflictError: code `sync_running`: a sync of `path` is queued or running (it would index the
+            documents again).
         NotFoundError: no source is registered for `path` (the message lists the registered ones;
             a sub-folder of a source is part of it, not a source of its own).
     """
     path = Path(path).expanduser().resolve()
+    running = active_syncs_of(res.db, str(path))
+    if running:
+        raise ConflictError(
+            f"source {path} is being synced (job {running[0]}): stop it (Ctrl-C on its `assistant ingest`, Stop in "
+            f"the admin jobs view, or POST /api/jobs/{running[0]}/stop) or let it finish, then remove the source",
+            code="sync_running",
+        )
     source = source_summary_by_uri(res.db, path.as_uri())
     if source is None:
         known = ", ".join(row.path for row in source_summaries(res.db)) or "none"
         raise NotFoundError(f"no source is registered for {path}; registered sources: {known}")
+    # An interrupted sync of it would be resumed at the next start and index it all again (fresh-user trial).
+    close_interrupted_syncs(res.db, str(path), source.id, reason=f"source {source.path} was removed: not resumed")
     documents, chunks = delete_source_contents(res.db, res.store, source.id, tables_dir=res.settings.tables_dir)
     return RemovedSource(path=source.path, documents=documents, chunks=chunks)

@@ -1,0 +1,38 @@
+"""Removing a source: nothing of it comes back, not even through a sync that a restart would resume."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from assistant.core.db.jobs import interrupt_job, queue_sync_job, unfinished_job_ids
+from assistant.core.db.models import Job
+from assistant.operations.sources import remove_source
+from ingest.pipeline import Ingestor
+from tests.conftest import copy_subset, make_settings, open_resources
+from tests.corpus import HANDBOOK
+
+FILE = "departments/tech-ops/process/internal-security/passwords.md"
+
+
+def test_a_removed_sources_interrupted_sync_is_not_resumed(tmp_path):
+    # Fresh-user trial: a source removed after a stopped sync was indexed again at the server's next
+    # start, which resumes interrupted jobs.
+    docs = copy_subset(HANDBOOK, tmp_path / "docs", [FILE])
+    res = open_resources(make_settings(tmp_path / "var"))
+    ingestor = Ingestor(res)
+    try:
+        assert [o.status for o in ingestor.sync(docs)] == ["done"]
+        stopped = queue_sync_job(res.db, {"path": str(docs.resolve())})
+        interrupt_job(res.db, stopped.id, "stopped by cli:test", totals={})
+        assert stopped.id in unfinished_job_ids(res.db, ("running", "interrupted"), ("sync",))
+
+        removed = remove_source(res, docs)
+        assert removed.documents == 1
+        assert stopped.id not in unfinished_job_ids(res.db, ("running", "interrupted"), ("sync",))
+        with res.db.session() as session:
+            job = session.get_one(Job, stopped.id)
+            assert (job.status, job.reason) == ("failed", f"source {removed.path} was removed: not resumed")
+            assert session.scalars(select(Job).where(Job.status == "done")).all()  # the finished sync stays done
+    finally:
+        ingestor.close()
+        res.close()
