@@ -21,3 +21,9 @@ def cli_console(*, stderr: bool = False) -> Console:
     if not console.is_terminal and not os.environ.get("COLUMNS"):
         console.width = PIPED_WIDTH
     return console
+
+
+def counted(n: int, noun: str) -> str:
+    """`n` and an English count noun, singular for one: `counted(1, "document")` -> "1 document",
+    `counted(3, "chunk")` -> "3 chunks" (thousands separated)."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"

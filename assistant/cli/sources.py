@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from assistant.cli.admin_audit import audit_source_change
-from assistant.cli.consoles import cli_console
+from assistant.cli.consoles import cli_console, counted
 from assistant.cli.errors import fail
 from assistant.cli.opening import open_database, open_resources
 from assistant.core.errors import AssistantError
@@ -60,7 +60,8 @@ def remove(
         print(json.dumps(result, ensure_ascii=False))
         return
     cli_console().print(
-        f"removed source {escape(result['path'])}: {result['documents']} documents, {result['chunks']} chunks", soft_wrap=True
+        f"removed source {escape(result['path'])}: {counted(result['documents'], 'document')}, "
+        f"{counted(result['chunks'], 'chunk')}", soft_wrap=True
     )
 
 

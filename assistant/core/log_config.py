@@ -16,6 +16,19 @@ from pythonjsonlogger.core import RESERVED_ATTRS
 from assistant.core.settings import Settings
 
 
+class TextFormatter(logging.Formatter):
+    """Text lines: the message, then the record's own fields as `key=value` (what JSON lines carry as
+    keys), e.g. `request method=GET route=/api/search status=200 duration_s=0.012`, not a bare "request"."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        head, sep, tail = super().format(record).partition("\n")  # a traceback stays below the line
+        own = [f" {k}={v}" for k, v in record.__dict__.items() if k not in _NOT_FIELDS and not k.startswith("_")]
+        return f"{head}{''.join(own)}{sep}{tail}"
+
+
+_NOT_FIELDS = frozenset((*RESERVED_ATTRS, "color_message", "request_id"))
+
+
 class RequestIdFilter(logging.Filter):
     """Adds `request_id` to every record it sees that has none: the ID of the API request it was logged
     for (asgi-correlation-id's, which its middleware sets), else None (CLI, Celery tasks)."""
@@ -55,7 +68,8 @@ def logging_dict(settings: Settings, *, uvicorn: bool = False) -> dict[str, Any]
             "reserved_attrs": [*RESERVED_ATTRS, "color_message"],
         }
     else:
-        formatter = {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}
+        formatter = {"()": f"{__name__}.TextFormatter",
+                     "fmt": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}
     handler = {"class": "logging.StreamHandler", "formatter": "default", "filters": ["request_id"],
                "stream": "ext://sys.stderr"}
     level = settings.observability.log_level.upper()

@@ -9,8 +9,8 @@ from dataclasses import replace
 
 from assistant.core.db.jobs import JobItemRecord, JobRecord
 from assistant.core.db.session import Database
-from assistant.core.db.uploads import upload_owners
 from assistant.core.visibility import Visibility
+from assistant.operations.store import upload_owners
 
 
 def item_seen_by(item: JobItemRecord, visibility: Visibility) -> JobItemRecord:

@@ -7,6 +7,7 @@ a new source.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from assistant.core.db.sources import source_summaries, source_summary_by_uri
 from assistant.core.errors import ConflictError, NotFoundError
 from assistant.core.resources import Resources
 from assistant.core.source_removal import delete_source_contents
-from assistant.operations.store import active_syncs_of, close_interrupted_syncs
+from assistant.operations.store import active_syncs_of, close_interrupted_syncs, delete_uploads_stored_at
 
 
 @dataclass(frozen=True)
@@ -61,4 +62,8 @@ def remove_source(res: Resources, path: Path) -> RemovedSource:
     # An interrupted sync of it would be resumed at the next start and index it all again (fresh-user trial).
     close_interrupted_syncs(res.db, str(path), source.id, reason=f"source {source.path} was removed: not resumed")
     documents, chunks = delete_source_contents(res.db, res.store, source.id, tables_dir=res.settings.tables_dir)
+    # An upload is a file source of its own: removing that source removes the upload (its stored file and
+    # row), else its owner would go on seeing it listed as done with nothing behind it (fresh-user trial).
+    for stored in delete_uploads_stored_at(res.db, path.as_uri()):
+        shutil.rmtree(stored.parent, ignore_errors=True)  # the upload's own folder (`uploads/<id>/<name>`)
     return RemovedSource(path=source.path, documents=documents, chunks=chunks)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Row, func, select
@@ -28,11 +29,12 @@ from assistant.core.db.models import (
     JobItem,
     Message,
     Source,
+    Upload,
+    User,
     utcnow,
 )
 from assistant.core.db.session import Database, transactional
 from assistant.core.db.sources import SourceRow, source_summaries
-from assistant.core.db.uploads import upload_owners
 from assistant.core.errors import ConflictError, NotFoundError
 from assistant.core.visibility import Cited, Visibility
 
@@ -319,3 +321,37 @@ def close_interrupted_syncs(session: Session, path: str, source_id: int, *, reas
     for job in closed:
         job.status, job.finished_at, job.reason = "failed", utcnow(), reason
     return [job.id for job in closed]
+
+
+@transactional
+def delete_uploads_stored_at(session: Session, uri: str) -> list[Path]:
+    """Delete the rows of the uploads whose stored file is `uri` (the `file://` URI of the file source
+    that ingested it); returns their stored files, for the caller to delete."""
+    rows = [row for row in session.scalars(select(Upload)).all() if Path(row.path).resolve().as_uri() == uri]
+    for row in rows:
+        session.delete(row)
+    return [Path(row.path) for row in rows]
+
+
+@dataclass(frozen=True)
+class UploadOwner:
+    """Who owns an upload and who may read it: `audience` is its one ACL entry; `uri` its file's URI
+    (the file source its ingestion registers)."""
+
+    id: str
+    user_id: int
+    owner: str
+    audience: str
+    uri: str
+
+
+@transactional
+def upload_owners(session: Session) -> dict[str, UploadOwner]:
+    """Every upload's owner and audience, by upload ID."""
+    rows = session.execute(
+        select(Upload.id, Upload.user_id, User.name, Upload.audience, Upload.path).join(User, User.id == Upload.user_id)
+    ).all()
+    return {
+        upload_id: UploadOwner(upload_id, user_id, owner, audience, Path(path).resolve().as_uri())
+        for upload_id, user_id, owner, audience, path in rows
+    }

@@ -142,6 +142,10 @@ def test_request_ids_reach_the_response_the_audit_row_and_json_logs(live, keys, 
     assert event["request_id"] == request_id and event["message"] == "request" and event["level"] == "INFO"
     assert event["route"] == "/api/search" and "duration_s" in event
     assert "password" not in line.lower()  # neither the question nor any document text
+    text = dict(logging_dict(make_settings(Path("unused"), log_format="text"))["formatters"]["default"])
+    module, _, name = text.pop("()").rpartition(".")
+    plain = getattr(importlib.import_module(module), name)(**text).format(record)
+    assert f"[{request_id}] request method=POST route=/api/search status=200 duration_s=" in plain  # not a bare "request"
 
 
 def _users(db) -> list[tuple[str, bool]]:

@@ -36,3 +36,31 @@ def test_a_removed_sources_interrupted_sync_is_not_resumed(tmp_path):
     finally:
         ingestor.close()
         res.close()
+
+
+def test_removing_an_uploads_source_removes_the_upload_from_its_owners_list(tmp_path):
+    # Fresh-user trial: an upload removed with `assistant sources remove` went on listing as done in its
+    # owner's uploads, with no document behind it.
+    from assistant.core.db.accounts import insert_user, user_id
+    from assistant.core.db.uploads import add_upload, list_uploads
+    from ingest.tasks import run_sync_job
+
+    settings = make_settings(tmp_path / "var")
+    res = open_resources(settings)
+    try:
+        insert_user(res.db, "uploader")
+        owner_id = user_id(res.db, "uploader")
+        stored = settings.resolved_uploads_dir / "u-1" / "passwords.md"
+        stored.parent.mkdir(parents=True)
+        stored.write_bytes((HANDBOOK / FILE).read_bytes())
+        upload = add_upload(res.db, upload_id="u-1", user_id=owner_id, filename="passwords.md", path=stored,
+                            audience="user:uploader", size_bytes=stored.stat().st_size,
+                            params={"path": str(stored), "acl": {"default": ["user:uploader"]}, "upload_id": "u-1"})
+        assert run_sync_job(res, upload.job_id)["status"] == "done"
+        assert [u.status for u in list_uploads(res.db, user_id=owner_id)] == ["done"]
+
+        assert remove_source(res, stored).documents == 1
+        assert list_uploads(res.db, user_id=owner_id) == [] and not stored.exists()
+        assert res.store.count() == 0
+    finally:
+        res.close()

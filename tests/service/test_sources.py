@@ -131,7 +131,9 @@ def test_removing_a_source_removes_its_chunks_and_documents(tmp_path):
     assert again.exit_code == 2 and "no source is registered" in again.output
     rows = cli("ingest", str(folder), data_dir=data_dir)
     assert {r["status"] for r in rows} == {"done"}  # re-embedded, not skipped as unchanged
-    cli("sources", "remove", str(DOCS_ZH / ROOT_RESET), data_dir=data_dir)
+    get_settings.cache_clear()
+    last = CliRunner().invoke(app, ["sources", "remove", str(DOCS_ZH / ROOT_RESET)], env={"ASSISTANT_DATA_DIR": str(data_dir)})
+    assert last.exit_code == 0 and f": 1 document, {lone['chunks']} chunk" in last.output, last.output  # not "1 documents"
     assert sources_found(data_dir, ["忘记了 TiDB 的 root 密码，怎么重置？"]) <= {PASSWORDS, STANDARDS}
 
 

@@ -435,7 +435,7 @@ def test_a_stop_cancels_the_embedding_of_files_already_gathered(tmp_path):
     stop = threading.Event()
     with ingesting(tmp_path, embedding_batch_chunks=100_000, embedding_slice_chunks=1) as (res, ingestor):
         # On a fast machine the embedding thread could finish every slice before the first file is
-        # written (CI: no stop took). Each slice after the first waits (up to 5 s) for the stop, so the
+        # written (CI: no stop took). Each slice after the first waits (up to 2 s) for the stop, so the
         # thread is at most one slice ahead of the writes when the first file is done: the slices
         # after it are not started yet, whatever the machine's speed. The model still embeds them all.
         embed, calls = ingestor.embedder.embed_passages, []
@@ -443,7 +443,7 @@ def test_a_stop_cancels_the_embedding_of_files_already_gathered(tmp_path):
         def paced(texts):
             calls.append(len(texts))
             if len(calls) > 1:
-                stop.wait(5)
+                stop.wait(2)
             return embed(texts)
 
         ingestor.embedder.embed_passages = paced

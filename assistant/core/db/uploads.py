@@ -177,31 +177,7 @@ def delete_upload_row(db: Database, upload_id: str) -> None:
             session.delete(row)
 
 
-# --- what others see of uploads (issue 36): owner, audience, size, state; the name only where allowed ---
-
-
-@dataclass(frozen=True)
-class UploadOwner:
-    """Who owns an upload and who may read it: `audience` is its one ACL entry; `uri` its file's URI
-    (the file source its ingestion registers)."""
-
-    id: str
-    user_id: int
-    owner: str
-    audience: str
-    uri: str
-
-
-def upload_owners(db: Database) -> dict[str, UploadOwner]:
-    """Every upload's owner and audience, by upload ID."""
-    with db.session() as session:
-        rows = session.execute(
-            select(Upload.id, Upload.user_id, User.name, Upload.audience, Upload.path).join(User, User.id == Upload.user_id)
-        ).all()
-    return {
-        upload_id: UploadOwner(upload_id, user_id, owner, audience, Path(path).resolve().as_uri())
-        for upload_id, user_id, owner, audience, path in rows
-    }
+# --- what admins see of uploads (issue 36): owner, audience, size, state; the name only where allowed ---
 
 
 @dataclass(frozen=True)
