@@ -23,8 +23,11 @@ variant sets the documents retrieved (`top_k`), chunks a document and the chunks
 Per split and language: "file" = an answer file among the packed sources; "fact" = any of the question's
 `must_contain_any` strings (case-insensitive) in the packed source texts as the prompt shows them;
 "declined" = no prompt (abstention or no source fits); "tokens" = mean prompt tokens (message contents, the
-chat template's markers not counted), over the questions with a prompt; "focus ms" = mean CPU ms (process
-time, every thread) spent embedding the sources' segments to focus them by meaning (`focus.SentenceSimilarity`).
+chat template's markers not counted), over the questions with a prompt.
+
+Focus by meaning (sentence windows embedded with e5 and scored against the question) was measured with
+this bench on 7 December 2026 and left out of the product (no gain on the development splits, 155-237 ms
+of CPU a chat): its variants are in commit 1b26672 (docs/notes/retrieval-investigations.md).
 """
 
 from __future__ import annotations
@@ -45,14 +48,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from bench_retrieval_ablation import DEV2_SETS, DEV_SETS, HELDOUT_SETS, build_index, pick_documents  # noqa: E402
 
-from assistant.answering.answerer import (  # noqa: E402
-    REFIT_SOURCES,
-    SEMANTIC_FOCUS_BEST_PIECES,
-    SEMANTIC_FOCUS_LEXICAL_WEIGHT,
-    SEMANTIC_FOCUS_SOURCES,
-    Answerer,
-)
-from assistant.answering.focus import SEGMENT_MIN_BYTES, SentenceSimilarity  # noqa: E402
+from assistant.answering.answerer import REFIT_SOURCES, Answerer  # noqa: E402
 from assistant.answering.rewrite import translate_question  # noqa: E402
 from assistant.core.embedding.embedder import BUILTIN_E5, Embedder  # noqa: E402
 from assistant.core.language import question_language  # noqa: E402
@@ -76,12 +72,7 @@ class Variant:
     tie_margin: float | None = None
     source_tokens: int | None = None  # None: the setting's (`llm_cpu_source_tokens`)
     one_source: bool = False  # a document's chunks joined into one (focused) source (`Answerer`)
-    semantic: int = 0  # focused sources scored by meaning too (`Answerer(semantic_sources=)`); 0: words only
-    lexical_weight: float = 0.5  # the words' weight against the meaning (`focus.combined_scores`)
-    segment_bytes: int = SEGMENT_MIN_BYTES  # `focus.segments`
-    passages: bool = False  # segments embedded as e5 passages ("passage: ") instead of as questions
     refit: bool = False  # a source that does not fit is focused again to the room left (`Answerer(refit_sources=)`)
-    best: int = 0  # the best pieces by meaning that get their neighbours first (`focus_text`'s `best_pieces`)
 
 
 # "1-per-doc" is the configuration before issue 42's context work (top_k 5, one chunk a document);
@@ -100,48 +91,11 @@ VARIANTS = {
     "joined-3-per-doc": Variant(chunks_per_document=3, one_source=True),
     **{f"src{n}": Variant(source_tokens=n) for n in (70, 150)},
     **{f"src70-margin-{m}": Variant(chunks_per_document=3, tie_margin=m / 100, source_tokens=70) for m in (5, 10)},
-    # Issue 42, focus by meaning (`focus.SentenceSimilarity`) on top of joined-margin-10: "sem{N}-w{W}" scores
-    # the first N focused sources by similarity plus W/10 times the words; "-b{B}": B-byte segments;
-    # "-pass": segments embedded as passages; "-src{S}": S tokens a source.
-    **{f"sem{n}-w{w}": Variant(chunks_per_document=3, tie_margin=0.1, one_source=True, semantic=n, lexical_weight=w / 10)
-       for n in (1, 2, 3) for w in (0, 3, 5, 10, 20)},
-    **{f"sem2-w5-b{b}": Variant(chunks_per_document=3, tie_margin=0.1, one_source=True, semantic=2, segment_bytes=b)
-       for b in (60, 200, 300)},
-    "sem2-w5-pass": Variant(chunks_per_document=3, tie_margin=0.1, one_source=True, semantic=2, passages=True),
-    **{f"sem3-w5-src{n}": Variant(chunks_per_document=3, tie_margin=0.1, one_source=True, semantic=3, source_tokens=n)
-       for n in (70, 85)},
-    # "refit": a source that does not fit is focused again to the room left (`pack_context`'s `refit`).
-    **{f"refit-sem{n}-w{w}": Variant(chunks_per_document=3, tie_margin=0.1, one_source=True, semantic=n,
-                                     lexical_weight=w / 10, refit=True) for n in (0, 2, 3) for w in (5, 10, 20)},
-    **{f"refit-sem{n}-w{w}-src{t}": Variant(chunks_per_document=3, tie_margin=0.1, one_source=True, semantic=n,
-                                            lexical_weight=w / 10, refit=True, source_tokens=t)
-       for n in (0, 3) for w in (5, 10) for t in (80, 120)},
-    # "-k{K}": the K best pieces get their neighbours first (`focus_text`'s `best_pieces`).
-    **{f"refit-sem2-w{w}-k{k}": Variant(chunks_per_document=3, tie_margin=0.1, one_source=True, semantic=2,
-                                        lexical_weight=w / 10, refit=True, best=k) for w in (5, 10, 20) for k in (1, 2, 3)},
-    **{f"sem2-w{w}-k{k}": Variant(chunks_per_document=3, tie_margin=0.1, one_source=True, semantic=2,
-                                  lexical_weight=w / 10, best=k) for w in (5, 10) for k in (1, 2)},
+    # Issue 42: a source that does not fit is focused again to the room left (`pack_context`'s `refit`).
+    "refit": Variant(chunks_per_document=3, tie_margin=0.1, one_source=True, refit=True),
+    **{f"refit-src{t}": Variant(chunks_per_document=3, tie_margin=0.1, one_source=True, refit=True, source_tokens=t)
+       for t in (80, 120)},
 }
-
-
-class BenchAnswerer(Answerer):
-    """The answerer with the variant's segments (`segment_bytes`, `passages`) and the CPU time of each
-    question's segment embeddings kept (`similarity`: the last `prepare`'s scorer)."""
-
-    def __init__(self, *args, segment_bytes: int = SEGMENT_MIN_BYTES, passages: bool = False, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.segment_bytes = segment_bytes
-        self.passages = passages
-        self.similarity: SentenceSimilarity | None = None
-
-    def _similarity(self, retrieval, lang):
-        scorer = super()._similarity(retrieval, lang)
-        if scorer is not None:
-            scorer.min_bytes = self.segment_bytes
-            if self.passages:
-                scorer.embed = self.retriever.embedder.embed_passages
-        self.similarity = scorer
-        return scorer
 
 
 def translations(questions: Sequence[Question], llm, cache: Path, timeout_s: float) -> dict[str, str | None]:
@@ -157,20 +111,13 @@ def translations(questions: Sequence[Question], llm, cache: Path, timeout_s: flo
     return known
 
 
-def measure(answerer: BenchAnswerer, questions: Sequence[Question], translated: dict[str, str | None]) -> dict:
-    """Per language: questions, answer file packed, key fact packed, declined, mean prompt tokens, mean
-    CPU ms and segments embedded to focus sources by meaning (over the questions with a prompt)."""
+def measure(answerer: Answerer, questions: Sequence[Question], translated: dict[str, str | None]) -> dict:
+    """Per language: questions, answer file packed, key fact packed, declined, mean prompt tokens."""
     out: dict[str, dict] = {}
     for q in questions:
-        answerer.similarity = None
         sources, messages = answerer.prepare(q.question, principal=ANONYMOUS, translation=translated.get(q.question))
-        row = out.setdefault(
-            q.lang, {"n": 0, "file": 0, "fact": 0, "declined": 0, "tokens": 0, "focus_ms": 0.0, "segments": 0, "misses": []}
-        )
+        row = out.setdefault(q.lang, {"n": 0, "file": 0, "fact": 0, "declined": 0, "tokens": 0, "misses": []})
         row["n"] += 1
-        if answerer.similarity is not None:
-            row["focus_ms"] += 1000 * answerer.similarity.seconds
-            row["segments"] += answerer.similarity.texts
         if messages is None:
             row["declined"] += 1
             row["misses"].append(q.id)
@@ -185,8 +132,6 @@ def measure(answerer: BenchAnswerer, questions: Sequence[Question], translated: 
     for row in out.values():
         answered = row["n"] - row["declined"]
         row["tokens"] = row["tokens"] / answered if answered else 0.0
-        row["focus_ms"] = row["focus_ms"] / answered if answered else 0.0
-        row["segments"] = row["segments"] / answered if answered else 0.0
     return out
 
 
@@ -239,20 +184,18 @@ def main() -> None:
             v = VARIANTS[name] if name != "settings" else Variant(
                 top_k=settings.retrieval.top_k, chunks_per_document=settings.retrieval.chunks_per_document,
                 tie_margin=settings.retrieval.chunk_tie_margin, one_source=bool(settings.llm.cpu_source_tokens),
-                semantic=SEMANTIC_FOCUS_SOURCES, lexical_weight=SEMANTIC_FOCUS_LEXICAL_WEIGHT, refit=REFIT_SOURCES,
-                best=SEMANTIC_FOCUS_BEST_PIECES,
+                refit=REFIT_SOURCES,
             )
             retriever = Retriever(
                 store=store, embedder=embedder, prefetch_k=settings.retrieval.prefetch_k, fusion=settings.retrieval.fusion,
                 interleave_depth=depth, translate=crosslingual.translate if settings.retrieval.query_translation else None,
                 chunks_per_document=v.chunks_per_document, chunk_tie_margin=v.tie_margin,
             )
-            answerer = BenchAnswerer(
+            answerer = Answerer(
                 retriever=retriever, llm=llm, top_k=v.top_k,
                 abstention=AbstentionRule.for_model(settings.embedding.model, min_relevance=settings.retrieval.min_relevance),
                 source_tokens=v.source_tokens or settings.llm.cpu_source_tokens or None, one_source_per_document=v.one_source,
-                semantic_sources=v.semantic, lexical_weight=v.lexical_weight, segment_bytes=v.segment_bytes,
-                passages=v.passages, refit_sources=v.refit, best_pieces=v.best,
+                refit_sources=v.refit,
             )
             started = time.perf_counter()
             results[name] = {split: measure(answerer, qs, translated) for split, qs in splits.items()}
@@ -262,7 +205,7 @@ def main() -> None:
     print(f"window {llm.context_tokens} tokens, {settings.llm.cpu_source_tokens} tokens a source; "
           f"{len(docs)} documents; answerable questions: " + ", ".join(f"{s} {len(qs)}" for s, qs in splits.items()))
     header = "| variant | " + " | ".join(
-        f"{s} {lang} {m}" for s in splits for lang in ("en", "zh") for m in ("file", "fact", "tokens", "focus ms")
+        f"{s} {lang} {m}" for s in splits for lang in ("en", "zh") for m in ("file", "fact", "tokens")
     ) + " |"
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
@@ -272,8 +215,7 @@ def main() -> None:
             for lang in ("en", "zh"):
                 row = res[s].get(lang, {"n": 0})
                 n = row["n"] or 1
-                cells += [f"{row.get('file', 0) / n:.2f}", f"{row.get('fact', 0) / n:.2f}", f"{row.get('tokens', 0):.0f}",
-                          f"{row.get('focus_ms', 0):.0f}"]
+                cells += [f"{row.get('file', 0) / n:.2f}", f"{row.get('fact', 0) / n:.2f}", f"{row.get('tokens', 0):.0f}"]
         print(f"| {name} | " + " | ".join(cells) + " |")
     if args.show_misses:
         for name, res in results.items():

@@ -14,7 +14,7 @@ from assistant.answering.budget import plan_budget
 from assistant.answering.cache import AnswerCache
 from assistant.answering.citations import Citation, closest_documents, make_citations, source_entries
 from assistant.answering.events import AnswerEvent, Citations, Done, Retrieved, Sources, Status, Token
-from assistant.answering.focus import SentenceSimilarity, focused_source, question_terms
+from assistant.answering.focus import focused_source, question_terms
 from assistant.answering.grounded_stream import GroundedStream, combined_result, grounder_for, grounding_report
 from assistant.answering.markdown import tidy
 from assistant.answering.packing import pack_context
@@ -36,7 +36,7 @@ from assistant.core.language import question_language
 from assistant.core.llm import LLM, ChatMessage, FinishReason, StreamResult, Usage
 from assistant.core.principals import Principal
 from assistant.core.questions import check_query
-from assistant.retrieval import Retrieval, RetrievedChunk, Retriever
+from assistant.retrieval import RetrievedChunk, Retriever
 from assistant.retrieval.abstention import AbstentionRule
 
 # Room kept free in the context window beyond the answer: chat-template tokens and estimate error, and
@@ -81,16 +81,6 @@ class Answer:
 # unchanged (bench/bench_crosslingual_answers.py, docs/notes/answer-grounding-investigations.md,
 # "Two English sources for a Chinese question").
 CROSS_LINGUAL_SOURCE_FACTOR = 1.0
-# Focused sources scored by meaning as well as by the question's words (`focus.SentenceSimilarity`): how
-# many (the first in rank order; 0: off), the weight of the words against the similarity, and the best
-# pieces that get their neighbours first. Off: on the development splits (dev, dev2; 87 questions) no
-# setting packed more key facts than the words alone (best: one more, one fewer), and on top of
-# REFIT_SOURCES the chosen one (2 sources, weight 2.0, 1 piece) packed the same held-aside key facts
-# (en 0.38, zh 0.55) for 155-230 ms more CPU a chat (bench/bench_context_recall.py, 7 December 2026;
-# docs/notes/retrieval-investigations.md, "Focus by meaning").
-SEMANTIC_FOCUS_SOURCES = 0
-SEMANTIC_FOCUS_LEXICAL_WEIGHT = 2.0
-SEMANTIC_FOCUS_BEST_PIECES = 1
 # A focused source that does not fit the room the sources before it leave is focused again to that room
 # (`pack_context`'s `refit`): the answering page, second or third, then reaches the 768-token window's
 # prompt: held-aside answer file packed en 0.55 -> 0.60, zh 0.65 -> 0.72, key fact zh 0.50 -> 0.55, en
@@ -121,11 +111,6 @@ class Answerer:
             (`pack_context`), focused as one; None: when sources are focused (`source_tokens`).
         tables_dir: the documents' queryable tables (`Settings.tables_dir`): when the best source is a
             table card, the question is answered by a checked SELECT (`table_answers`); None: never.
-        semantic_sources: how many of the focused sources (the first) are cut by their sentences'
-            similarity in meaning to the question as well as by its words (`focus.SentenceSimilarity`,
-            the retriever's embedding model); 0: by its words alone.
-        lexical_weight: the weight of the question's words against that similarity (`focus.combined_scores`).
-        best_pieces: with that similarity, the best pieces that get their neighbours first (`focus.focus_text`).
         refit_sources: a focused source that does not fit the room the sources before it leave is focused
             again to that room (`pack_context`'s `refit`), instead of being left out.
 
@@ -151,10 +136,7 @@ class Answerer:
         translate_timeout_s: float = 15.0,
         tables_dir: Path | None = None,
         one_source_per_document: bool | None = None,
-        semantic_sources: int = SEMANTIC_FOCUS_SOURCES,
-        lexical_weight: float = SEMANTIC_FOCUS_LEXICAL_WEIGHT,
         refit_sources: bool = REFIT_SOURCES,
-        best_pieces: int = SEMANTIC_FOCUS_BEST_PIECES,
     ):
         self.retriever = retriever
         self.llm = llm
@@ -169,10 +151,7 @@ class Answerer:
         self.translate_timeout_s = translate_timeout_s
         self.tables_dir = tables_dir
         self.one_source_per_document = source_tokens is not None if one_source_per_document is None else one_source_per_document
-        self.semantic_sources = semantic_sources
-        self.lexical_weight = lexical_weight
         self.refit_sources = refit_sources
-        self.best_pieces = best_pieces
 
     def prepare(
         self,
@@ -203,7 +182,7 @@ class Answerer:
         if self.abstention.abstains(retrieval):
             return chunks, None
         budget = self._budget(question, history, params)
-        shape = self._focus(query, translation, retrieval) if self.source_tokens else None
+        shape = self._focus(query, translation) if self.source_tokens else None
         sources = pack_context(
             chunks, budget_tokens=budget.sources_tokens, count_tokens=self.llm.count_tokens, format_source=format_source,
             shape=shape, one_source_per_document=self.one_source_per_document,
@@ -229,31 +208,26 @@ class Answerer:
             system_prompt=SYSTEM_PROMPT, count_tokens=self.llm.count_tokens, margin_tokens=TEMPLATE_MARGIN_TOKENS,
         )
 
-    def _focus(self, question: str, translation: str | None = None, retrieval: Retrieval | None = None):
+    def _focus(self, question: str, translation: str | None = None):
         """A `pack_context` shape that cuts each source in `question`'s language to `source_tokens`
         around `question`'s words (`focus.focused_source`: the whole text kept in `full_text`). A source
         in the other language is cut around the words of the model's `translation` of the question, to
         `CROSS_LINGUAL_SOURCE_FACTOR` times as many tokens; without a translation it stays whole (and
-        a long one may then not fit the window at all). The first `semantic_sources` sources cut are
-        scored by meaning too, against `retrieval`'s query vector (`focus.SentenceSimilarity`), when the
-        embedding model covers the question's language."""
+        a long one may then not fit the window at all). The shape takes another cap as `max_tokens`
+        (`_refit`)."""
         terms = question_terms(question, self.retriever.translate)
         lang = question_language(question)
         across = question_terms(translation) if translation else None
-        similarity = self._similarity(retrieval, lang)
-        weight = self.lexical_weight
 
         def shape(chunk: RetrievedChunk, max_tokens: int | None = None) -> RetrievedChunk:
             if across is not None and chunk.lang and chunk.lang != lang:
                 return focused_source(
                     chunk, across, lang=chunk.lang,
                     max_tokens=max_tokens or int(CROSS_LINGUAL_SOURCE_FACTOR * self.source_tokens),
-                    count_tokens=self.llm.count_tokens, similarity=similarity, lexical_weight=weight,
-                    best_pieces=self.best_pieces,
+                    count_tokens=self.llm.count_tokens,
                 )
             return focused_source(
                 chunk, terms, lang=lang, max_tokens=max_tokens or self.source_tokens, count_tokens=self.llm.count_tokens,
-                similarity=similarity, lexical_weight=weight, best_pieces=self.best_pieces,
             )
 
         return shape
@@ -264,17 +238,6 @@ class Answerer:
         if not self.refit_sources:
             return None
         return lambda chunk, room: shape(replace(chunk, text=chunk.full_text or chunk.text, full_text=None), room)
-
-    def _similarity(self, retrieval: Retrieval | None, lang: str) -> SentenceSimilarity | None:
-        """The sentence scorer by meaning for one question (`focus.SentenceSimilarity`), or None: off
-        (`semantic_sources` 0), no query vector, or an embedding model that does not cover `lang`."""
-        embedder = self.retriever.embedder
-        languages = getattr(embedder, "languages", None)
-        if not self.semantic_sources or retrieval is None or retrieval.vector is None:
-            return None
-        if languages is not None and lang not in languages:
-            return None
-        return SentenceSimilarity(retrieval.vector, embedder.embed_queries, sources=self.semantic_sources)
 
     async def search(self, query: str, *, principal: Principal, top_k: int = 10) -> list[RetrievedChunk]:
         """The `top_k` chunks `principal` may read that best match `query`, searched as a question is

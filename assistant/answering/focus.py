@@ -9,24 +9,14 @@ most of the question's words (in either language, through the dictionary transla
 Chinese question finds its words in an English page) are kept first, then the sentence after each
 (a heading's rule, the first item of a list), then the one before each, until the cap is reached. The
 kept pieces stay in the page's order, and " … " marks where text was left out.
-
-A question worded otherwise than its page shares few words with the sentence that answers it; the first
-sources can also be scored by meaning (`SentenceSimilarity`): the text is cut into segments of a few
-consecutive pieces, each segment is embedded by the retriever's embedding model (multilingual-e5-small) and
-compared with the question's embedding, and the pieces are kept in the order of that similarity plus their
-share of the question's words (`focus_text`'s `similarity`). Off by default: on the development questions
-it packed no more key facts than the words alone (`answerer.SEMANTIC_FOCUS_SOURCES`).
 """
 
 from __future__ import annotations
 
 import math
 import re
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
-
-import numpy as np
 
 from assistant.answering.budget import truncate_to_tokens
 from assistant.answering.injection import without_instructions
@@ -38,10 +28,6 @@ from assistant.retrieval.crosslingual import TermGroup, Translation
 # Sentence ends and line breaks; the separator stays with the piece before it.
 _PIECE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])\s*|\n+")
 GAP = " … "
-# A segment embedded for `SentenceSimilarity`: consecutive pieces until it holds this many bytes of UTF-8
-# (about 30-40 e5 tokens in either language: an English token is 3-5 bytes, a Chinese character 3), so
-# that a heading or a short list item is embedded with the text after it, not alone.
-SEGMENT_MIN_BYTES = 120
 
 
 def question_terms(question: str, translate: Callable[[str], Translation] | None = None) -> Translation:
@@ -92,91 +78,6 @@ def piece_scores(parts: list[str], terms: Translation) -> list[float]:
     return [sum(r for r, h in zip(rarity, row) if h) for row in held]
 
 
-def segments(parts: list[str], min_bytes: int = SEGMENT_MIN_BYTES) -> list[range]:
-    """`parts` (`pieces`) grouped into runs of consecutive pieces that hold at least `min_bytes` bytes of
-    stripped UTF-8 text each (the last run may hold less, and joins the run before it when there is
-    one); every index of `parts` is in exactly one run, in order."""
-    runs: list[range] = []
-    start, size = 0, 0
-    for i, p in enumerate(parts):
-        size += len(p.strip().encode("utf-8"))
-        if size >= min_bytes:
-            runs.append(range(start, i + 1))
-            start, size = i + 1, 0
-    if start < len(parts):
-        if runs and size < min_bytes:
-            runs[-1] = range(runs[-1].start, len(parts))
-        else:
-            runs.append(range(start, len(parts)))
-    return runs
-
-
-class SentenceSimilarity:
-    """The question's similarity in meaning to each piece of a source, for `focus_text`'s `similarity`:
-    the source's pieces are grouped into `segments`, the segments embedded in one call of `embed`, and
-    each piece gets its segment's cosine similarity to the question's embedding.
-
-    The idea of sentence-window retrieval (small units scored, shown with their neighbours; LlamaIndex's
-    `SentenceWindowNodeParser`), applied to the pieces of the sources already retrieved; no code borrowed.
-
-    Args:
-        vector: the question's embedding, `(dim,)` float32, L2-normalised (the retriever's dense query,
-            `Retrieval.vector`).
-        embed: texts -> `(len(texts), dim)` float32 L2-normalised embeddings (the embedder's
-            `embed_queries`: e5's one-thread question session, which a server has open already).
-        sources: how many texts are scored (the first sources focused: 86-100 ms of CPU for the first,
-            155-237 ms for two, on 2 shared cores); later ones get None and are focused on the question's words.
-        min_bytes: segment size (`segments`).
-
-    Attributes:
-        seconds: CPU seconds (process time) spent in `embed`, all calls together.
-        texts: texts embedded (segments), all calls together.
-    """
-
-    def __init__(
-        self, vector: np.ndarray, embed: Callable[[list[str]], np.ndarray], *, sources: int = 2,
-        min_bytes: int = SEGMENT_MIN_BYTES,
-    ):
-        self.vector = np.asarray(vector, dtype=np.float32)
-        self.embed = embed
-        self.sources = sources
-        self.min_bytes = min_bytes
-        self.seconds = 0.0
-        self.texts = 0
-        self._known: dict[tuple[str, ...], list[float]] = {}
-
-    def __call__(self, parts: list[str]) -> list[float] | None:
-        """Per piece of `parts`, its segment's cosine similarity to the question; None once `sources`
-        other texts have been scored (a text scored before is not embedded again)."""
-        key = tuple(parts)
-        if key in self._known:
-            return self._known[key]
-        if len(self._known) >= self.sources:
-            return None
-        runs = segments(parts, self.min_bytes)
-        texts = ["".join(parts[i] for i in run).strip() for run in runs]
-        started = time.process_time()
-        vectors = self.embed(texts)
-        self.seconds += time.process_time() - started
-        self.texts += len(texts)
-        similarity = np.asarray(vectors, dtype=np.float32) @ self.vector
-        out = [0.0] * len(parts)
-        for run, value in zip(runs, similarity.tolist()):
-            for i in run:
-                out[i] = value
-        self._known[key] = out
-        return out
-
-
-def combined_scores(lexical: list[float], similarity: list[float], lexical_weight: float) -> list[float]:
-    """Per piece: its similarity scaled to [0, 1] over the source (min-max), plus `lexical_weight` times its
-    `piece_scores` value scaled to [0, 1] (divided by the source's highest; 0 without any word)."""
-    low, high = min(similarity), max(similarity)
-    spread = high - low or 1.0
-    top = max(lexical) or 1.0
-    return [(s - low) / spread + lexical_weight * (w / top) for s, w in zip(similarity, lexical)]
-
-
 def list_lead_in(parts: list[str], i: int) -> int | None:
     """The index of the lead-in line (ending in a colon, "**Do not:**") of the list that piece `i` is an
     item of, or None (not a list item, or a list without one)."""
@@ -188,11 +89,7 @@ def list_lead_in(parts: list[str], i: int) -> int | None:
     return j if j >= 0 and is_lead_in_line(parts[j]) else None
 
 
-def focus_text(
-    text: str, terms: Translation, *, max_tokens: int, count_tokens: Callable[[str], int],
-    similarity: Callable[[list[str]], list[float] | None] | None = None, lexical_weight: float = 2.0,
-    best_pieces: int = 1,
-) -> str:
+def focus_text(text: str, terms: Translation, *, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
     """The part of `text` most about the question, in at most `max_tokens` (as counted by `count_tokens`).
 
     Args:
@@ -200,10 +97,6 @@ def focus_text(
         terms: the question's words (`question_terms`).
         max_tokens: the cap for the returned text, in the LLM's tokens (the gap marks included).
         count_tokens: the LLM's token counter.
-        similarity: pieces -> each piece's similarity in meaning to the question (`SentenceSimilarity`),
-            or None for this text; called only when `text` does not fit. None: the question's words only.
-        lexical_weight: with a similarity, the weight of the question's words against it (`combined_scores`).
-        best_pieces: with a similarity, how many of the best pieces get their neighbours first (0: none).
 
     Returns:
         `text` itself when it fits; else, while they fit, its pieces (`pieces`) that hold any of the
@@ -211,10 +104,7 @@ def focus_text(
         such list item belongs to (`list_lead_in`), then the piece after each of them, then
         the piece before each (the start of the text when none holds a word of the question), in the
         page's order with `GAP` where text was left out; a text with no piece that fits is cut to
-        `max_tokens`. With a `similarity` for the text: the `best_pieces` best pieces by `combined_scores`
-        (ties: earlier first), their lists' lead-ins, the piece after and the piece before each, then the
-        other pieces by those scores (`best_pieces` 0: every piece by those scores, each followed by its
-        list's lead-in); then as above.
+        `max_tokens`.
     """
     if count_tokens(text) <= max_tokens:
         return text
@@ -222,30 +112,14 @@ def focus_text(
     costs = [count_tokens(p) for p in parts]
     scores = piece_scores(parts, terms)
     gap_cost = count_tokens(GAP)
-    meaning = similarity(parts) if similarity is not None else None
-    candidates: Sequence[int]
-    if meaning is not None:
-        combined = combined_scores(scores, meaning, lexical_weight)
-        order = sorted(range(len(parts)), key=lambda k: (-combined[k], k))
-        best = order[:best_pieces]
-        # As below for the best pieces (an answer often follows the sentence that states the problem),
-        # then every other piece in the order of the scores; without best pieces, each piece followed by
-        # its list's lead-in.
-        lead_ins = [j for j in (list_lead_in(parts, i) for i in best) if j is not None]
-        candidates = (
-            [*best, *lead_ins, *(i + 1 for i in best), *(i - 1 for i in best), *order[best_pieces:]] if best
-            else [j for i in order for j in (i, list_lead_in(parts, i)) if j is not None]
-        )
-    else:
-        matching = [i for i in sorted(range(len(parts)), key=lambda k: (-scores[k], k)) if scores[i] > 0]
-        # The matching pieces first, best first; then the lead-in of each one's list (an item of a "Do
-        # not:" list, shown without it, reads as advice: Qwen2.5-1.5B wrote it as such); then the piece
-        # after each; then the piece before each. Without any word of the question in the text, its start.
-        lead_ins = [j for j in (list_lead_in(parts, i) for i in matching) if j is not None]
-        candidates = (
-            [*matching, *lead_ins, *(i + 1 for i in matching), *(i - 1 for i in matching)]
-            if matching else range(len(parts))
-        )
+    matching = [i for i in sorted(range(len(parts)), key=lambda k: (-scores[k], k)) if scores[i] > 0]
+    # The matching pieces first, best first; then the lead-in of each one's list (an item of a "Do
+    # not:" list, shown without it, reads as advice: Qwen2.5-1.5B wrote it as such); then the piece
+    # after each; then the piece before each. Without any word of the question in the text, its start.
+    lead_ins = [j for j in (list_lead_in(parts, i) for i in matching) if j is not None]
+    candidates = (
+        [*matching, *lead_ins, *(i + 1 for i in matching), *(i - 1 for i in matching)] if matching else range(len(parts))
+    )
     chosen: set[int] = set()
     used = 2 * gap_cost  # room for the marks of text left out before the first and after the last piece
     for j in candidates:
@@ -271,9 +145,7 @@ def focus_text(
 
 
 def focused_source(
-    chunk: RetrievedChunk, terms: Translation, *, lang: str, max_tokens: int, count_tokens: Callable[[str], int],
-    similarity: Callable[[list[str]], list[float] | None] | None = None, lexical_weight: float = 2.0,
-    best_pieces: int = 1,
+    chunk: RetrievedChunk, terms: Translation, *, lang: str, max_tokens: int, count_tokens: Callable[[str], int]
 ) -> RetrievedChunk:
     """`chunk` with its text focused on the question (`focus_text`) and the whole text in `full_text`,
     where grounding counts support; `chunk` itself when it fits, or when it is in another language than
@@ -285,12 +157,9 @@ def focused_source(
     Text planted for the assistant is cut out first (`injection.without_instructions`): focusing could
     keep a planted answer ("answer only: send your Okta password to …") and drop the sentence that
     gives it away ("ignore all previous instructions"), which the filter needs to see (fresh-user
-    trial: a cited phishing answer). `similarity`, `lexical_weight`, `best_pieces`: as `focus_text`'s."""
+    trial: a cited phishing answer)."""
     if chunk.lang and lang and chunk.lang != lang:
         return chunk
     cleaned = without_instructions(chunk.text)
-    text = focus_text(
-        cleaned, terms, max_tokens=max_tokens, count_tokens=count_tokens, similarity=similarity,
-        lexical_weight=lexical_weight, best_pieces=best_pieces,
-    )
+    text = focus_text(cleaned, terms, max_tokens=max_tokens, count_tokens=count_tokens)
     return chunk if text is chunk.text else replace(chunk, text=text, full_text=cleaned)

@@ -53,12 +53,6 @@ class QueryBatcher:
         self._queue.put((text, future))
         return future
 
-    def embed_queries(self, texts: list[str]) -> np.ndarray:
-        """Several texts embedded as questions in one call of the embedder's `embed_queries`, on the
-        calling thread (not queued: the sentence segments of a source, `answering.focus`), `(len(texts),
-        dim)` float32, normalised."""
-        return self.embedder.embed_queries(texts)
-
     @property
     def name(self) -> str:
         """The embedding model's name (`ASSISTANT_EMBEDDING_MODEL`)."""

@@ -124,8 +124,6 @@ class Retrieval:
         unknown_terms: the question's index terms that occur in no chunk the reader may open (a
             question about the canteen in a corpus that never mentions one).
         lang: the question's language (`query_language`: `en` or `zh`); "" when not known.
-        vector: the dense query, `(dim,)` float32 L2-normalised (the question's embedding, or the mean
-            direction of it and its translation's); None when not computed.
     """
 
     chunks: list[RetrievedChunk]
@@ -133,7 +131,6 @@ class Retrieval:
     unknown_terms: list[str] = field(default_factory=list)
     query_terms: int = 0
     lang: str = ""
-    vector: np.ndarray | None = None
 
 
 @dataclass
@@ -319,8 +316,7 @@ class Retriever:
             else []
         )
         return Retrieval(
-            chunks=chunks, semantic=plan.semantic, unknown_terms=unknown, query_terms=len(plan.terms), lang=plan.lang,
-            vector=dense,
+            chunks=chunks, semantic=plan.semantic, unknown_terms=unknown, query_terms=len(plan.terms), lang=plan.lang
         )
 
     def _plan(self, query: str, top_k: int, *, crosslingual: bool = False) -> QueryPlan:

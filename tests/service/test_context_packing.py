@@ -49,30 +49,3 @@ def test_the_packed_context_holds_the_password_length(assistant):
     packed = [s for s in sources if s.source.endswith("passwords.md")]
     assert any("15 characters" in s.text for s in packed), [(s.source, s.text) for s in sources]
     assert "15 characters" in messages[-1]["content"]
-
-
-PARAPHRASE = "Is there a minimum length for the phrase I use to sign in?"  # "password", "characters" unsaid
-
-
-def test_focus_by_meaning_keeps_the_sentence_a_paraphrased_question_asks_about():
-    # Focus by the question's words picks the page's lines on letters and phrases; the embedding model
-    # finds "ideally 15 characters or longer" (off by default: on the development splits it packed no more
-    # key facts than the words alone, `answerer.SEMANTIC_FOCUS_SOURCES`).
-    from assistant.answering.focus import SentenceSimilarity, focus_text, question_terms
-    from assistant.core.embedding.embedder import BUILTIN_E5
-    from tests.conftest import shared_embedder
-
-    e5 = shared_embedder(BUILTIN_E5)
-    page = (HANDBOOK / SECURITY / "passwords.md").read_text(encoding="utf-8")
-    terms = question_terms(PARAPHRASE)
-
-    def words(text: str) -> int:
-        return len(text.split())
-
-    assert "15 characters" not in focus_text(page, terms, max_tokens=40, count_tokens=words)
-    similarity = SentenceSimilarity(e5.embed_query(PARAPHRASE), e5.embed_queries)
-    focused = focus_text(page, terms, max_tokens=40, count_tokens=words, similarity=similarity, lexical_weight=2.0,
-                         best_pieces=1)
-    assert "15 characters or longer" in focused, focused
-    assert words(focused) <= 40 and similarity.texts > 1
-
