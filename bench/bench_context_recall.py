@@ -4,7 +4,11 @@ gets) run for every question of the development and held-aside splits, without g
 
 Usage:
 
-    nice .venv/bin/python bench/bench_context_recall.py [--keep DIR] [--variants today margin-5 ...] [--json out.json]
+    nice .venv/bin/python bench/bench_context_recall.py [--keep DIR] [--variants settings margin-5 ...] [--json out.json]
+        [--splits dev] [--dev2 --splits dev dev2 --keep DIR2]
+
+Tune with `--splits dev` (and `--dev2`, which indexes dev2_questions.jsonl's answer pages too, into another
+`--keep` folder); measure the held-aside split once per final configuration.
 
 The index is `bench_retrieval_ablation.py`'s e5 index of both corpora (its documents, chunking and vector
 cache: `--cache`, default /work/cache/retrieval); with `--keep DIR` it is built once into DIR and reused.
@@ -20,6 +24,10 @@ Per split and language: "file" = an answer file among the packed sources; "fact"
 `must_contain_any` strings (case-insensitive) in the packed source texts as the prompt shows them;
 "declined" = no prompt (abstention or no source fits); "tokens" = mean prompt tokens (message contents, the
 chat template's markers not counted), over the questions with a prompt.
+
+Focus by meaning (sentence windows embedded with e5 and scored against the question) was measured with
+this bench on 7 December 2026 and left out of the product (no gain on the development splits, 155-237 ms
+of CPU a chat): its variants are in commit 1b26672 (docs/notes/retrieval-investigations.md).
 """
 
 from __future__ import annotations
@@ -38,9 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from bench_retrieval_ablation import DEV_SETS, HELDOUT_SETS, build_index, pick_documents  # noqa: E402
+from bench_retrieval_ablation import DEV2_SETS, DEV_SETS, HELDOUT_SETS, build_index, pick_documents  # noqa: E402
 
-from assistant.answering.answerer import Answerer  # noqa: E402
+from assistant.answering.answerer import REFIT_SOURCES, Answerer  # noqa: E402
 from assistant.answering.rewrite import translate_question  # noqa: E402
 from assistant.core.embedding.embedder import BUILTIN_E5, Embedder  # noqa: E402
 from assistant.core.language import question_language  # noqa: E402
@@ -64,6 +72,7 @@ class Variant:
     tie_margin: float | None = None
     source_tokens: int | None = None  # None: the setting's (`llm_cpu_source_tokens`)
     one_source: bool = False  # a document's chunks joined into one (focused) source (`Answerer`)
+    refit: bool = False  # a source that does not fit is focused again to the room left (`Answerer(refit_sources=)`)
 
 
 # "1-per-doc" is the configuration before issue 42's context work (top_k 5, one chunk a document);
@@ -82,6 +91,10 @@ VARIANTS = {
     "joined-3-per-doc": Variant(chunks_per_document=3, one_source=True),
     **{f"src{n}": Variant(source_tokens=n) for n in (70, 150)},
     **{f"src70-margin-{m}": Variant(chunks_per_document=3, tie_margin=m / 100, source_tokens=70) for m in (5, 10)},
+    # Issue 42: a source that does not fit is focused again to the room left (`pack_context`'s `refit`).
+    "refit": Variant(chunks_per_document=3, tie_margin=0.1, one_source=True, refit=True),
+    **{f"refit-src{t}": Variant(chunks_per_document=3, tie_margin=0.1, one_source=True, refit=True, source_tokens=t)
+       for t in (80, 120)},
 }
 
 
@@ -132,14 +145,21 @@ def main() -> None:
                         help="configurations to measure; settings: the product's (ASSISTANT_* environment)")
     parser.add_argument("--no-translation", action="store_true", help="search Chinese questions alone")
     parser.add_argument("--show-misses", action="store_true", help="print the IDs of questions whose fact was not packed")
+    parser.add_argument("--splits", nargs="+", default=["dev", "heldout"], choices=["dev", "dev2", "heldout"],
+                        help="question splits to measure (tune on dev and dev2 alone)")
+    parser.add_argument("--dev2", action="store_true", help="index dev2_questions.jsonl's answer pages too (the "
+                        "ablation's --dev2; a different index: --keep another DIR) and allow the dev2 split")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
     settings = Settings()
     dev = [q for path in DEV_SETS for q in load_questions(path)]
     held = [q for path in HELDOUT_SETS for q in load_questions(path)]
-    splits = {"dev": [q for q in dev if q.answerable], "heldout": [q for q in held if q.answerable]}
-    docs = pick_documents(dev + held, args.distractors, args.seed)
+    dev2 = [q for path in DEV2_SETS for q in load_questions(path)] if args.dev2 else []
+    splits = {"dev": [q for q in dev if q.answerable], "dev2": [q for q in dev2 if q.answerable],
+              "heldout": [q for q in held if q.answerable]}
+    splits = {name: qs for name, qs in splits.items() if name in args.splits and qs}
+    docs = pick_documents(dev + held, args.distractors, args.seed, extra=dev2)
     embedder = Embedder(BUILTIN_E5)
     llm = open_llm(settings)
     translated: dict[str, str | None] = {}
@@ -164,6 +184,7 @@ def main() -> None:
             v = VARIANTS[name] if name != "settings" else Variant(
                 top_k=settings.retrieval.top_k, chunks_per_document=settings.retrieval.chunks_per_document,
                 tie_margin=settings.retrieval.chunk_tie_margin, one_source=bool(settings.llm.cpu_source_tokens),
+                refit=REFIT_SOURCES,
             )
             retriever = Retriever(
                 store=store, embedder=embedder, prefetch_k=settings.retrieval.prefetch_k, fusion=settings.retrieval.fusion,
@@ -174,6 +195,7 @@ def main() -> None:
                 retriever=retriever, llm=llm, top_k=v.top_k,
                 abstention=AbstentionRule.for_model(settings.embedding.model, min_relevance=settings.retrieval.min_relevance),
                 source_tokens=v.source_tokens or settings.llm.cpu_source_tokens or None, one_source_per_document=v.one_source,
+                refit_sources=v.refit,
             )
             started = time.perf_counter()
             results[name] = {split: measure(answerer, qs, translated) for split, qs in splits.items()}

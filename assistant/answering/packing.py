@@ -56,6 +56,8 @@ def pack_context(
     merge_neighbours: bool = True,
     shape: Callable[[RetrievedChunk], RetrievedChunk] | None = None,
     one_source_per_document: bool = False,
+    refit: Callable[[RetrievedChunk, int], RetrievedChunk] | None = None,
+    min_refit_tokens: int = 40,
 ) -> list[RetrievedChunk]:
     """The sources for the prompt, best first.
 
@@ -73,6 +75,11 @@ def pack_context(
             as well (in document order), before `shape`: a focused source then picks the sentences about
             the question from all of them, within one source's room (issue 42: near-tie chunks of a
             page, where the ranking cannot tell which one holds the answer).
+        refit: `(source, max_tokens) -> source` cut to `max_tokens` of text (the focus with another cap): a
+            source that does not fit the room left after `shape` is cut to that room (less its header) and
+            kept, when the room is at least `min_refit_tokens`; so that the room a first focused source
+            leaves goes to the next document instead of being lost. None: such a source is left out.
+        min_refit_tokens: the smallest room, in tokens of text, that `refit` fills.
 
     Returns:
         Sources that fit in `budget_tokens`; a merged source keeps the ID, score and relevance of its
@@ -101,6 +108,12 @@ def pack_context(
         if shape is not None:
             chunk = shape(chunk)
         cost = count_tokens(format_source(len(packed) + 1, chunk)) + BLOCK_SEPARATOR_TOKENS
+        if used + cost > budget_tokens and refit is not None:
+            header = count_tokens(format_source(len(packed) + 1, replace(chunk, text=""))) + BLOCK_SEPARATOR_TOKENS
+            room = budget_tokens - used - header
+            if room >= min_refit_tokens:
+                chunk = refit(chunk, room)
+                cost = count_tokens(format_source(len(packed) + 1, chunk)) + BLOCK_SEPARATOR_TOKENS
         if used + cost > budget_tokens:
             continue
         packed.append(chunk)

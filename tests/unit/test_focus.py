@@ -124,3 +124,28 @@ def test_a_source_in_another_language_than_the_question_stays_whole():
     focused = focused_source(chunk, question_terms("How many characters must passwords have?"), lang="en",
                              max_tokens=20, count_tokens=words)
     assert focused.full_text == PAGE and "15 or more characters" in focused.text and len(focused.text) < len(PAGE)
+
+
+def test_the_room_a_first_source_leaves_goes_to_the_next_document_focused_to_fit():
+    # Issue 42: one focused source of 100 tokens filled most of the 180-196 tokens the CPU window leaves
+    # for sources; the second document, focused to 100 tokens as well, did not fit and was left out.
+    def chunk(n: int, text: str) -> RetrievedChunk:
+        return RetrievedChunk(
+            chunk_id=f"c{n}", doc_id=f"d{n}", chunk_index=0, text=text, source=f"page{n}.md", uri="", title="",
+            heading="", page=None, lang="en", score=1.0, relevance=0.5,
+        )
+
+    other = PAGE.replace("Passwords must have 15 or more characters.", "Badges are collected at the front desk.")
+    chunks = [chunk(0, other), chunk(1, PAGE)]
+    terms = question_terms("How long should my passwords be?")
+
+    def shape(c: RetrievedChunk, cap: int = 40) -> RetrievedChunk:
+        return replace(c, text=focus_text(c.full_text or c.text, terms, max_tokens=cap, count_tokens=words),
+                       full_text=c.full_text or c.text)
+
+    kwargs = dict(budget_tokens=50, count_tokens=words, format_source=format_source, duplicate_threshold=1.01, shape=shape)
+    assert [s.source for s in pack_context(chunks, **kwargs)] == ["page0.md"]
+    packed = pack_context(chunks, **kwargs, refit=shape, min_refit_tokens=10)
+    assert [s.source for s in packed] == ["page0.md", "page1.md"]
+    assert "15 or more characters" in packed[1].text
+    assert sum(words(format_source(n, s)) + 2 for n, s in enumerate(packed, start=1)) <= 50
