@@ -173,21 +173,24 @@ class GroundedStream:
         first = True
         try:
             async for delta in stream:
-                if guard.push(delta):
-                    self.looped = True
-                    break
-                if self.draft:
+                # A delta may hold many tokens (one read of the server): the part before a loop is kept.
+                looping = guard.push(delta)
+                if looping:
+                    delta = delta[: guard.loop_at]
+                if self.draft and delta:
                     if first:
                         yield Status("writing")
                         first = False
                     self._drafted = True
                     yield Token(delta)
-                for sentence in buffer.push(delta):
+                for sentence in buffer.push(delta) if delta else ():
                     event = self._accept(sentence, buffer.pending)
                     if self.looped:
                         break
                     if event:
                         yield event
+                if looping:
+                    self.looped = True
                 if self.looped:
                     break
         finally:

@@ -70,12 +70,29 @@ class RepetitionGuard:
         self.window_chars = window_chars
         self.flat = ""  # the text so far with white space collapsed, its last `window_chars` characters
         self.looping = False
+        self.loop_at = 0  # characters of the delta that tripped the guard before the loop was found in it
 
     def push(self, delta: str) -> bool:
         """True once the text so far loops (and from then on). Each delta is collapsed once and appended
-        (not the whole window again per delta: this runs for every streamed token)."""
+        (not the whole window again per delta: this runs for every streamed delta). On the delta that
+        trips it, `loop_at` says how much of the delta came before: a delta of many tokens (one read of
+        the server) is replayed a word at a time, so that it ends where a token-by-token stream would."""
         if self.looping:
             return True
+        before = self.flat
+        if self._push(delta):
+            self.loop_at = len(delta)
+            probe = RepetitionGuard(
+                ngram_chars=self.ngram_chars, max_repeats=self.max_repeats, window_chars=self.window_chars
+            )
+            probe.flat = before
+            for word in _WORD.finditer(delta):
+                if probe._push(word.group()):
+                    self.loop_at = word.start()
+                    break
+        return self.looping
+
+    def _push(self, delta: str) -> bool:
         piece = _WHITE.sub(" ", delta)
         if piece[:1] == " " and (not self.flat or self.flat[-1] == " "):
             piece = piece[1:]
@@ -87,3 +104,5 @@ class RepetitionGuard:
 
 
 _WHITE = re.compile(r"\s+")
+# A word, or one CJK character (Chinese has no spaces): the pieces a tripping delta is replayed in.
+_WORD = re.compile(r"\s*(?:[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]|[^\s\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]+)")

@@ -221,6 +221,9 @@ def test_sentence_buffer_and_repetition_guard():
     line = "Your card limit is shown in the finance tool. "
     assert not any(guard.push(w + " ") for w in (line * 2).split())
     assert any(guard.push(w + " ") for w in line.split())
+    # Three copies in one delta (one read of the server): it trips where a word-by-word stream would.
+    guard = RepetitionGuard()
+    assert guard.push(line * 3) and (line * 3)[: guard.loop_at] == line * 2 + "Your card limit is shown in the"
 
 
 def _scripted(*answers: str):
