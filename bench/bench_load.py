@@ -28,7 +28,7 @@ token from their difference) per function. The profiler slows the app about thre
 figures of a profiled run are not the app's; compare shares, and take the costs from a run without it.
 
 Usage: .venv/bin/python bench/bench_load.py [--streams 50,200,500] [--duration-s 90] [--ramp-s 60] [--chunk-tokens 1]
-           [--cost-chats 200] [--cost-streams 20] [--short-tokens 30] [--profile /tmp/prof]
+           [--cost-chats 200] [--cost-streams 20] [--short-tokens 30] [--sse-coalesce-ms 25] [--profile /tmp/prof]
 """
 
 from __future__ import annotations
@@ -337,6 +337,8 @@ def main() -> None:
     parser.add_argument("--short-tokens", type=int, default=30, help="answer length of the short cost run")
     parser.add_argument("--chunk-tokens", type=int, default=1,
                         help="tokens per upstream chunk after the first, as `vllm serve --stream-interval N` sends them")
+    parser.add_argument("--sse-coalesce-ms", type=float, default=None,
+                        help="the app's ASSISTANT_SSE_COALESCE_MS (default: its own, 25 ms)")
     parser.add_argument("--profile", default="", help="profile the app's event loop in the cost runs: stats to PREFIX.{0,1}.prof")
     args = parser.parse_args()
     levels = [int(s) for s in args.streams.split(",") if s]
@@ -358,6 +360,8 @@ def main() -> None:
         "ASSISTANT_QUERY_REWRITE": "rules", "ASSISTANT_EMBEDDING_THREADS": "1",
         "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
     })
+    if args.sse_coalesce_ms is not None:
+        env["ASSISTANT_SSE_COALESCE_MS"] = str(args.sse_coalesce_ms)
     launcher = [str(REPO / "bench" / "profiled_app.py"), args.profile] if args.profile else ["-m", "uvicorn"]
     app = subprocess.Popen(
         [sys.executable, *launcher, "--factory", "assistant.api.app:create_app", "--port", str(app_port),
