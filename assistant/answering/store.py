@@ -370,15 +370,12 @@ def feedback_cited(row: Feedback, message_citations: list[Any] | None) -> Cited:
 
 def feedback_shown(visibility: Visibility | None, row: Feedback, message_citations: list[Any] | None) -> bool:
     """Whether a rating's text (question, answer, comment, corrected answer) is shown under
-    `visibility` (None: the server's own use, everything): the rule for what its answer cited, and for
-    the member's own words on an answer that cited nothing, the author's groups
-    (`Visibility.may_see_authored`)."""
+    `visibility` (None: the server's own use, everything): the rule for what its answer cited, and, as
+    the question (and any comment) is the member's own words, on an answer that cited nothing the
+    author's groups (`Visibility.may_see_authored`: a "not found" question may name what only they read)."""
     if visibility is None:
         return True
-    cited = feedback_cited(row, message_citations)
-    if row.comment or row.corrected_answer:
-        return visibility.may_see_authored(cited, author_id=row.user_id)
-    return visibility.may_see(cited, asked_by=row.user_id)
+    return visibility.may_see_authored(feedback_cited(row, message_citations), author_id=row.user_id)
 
 
 def _feedback_public(row: Feedback, *, shown: bool = True) -> FeedbackPublic:

@@ -288,8 +288,9 @@ def delete_upload_rows(session: Session, upload_ids: list[str]) -> int:
 
 
 def _exchanges_shown(messages: list[Message], visibility: Visibility | None, asker: int) -> list[bool]:
-    """Per message, whether its text is shown: an answer by the rule on its citations, a question with
-    the answer that follows it (a question without an answer yet: shown)."""
+    """Per message, whether its text is shown: a question (the member's own words) with the answer that
+    follows it, by the rule on the answer's citations and, where it cited none (a "not found", or no
+    answer yet), the asker's groups (`Visibility.may_see_authored`)."""
     if visibility is None:
         return [True] * len(messages)
     shown = [True] * len(messages)
@@ -298,10 +299,14 @@ def _exchanges_shown(messages: list[Message], visibility: Visibility | None, ask
         if m.role == "user":
             pending.append(i)
             continue
-        ok = visibility.may_see(Cited.of_citations(m.citations), asked_by=asker)
+        ok = visibility.may_see_authored(Cited.of_citations(m.citations), author_id=asker)
         for j in pending + [i]:
             shown[j] = ok
         pending = []
+    if pending:
+        ok = visibility.may_see_authored(Cited(), author_id=asker)
+        for j in pending:
+            shown[j] = ok
     return shown
 
 

@@ -7,8 +7,11 @@ import difflib
 import re
 from pathlib import Path
 
+from assistant.core.db.documents import acls_by_id, acls_by_path
 from assistant.core.db.jobs import queue_sync_job
 from assistant.core.db.session import Database
+from assistant.core.errors import InvalidRequestError
+from assistant.core.visibility import Cited
 from assistant.helpdesk.store import TicketRecord
 from assistant.helpdesk.tickets import latest_message
 
@@ -37,6 +40,36 @@ def resolution_outcome(ticket: TicketRecord, resolution: str) -> str:
     if ratio >= ACCEPTED_MIN_SIMILARITY:
         return "accepted"
     return "edited" if ratio >= EDITED_MIN_SIMILARITY else "rejected"
+
+
+def check_audience(db: Database, ticket: TicketRecord, audience: list[str]) -> None:
+    """Refuse a resolution audience wider than the readers of what the ticket's reply rests on.
+
+    A resolution is written from the reply and its cited documents; published to `audience`, it becomes a
+    document anyone the audience admits can search. So each entry must appear in the ACL of every live
+    document the reply cited, unless that document is readable by `everyone` (fresh-user trial: a
+    finance-only key published a reply quoting a finance page to `everyone`).
+
+    Args:
+        ticket: the ticket being resolved (its `citations`).
+        audience: the validated ACL entries asked for.
+
+    Raises:
+        InvalidRequestError: code `audience_too_wide`, naming the entries refused, the document and the
+            entries allowed.
+    """
+    cited = Cited.of_citations(ticket.citations)
+    names = {str(c.get("doc_id")): str(c.get("source") or c.get("doc_id")) for c in ticket.citations if isinstance(c, dict)}
+    acls = [(names.get(doc_id, doc_id), acl) for doc_id, (acl, deleted) in acls_by_id(db, cited.doc_ids).items() if not deleted]
+    acls += [(path, acl) for path, rows in acls_by_path(db, cited.sources).items() for acl, deleted in rows if not deleted]
+    for name, acl in acls:
+        refused = [entry for entry in audience if "everyone" not in acl and entry not in acl]
+        if refused:
+            raise InvalidRequestError(
+                f"audience {', '.join(refused)} is wider than the readers of a document ticket {ticket.id}'s reply "
+                f"cites ({name}, readable by {', '.join(acl) or 'nobody'}): choose entries of its ACL",
+                code="audience_too_wide",
+            )
 
 
 def resolution_document(ticket: TicketRecord, resolution: str) -> str:

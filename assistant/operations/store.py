@@ -80,7 +80,9 @@ def _recent_messages(
 def slowest_answers(db: Database, *, visibility: Visibility, days: int = 30, limit: int = 10) -> list[SlowAnswer]:
     """The `limit` answers of the last `days` days that took longest, slowest first: each answer is
     timed from the question before it in its conversation (both are stored as they happen). A
-    question is shown only where `visibility` allows for the documents its answer cited."""
+    question is the asker's own words: shown only where `visibility` allows for the documents its answer
+    cited and, when it cited none, to viewers holding every group of the asker (`may_see_authored`: a
+    "not found" question may name what only the asker's groups read)."""
     rows = _recent_messages(db, days)
     timed, question = [], None
     for conversation_id, role, content, abstained, at, citations, asker in rows:
@@ -93,7 +95,7 @@ def slowest_answers(db: Database, *, visibility: Visibility, days: int = 30, lim
     slowest = sorted(timed, key=lambda a: -a[0])[:limit]
     out = []
     for seconds, text, at, abstained, citations, asker in slowest:
-        shown = visibility.may_see(Cited.of_citations(citations), asked_by=asker)
+        shown = visibility.may_see_authored(Cited.of_citations(citations), author_id=asker)
         out.append(SlowAnswer(question=text if shown else None, seconds=seconds, answered_at=at, not_found=abstained,
                               withheld=not shown))
     return out
@@ -111,7 +113,8 @@ class GapQuestions:
 def gap_questions(session: Session, *, visibility: Visibility, days: int = 30, limit: int = 2000) -> GapQuestions:
     """The questions of the last `days` days answered "not found" or rated down, newest first, each once
     (a question both unanswered and rated down counts as `not_found`); those `visibility` withholds
-    (their answer cited a document the viewer may not read) are only counted."""
+    (their answer cited a document the viewer may not read, or cited none and the viewer lacks one of the
+    asker's groups: `may_see_authored`) are only counted."""
     since = _since(days)
     withheld = 0
     answers = session.execute(
@@ -129,7 +132,7 @@ def gap_questions(session: Session, *, visibility: Visibility, days: int = 30, l
         )
         if not asked:
             continue
-        if visibility.may_see(Cited.of_citations(citations), asked_by=asker):
+        if visibility.may_see_authored(Cited.of_citations(citations), author_id=asker):
             found.append(GapQuestion(question=asked, why="not_found", at=at))
         else:
             withheld += 1
@@ -140,7 +143,7 @@ def gap_questions(session: Session, *, visibility: Visibility, days: int = 30, l
     ):
         if not row.question:
             continue
-        if visibility.may_see(feedback_cited(row, citations), asked_by=row.user_id):
+        if visibility.may_see_authored(feedback_cited(row, citations), author_id=row.user_id):
             found.append(GapQuestion(question=row.question, why="rated_down", at=row.updated_at))
         else:
             withheld += 1

@@ -280,6 +280,24 @@ def test_a_resolution_becomes_a_document_for_its_audience_only(helpdesk, scripte
     assert bad.status_code == 400
 
 
+def test_a_resolution_is_never_published_wider_than_the_documents_its_reply_cites(helpdesk, scripted):
+    # Fresh-user trial: a finance-only key resolved a ticket whose reply quoted a finance page with
+    # audience ["everyone"], and the page's figures became searchable by everyone.
+    client, res, _ = helpdesk
+    scripted.answer = extractive_answer
+    ticket = post_ticket(client, subject="Password rules", body="How many characters should a password ideally have?",
+                         requester="bob").json()
+    assert PASSWORDS in sources(ticket), ticket  # the reply rests on the secops-only page
+    path = f"/api/helpdesk/tickets/{ticket['ticket_id']}/resolution"
+    for audience in (["everyone"], ["group:secops", "group:it"]):
+        refused = client.post(path, json={"resolution": ticket["reply"], "resolved_by": "kim", "audience": audience})
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == "audience_too_wide", refused.text
+        assert PASSWORDS in refused.json()["error"]["message"] and "group:secops" in refused.json()["error"]["message"]
+    assert client.get(f"/api/helpdesk/tickets/{ticket['ticket_id']}").json()["state"] != "resolved"  # nothing stored
+    kept = client.post(path, json={"resolution": ticket["reply"], "resolved_by": "kim", "audience": ["group:secops"]})
+    assert kept.status_code == 200 and kept.json()["audience"] == ["group:secops"], kept.text
+
+
 def test_an_accepted_reply_is_recorded_as_accepted(helpdesk, scripted):
     client, _, _ = helpdesk
     scripted.answer = OKTA_REPLY

@@ -157,7 +157,10 @@ def _act_as_member(scene: Scene) -> None:
     })
     assert rated.status_code == 200, rated.text
     # A "not found" cites nothing, but the member's correction may state what only the group reads.
-    unanswered = _chat(member, {"question": "Which colour are the cafeteria chairs on Fridays?", "conversation_id": conversation})
+    # Its question is the member's own words, and may name what only the group reads (fresh-user trial: a
+    # "not found" follow-up naming a restricted project was listed to an admin outside the group).
+    unanswered = _chat(member, {"question": f"Which colour are the cafeteria chairs on Fridays? ({MARK})",
+                                "conversation_id": conversation})
     assert unanswered["citations"] == [], unanswered
     rated = member.put(f"/api/messages/{unanswered['message_id']}/feedback", json={
         "rating": -1, "comment": "from the vault page", "corrected_answer": f"Use the vault code {CANARY} there.",

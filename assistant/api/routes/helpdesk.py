@@ -27,7 +27,7 @@ from assistant.core.errors import InvalidRequestError, PermissionDeniedError
 from assistant.core.jobs import JOB_TASKS
 from assistant.core.principals import Principal, parse_acl
 from assistant.core.visibility import Visibility
-from assistant.helpdesk.resolutions import publish_resolution, resolution_outcome
+from assistant.helpdesk.resolutions import check_audience, publish_resolution, resolution_outcome
 from assistant.helpdesk.store import (
     DeliveryRecord,
     TicketRecord,
@@ -212,13 +212,15 @@ async def resolve_ticket(
     and queue its ingestion as a document readable by `audience` only (`resolution_job_id`: the job).
 
     Raises:
-        InvalidRequestError: an invalid audience entry (400).
+        InvalidRequestError: an invalid audience entry, or one wider than the readers of a document the
+            reply cites (`audience_too_wide`) (400).
         NotFoundError: no such ticket, or another key's (404).
         ConflictError: the ticket is still being answered (409).
     """
     audience = parse_acl(body.audience)
     db = assistant.resources.db
     ticket = await run_in_threadpool(load_ticket, db, ticket_id, client=service.name)
+    await run_in_threadpool(check_audience, db, ticket, audience)
     outcome = body.outcome or resolution_outcome(ticket, body.resolution)
     record = await run_in_threadpool(
         lambda: store_resolution(

@@ -231,6 +231,7 @@ export default {
   "error.generic": "Something went wrong ({code}).",
   "error.audience_forbidden": "Only administrators may share with everyone.",
   "error.audience_invalid": "You can only share with yourself or a group you belong to.",
+  "error.audience_too_wide": "That audience could read a resolution built on documents it may not open: choose entries of the cited documents' ACL.",
   "error.no_documents": "No documents were found to ingest in that folder.",
   "error.config_invalid": "The server's configuration is invalid; tell your administrator.",
   "error.conflict": "That conflicts with what already exists.",

@@ -231,6 +231,7 @@ export default {
   "error.generic": "出错了（{code}）。",
   "error.audience_forbidden": "只有管理员可以共享给所有人。",
   "error.audience_invalid": "只能共享给您自己或您所在的组。",
+  "error.audience_too_wide": "该受众可能会读到基于其无权打开的文档写成的解决方案：请从所引用文档的访问控制列表中选择。",
   "error.no_documents": "该文件夹中没有可导入的文档。",
   "error.config_invalid": "服务器配置无效，请联系管理员。",
   "error.conflict": "与现有内容冲突。",
