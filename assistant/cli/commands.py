@@ -16,7 +16,7 @@ from rich.table import Table
 from assistant.cli import operations, serve_model
 from assistant.cli.admin_audit import audit_source_change, install_admin_audit
 from assistant.cli.compliance import audit_app, retention_app
-from assistant.cli.consoles import cli_console
+from assistant.cli.consoles import cli_console, counted
 from assistant.cli.errors import fail, report
 from assistant.cli.finetune import finetune_app
 from assistant.cli.keys import keys_app
@@ -114,6 +114,7 @@ def ingest(
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
+    acl_updated = sum(1 for o in outcomes if o.status == "skipped" and o.reason.endswith("ACL updated"))
     if not as_json:
         # The path on a line of its own: a table's title wraps at the table's width (fresh-user trial).
         cli_console().print(f"ingested {escape(str(path))}", soft_wrap=True)
@@ -123,6 +124,8 @@ def ingest(
         for status, n in sorted(counts.items()):
             table.add_row(status, str(n))
         table.add_row("chunks (new or changed files)", str(sum(o.chunks for o in outcomes if o.status == "done")))
+        if acl_updated:  # "skipped" alone would read as "nothing changed" (fresh-user trial)
+            table.add_row("ACL changed (unchanged files)", str(acl_updated))
         cli_console().print(table)
         problems = [o for o in outcomes if o.status not in ("done", "skipped", "deleted")]
         for o in problems[:50]:
@@ -139,6 +142,9 @@ def ingest(
                 f"so they restrict nothing (every file is readable by: {escape(', '.join(manifest.default))}); "
                 "rule paths are relative to the folder ingested", soft_wrap=True,
             )
+            if acl_updated:  # a typo in a rule that did match before opens those files up
+                err.print(f"[yellow]warning[/yellow]: this run changed the ACL of {counted(acl_updated, 'indexed file')}: "
+                          "check the rules, then ingest again with the corrected manifest", soft_wrap=True)
             for pattern in unmatched:  # the likeliest mistake: the path written from a sub-folder
                 meant = manifest.rooted(pattern, sources)
                 if meant:

@@ -97,6 +97,17 @@ def test_a_rule_that_matches_no_file_is_reported(cli_env):
     assert "finanse/**" in result.stderr and "match no file" in result.stderr
     assert "internal-security" not in result.stderr  # the plain folder path matched its files
     assert "restrict nothing" in result.stderr and "did you mean" not in result.stderr  # no folder makes it match
+    assert "changed the ACL" not in result.stderr  # a first ingest: nothing was indexed before
+
+    # Fresh-user trial: the rule that restricted a folder, misspelled in a later run, opened its files to
+    # everyone while the summary said only "skipped".
+    manifest.write_text('rules:\n  - path: "departments/**"\n    allow: [group:finance]\n')
+    assert CliRunner().invoke(app, ["ingest", str(folder), "--acl", str(manifest), "--json"]).exit_code == 0
+    manifest.write_text('rules:\n  - path: "departmens/**"\n    allow: [group:finance]\n')
+    result = CliRunner().invoke(app, ["ingest", str(folder), "--acl", str(manifest)])
+    said = " ".join(result.stderr.split())
+    assert result.exit_code == 0 and "this run changed the ACL of 1 indexed file" in said, said
+    assert "ACL changed (unchanged files)" in result.stdout, result.stdout
 
 
 def test_a_rule_written_from_a_sub_folder_is_reported_with_the_path_that_matches(cli_env):
