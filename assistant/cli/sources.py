@@ -41,8 +41,8 @@ def remove(
     as_json: bool = typer.Option(False, "--json", help='print {"path", "documents", "chunks"}'),
 ) -> None:
     """Remove source PATH: its chunks leave the index and its documents the database, so no answer
-    cites them any more. The files themselves are not touched. While `assistant serve` holds the
-    embedded store, the server removes it."""
+    cites them any more. Your files are not touched; an upload's copy kept in the data folder goes with
+    its upload. While `assistant serve` holds the embedded store, the server removes it."""
     from assistant.operations.sources import remove_source
 
     try:
