@@ -11,8 +11,7 @@ from assistant.core.db.documents import acls_by_id, acls_by_path
 from assistant.core.db.jobs import queue_sync_job
 from assistant.core.db.session import Database
 from assistant.core.errors import InvalidRequestError
-from assistant.core.visibility import Cited
-from assistant.helpdesk.store import TicketRecord
+from assistant.helpdesk.store import TicketRecord, ticket_cited
 from assistant.helpdesk.tickets import latest_message
 
 # Similarity of reply and resolution (difflib ratio of their normalised words) at or above which the
@@ -45,10 +44,11 @@ def resolution_outcome(ticket: TicketRecord, resolution: str) -> str:
 def check_audience(db: Database, ticket: TicketRecord, audience: list[str]) -> None:
     """Refuse a resolution audience wider than the readers of what the ticket's reply rests on.
 
-    A resolution is written from the reply and its cited documents; published to `audience`, it becomes a
-    document anyone the audience admits can search. So each entry must appear in the ACL of every live
-    document the reply cited, unless that document is readable by `everyone` (fresh-user trial: a
-    finance-only key published a reply quoting a finance page to `everyone`).
+    A resolution is written from the reply and its cited documents (for a conversation handed over from the
+    web app, from the documents its answers cited, `store.ticket_cited`); published to `audience`, it becomes
+    a document anyone the audience admits can search. So each entry must appear in the ACL of every live
+    such document, unless that document is readable by `everyone` (fresh-user trials: a finance-only key
+    published a reply quoting a finance page to `everyone`, and a hand-over of a finance conversation).
 
     Args:
         ticket: the ticket being resolved (its `citations`).
@@ -58,7 +58,7 @@ def check_audience(db: Database, ticket: TicketRecord, audience: list[str]) -> N
         InvalidRequestError: code `audience_too_wide`, naming the entries refused, the document and the
             entries allowed.
     """
-    cited = Cited.of_citations(ticket.citations)
+    cited = ticket_cited(ticket)  # a hand-over's conversation documents too (its text quotes their answers)
     names = {str(c.get("doc_id")): str(c.get("source") or c.get("doc_id")) for c in ticket.citations if isinstance(c, dict)}
     acls = [(names.get(doc_id, doc_id), acl) for doc_id, (acl, deleted) in acls_by_id(db, cited.doc_ids).items() if not deleted]
     acls += [(path, acl) for path, rows in acls_by_path(db, cited.sources).items() for acl, deleted in rows if not deleted]

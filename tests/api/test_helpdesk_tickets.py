@@ -5,6 +5,7 @@ webhooks against a real local receiver, and rate limits."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import threading
@@ -24,8 +25,10 @@ from assistant.auth.acl_manifest import AclManifest
 from assistant.auth.api_keys import configure_api_key, create_api_key
 from assistant.core.db.identity import load_principal
 from assistant.core.db.models import User
+from assistant.core.errors import InvalidRequestError
 from assistant.helpdesk.delivery import SIGNATURE_HEADER, verify_signature
-from assistant.helpdesk.store import claim_ticket
+from assistant.helpdesk.resolutions import check_audience
+from assistant.helpdesk.store import claim_ticket, get_ticket
 from ingest.pipeline import Ingestor
 from tests.conftest import copy_subset, make_settings, open_resources
 from tests.corpus import HANDBOOK
@@ -296,6 +299,14 @@ def test_a_resolution_is_never_published_wider_than_the_documents_its_reply_cite
     assert client.get(f"/api/helpdesk/tickets/{ticket['ticket_id']}").json()["state"] != "resolved"  # nothing stored
     kept = client.post(path, json={"resolution": ticket["reply"], "resolved_by": "kim", "audience": ["group:secops"]})
     assert kept.status_code == 200 and kept.json()["audience"] == ["group:secops"], kept.text
+
+    # A conversation handed over from the web app cites nothing of its own: what it rests on are the
+    # documents its answers cited (fresh-user trial: a hand-over of a finance conversation went to everyone).
+    handed = dataclasses.replace(get_ticket(res.db, ticket["ticket_id"], client="helpdesk"), citations=[],
+                                 evidence={"conversation_doc_ids": [c["doc_id"] for c in ticket["citations"]]})
+    with pytest.raises(InvalidRequestError, match="audience_too_wide|wider than the readers"):
+        check_audience(res.db, handed, ["everyone"])
+    check_audience(res.db, handed, ["group:secops"])
 
 
 def test_an_accepted_reply_is_recorded_as_accepted(helpdesk, scripted):
