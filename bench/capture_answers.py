@@ -19,7 +19,7 @@ FILE[:PER_LANG:NO_ANSWER] ...`, each sampled with its own counts (default `--per
 each output row names its file's stem as `split`, and languages alternate in the order asked.
 
 Run: PYTHONPATH=. python bench/capture_answers.py OUT.jsonl [--questions FILE[:N:M] ...] [--per-lang N] [--no-answer N]
-        [--source-tokens N] [--window N] [--model NAME] [--folder DIR [--data-dir VAR]]
+        [--source-tokens N] [--window N] [--model NAME] [--folder DIR [--data-dir VAR]] [--ask STEM,...]
 """
 
 from __future__ import annotations
@@ -128,6 +128,9 @@ def main() -> None:
     parser.add_argument("--no-answer", type=int, default=2)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--langs", default="en,zh", help="languages to ask in (the index holds both)")
+    parser.add_argument("--ask", default=None,
+                        help="only ask the questions of these files (stems, comma-separated); the index still holds "
+                             "every file's answers, so that runs split this way share one index")
     parser.add_argument("--source-tokens", type=int, default=None, help="ASSISTANT_LLM_CPU_SOURCE_TOKENS (default: the setting)")
     parser.add_argument("--window", type=int, default=None, help="ASSISTANT_LLM_CPU_WINDOW_TOKENS (default: the setting)")
     parser.add_argument("--model", default=None, help="ASSISTANT_LLM_MODEL (default: the setting)")
@@ -145,7 +148,8 @@ def main() -> None:
             some = interleaved(choose(some, per_lang, no_answer, args.seed))
         split_of.update({q.id: Path(path).stem for q in some})
         questions += some
-    asked = [q for q in questions if q.lang in args.langs.split(",")]
+    asked = [q for q in questions if q.lang in args.langs.split(",")
+             and (args.ask is None or split_of[q.id] in args.ask.split(","))]
     with tempfile.TemporaryDirectory(prefix="capture-") as tmp:
         if args.folder is None:
             folder = Path(tmp) / "docs"
