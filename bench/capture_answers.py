@@ -96,10 +96,14 @@ async def capture(answerer, question: str) -> dict:
     """The sources and the raw answer to `question`, with generation timings."""
     params = answerer.defaults
     # The product's translation of a Chinese question (`Answerer.translation`), searched with it.
-    translation = await answerer.translation(question) if answerer.translates(question) else None
+    # A gated row keeps its translation too (None where one was asked for: it failed or timed out), since the gate
+    # sees the translation's coverage: a question gated in one run and answered in another is then explained.
+    translates = answerer.translates(question)
+    translation = await answerer.translation(question) if translates else None
     sources, messages = answerer.prepare(question, principal=ANONYMOUS, params=params, translation=translation)
     if messages is None:
-        return {"gate_abstained": True, "sources": [asdict(s) for s in sources], "raw": ""}
+        return {"gate_abstained": True, "sources": [asdict(s) for s in sources], "raw": "", "translation": translation,
+                "translation_failed": translates and translation is None}
     started = time.perf_counter()
     first = None
     parts = []
@@ -113,6 +117,7 @@ async def capture(answerer, question: str) -> dict:
     tokens = answerer.llm.count_tokens(raw)
     return {
         "gate_abstained": False, "sources": [asdict(s) for s in sources], "raw": raw, "translation": translation,
+        "translation_failed": translates and translation is None,
         "prompt_tokens": sum(answerer.llm.count_tokens(m["content"]) for m in messages),
         "ttft_s": round(first or total, 2), "total_s": round(total, 2),
         "tokens_per_s": round(tokens / max(total - (first or 0), 1e-6), 1),
